@@ -1,0 +1,32 @@
+# roundtrip: one DAG from datasets through reconstruction and metrics to tables.
+# Layout and file contracts: docs/design.md. Run: snakemake --cores all (see README.md).
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version, validate
+
+min_version("8.0")
+
+# The library lives in src/; importable from a checkout even before `pip install -e .`.
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+
+
+configfile: "config.yaml"
+
+
+validate(config, "config.schema.yaml")
+
+
+include: "rules/common.smk"
+include: "rules/datasets.smk"
+include: "rules/reconstruct.smk"
+include: "rules/metrics.smk"
+include: "rules/ocr.smk"
+include: "rules/tables.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        table_files("reconstruction"),
+        table_files("text_preservation") if TEXT_DATASETS else [],

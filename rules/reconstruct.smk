@@ -1,0 +1,40 @@
+# Reconstruction: one job per (model, dataset, shard); per-item status, resumable after a crash.
+
+
+rule reconstruct:
+    input:
+        manifest="results/datasets/{dataset}/manifest.csv",
+    output:
+        status="results/recon/{model}/{dataset}/shards/{shard}-of-{nshards}.csv",
+    params:
+        spec=lambda wc: config["models"][wc.model],
+        device=config["run"]["device"],
+        batch_size=config["run"]["batch_size"],
+    log:
+        "logs/reconstruct/{model}/{dataset}/{shard}-of-{nshards}.log",
+    benchmark:
+        "results/benchmarks/reconstruct/{model}/{dataset}/{shard}-of-{nshards}.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    conda:
+        "../envs/roundtrip.yaml"
+    script:
+        "../scripts/reconstruct.py"
+
+
+rule merge_status:
+    input:
+        shard_status_files,
+    output:
+        "results/recon/{model}/{dataset}/status.csv",
+    log:
+        "logs/merge_status/{model}/{dataset}.log",
+    resources:
+        mem_mb=500,
+        runtime=5,
+    conda:
+        "../envs/roundtrip.yaml"
+    script:
+        "../scripts/merge_status.py"

@@ -1,0 +1,55 @@
+# Tables: results/tables/{name}.{csv,md,tex}, one row per model.
+
+
+rule reconstruction_table:
+    input:
+        per_item=expand(
+            "results/metrics/{model}/{dataset}/image_quality.csv",
+            model=MODELS,
+            dataset=DATASETS,
+        ),
+        set=expand(
+            "results/metrics/{model}/{dataset}/set.csv", model=MODELS, dataset=DATASETS
+        ),
+    output:
+        table_files("reconstruction"),
+    params:
+        models=MODELS,
+        datasets=DATASETS,
+        bootstrap=config["tables"]["bootstrap"],
+    log:
+        "logs/tables/reconstruction.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/roundtrip.yaml"
+    script:
+        "../scripts/reconstruction_table.py"
+
+
+rule text_preservation_table:
+    input:
+        manifests=expand("results/datasets/{dataset}/manifest.csv", dataset=TEXT_DATASETS),
+        per_item=expand(
+            "results/metrics/{model}/{dataset}/text_{ocr}.csv",
+            model=MODELS,
+            dataset=TEXT_DATASETS,
+            ocr=TABLE_OCR,
+        ),
+    output:
+        table_files("text_preservation"),
+    params:
+        models=MODELS,
+        datasets=TEXT_DATASETS,
+        ocr=TABLE_OCR,
+        bootstrap=config["tables"]["bootstrap"],
+    log:
+        "logs/tables/text_preservation.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/roundtrip.yaml"
+    script:
+        "../scripts/text_preservation_table.py"

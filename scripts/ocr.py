@@ -1,0 +1,28 @@
+"""Rule ocr: text of every original (model "original") or reconstruction of a dataset."""
+import _bootstrap  # noqa: F401
+from pathlib import Path
+
+import pandas as pd
+
+from roundtrip.datasets import read_manifest
+from roundtrip.ocr import build_ocr, ocr_items
+from roundtrip.workflow import setup_logging
+
+smk = snakemake  # noqa: F821 - injected by Snakemake
+log = setup_logging(smk.log[0])
+engine = build_ocr(smk.wildcards.ocr, smk.params.engine)
+log.info("%s version %s", smk.wildcards.ocr, engine.check([smk.params.lang]))
+manifest = read_manifest(smk.input.manifest)
+root = Path(smk.input.manifest).parent
+if "status" in smk.input.keys():
+    status = pd.read_csv(smk.input.status, dtype=str, keep_default_na=False)
+    ok = set(status.loc[status["status"] == "ok", "item_id"])
+    recon = Path(smk.input.status).parent
+    paths = {i: recon / f"{i}.png" for i in manifest["item_id"] if i in ok}
+else:
+    paths = {r.item_id: root / r.path for r in manifest.itertuples() if r.status == "ok"}
+items = [(i, p, smk.params.lang) for i, p in paths.items()]
+result = ocr_items(engine, items, threads=smk.threads)
+skipped = pd.DataFrame({"item_id": [i for i in manifest["item_id"] if i not in paths],
+                        "text": "", "status": "error", "reason": "no image to read"})
+pd.concat([result, skipped], ignore_index=True).to_csv(smk.output[0], index=False)

@@ -1,0 +1,23 @@
+"""Rule reconstruct: one (model, dataset, shard) through the model's adapter."""
+import _bootstrap  # noqa: F401
+from pathlib import Path
+
+import torch
+
+from roundtrip.models import build_model
+from roundtrip.reconstruct import reconstruct_shard, resolve_device
+from roundtrip.workflow import setup_logging, versions
+
+smk = snakemake  # noqa: F821 - injected by Snakemake
+log = setup_logging(smk.log[0])
+torch.set_num_threads(smk.threads)
+device = resolve_device(smk.params.device)
+model = build_model(smk.wildcards.model, smk.params.spec).to(device)
+log.info("model %s on %s; versions %s", smk.wildcards.model, device, versions())
+status = reconstruct_shard(
+    model, smk.input.manifest, Path(smk.output.status).parent.parent,
+    shard=int(smk.wildcards.shard), n_shards=int(smk.wildcards.nshards),
+    batch_size=smk.params.batch_size,
+    fingerprint={"model": smk.wildcards.model, "spec": dict(smk.params.spec)},
+)
+log.info("status counts: %s", status["status"].value_counts().to_dict())

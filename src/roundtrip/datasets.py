@@ -1,0 +1,216 @@
+"""Datasets: builders that write ``manifest.csv`` plus PNG files (DESIGN.md contract).
+
+Manifest columns: ``item_id, path, kind, width, height, depth, source, sha256, status, reason``
+and optional ``text, lang, label, subject, split, font, font_size_pt``. ``path`` is relative to the
+manifest's folder. An item that could not be read stays in the manifest with ``status=error`` and
+the reason, so every later stage reports it instead of silently dropping it.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .imaging import IMAGE_EXTENSIONS, ImageReadError, read_image, write_png
+
+log = logging.getLogger(__name__)
+
+MANIFEST_COLUMNS = ["item_id", "path", "kind", "width", "height", "depth", "source", "sha256",
+                    "status", "reason"]
+OPTIONAL_COLUMNS = ["text", "lang", "label", "subject", "split", "font", "font_size_pt"]
+
+#: scikit-image images that ship inside the wheel (no network fetch), by loader name.
+SKIMAGE_BUNDLED = {
+    "astronaut": "astronaut", "chelsea": "chelsea", "coffee": "coffee", "rocket": "rocket",
+    "motorcycle_left": "motorcycle_left", "motorcycle_right": "motorcycle_right",
+    "hubble_deep_field": "hubble_deep_field", "camera": "camera", "coins": "coins",
+    "moon": "moon", "immunohistochemistry": "ihc", "retina": "retina", "cell": "cell",
+    "microaneurysms": "microaneurysms", "brick": "brick", "grass": "grass", "gravel": "gravel",
+    "page": "page", "text": "text", "colorwheel": "color", "logo": "logo",
+}
+
+
+@dataclass
+class Item:
+    """One manifest row under construction."""
+    item_id: str
+    source: str
+    image: np.ndarray | None = None
+    reason: str = ""
+    extra: dict | None = None
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_dataset(items: list[Item], out_dir: str | Path) -> pd.DataFrame:
+    """Write images to ``out_dir/images/{item_id}.png`` and ``out_dir/manifest.csv``.
+
+    Args:
+        items: items with ``image`` set (ok) or ``reason`` set (error).
+        out_dir: dataset folder, created if missing.
+
+    Returns:
+        The manifest as a DataFrame.
+
+    Raises:
+        ValueError: duplicate item ids.
+    """
+    out_dir = Path(out_dir)
+    (out_dir / "images").mkdir(parents=True, exist_ok=True)
+    ids = [it.item_id for it in items]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ValueError(f"duplicate item ids: {dup[:5]}")
+    rows = []
+    for it in items:
+        row = {"item_id": it.item_id, "kind": "image", "depth": "", "source": it.source}
+        if it.image is not None:
+            rel = f"images/{it.item_id}.png"
+            write_png(out_dir / rel, it.image)
+            row.update(path=rel, width=it.image.shape[1], height=it.image.shape[0],
+                       sha256=sha256_file(out_dir / rel), status="ok", reason="")
+        else:
+            row.update(path="", width="", height="", sha256="", status="error", reason=it.reason)
+        row.update(it.extra or {})
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    cols = MANIFEST_COLUMNS + [c for c in df.columns if c not in MANIFEST_COLUMNS]
+    df = df.reindex(columns=cols)
+    df.to_csv(out_dir / "manifest.csv", index=False)
+    return df
+
+
+def read_manifest(path: str | Path) -> pd.DataFrame:
+    """Read a manifest; text columns stay strings, missing values become ``""``."""
+    df = pd.read_csv(path, dtype={"item_id": str, "text": str, "reason": str, "path": str},
+                     keep_default_na=False)
+    missing = [c for c in ("item_id", "path", "status") if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: manifest lacks columns {missing}")
+    return df
+
+
+def skimage_items(names: list[str]) -> list[Item]:
+    """Items from scikit-image's bundled images, at their native sizes.
+
+    Args:
+        names: keys of :data:`SKIMAGE_BUNDLED` (e.g. ``astronaut``, ``brick``, ``page``).
+
+    Raises:
+        KeyError: a name that is not bundled (the message lists those that are).
+    """
+    import skimage.data
+
+    data_dir = Path(skimage.data.__file__).parent
+    items = []
+    for name in names:
+        if name not in SKIMAGE_BUNDLED:
+            raise KeyError(f"'{name}' is not a bundled scikit-image image; choose from "
+                           f"{sorted(SKIMAGE_BUNDLED)}")
+        stem = SKIMAGE_BUNDLED[name]
+        files = sorted(data_dir.glob(stem + ".*"))
+        if not files:
+            items.append(Item(name, f"skimage:{name}", reason=f"{stem}.* not found in {data_dir}"))
+            continue
+        try:
+            items.append(Item(name, f"skimage:{name}", image=read_image(files[0])))
+        except ImageReadError as exc:
+            items.append(Item(name, f"skimage:{name}", reason=str(exc)))
+    return items
+
+
+def safe_item_id(relative_path: str) -> str:
+    """Stable id from a path relative to a dataset root: ``a/b c.jpg`` -> ``a__b_c``."""
+    stem = relative_path.rsplit(".", 1)[0] if "." in Path(relative_path).name else relative_path
+    parts = [re.sub(r"[^A-Za-z0-9._-]+", "_", p) for p in Path(stem).parts]
+    return "__".join(p for p in parts if p) or "item"
+
+
+def list_image_files(root: str | Path) -> list[Path]:
+    """Image files below ``root`` (recursive, sorted, hidden files skipped).
+
+    Raises:
+        FileNotFoundError: ``root`` is not a directory.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"dataset folder {root} does not exist or is not a directory")
+    return sorted(p for p in root.rglob("*")
+                  if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
+                  and not any(part.startswith(".") for part in p.relative_to(root).parts))
+
+
+def folder_items(root: str | Path) -> list[Item]:
+    """Items from a user's folder of images; an unreadable file becomes an error item."""
+    root = Path(root)
+    files = list_image_files(root)
+    if not files:
+        raise FileNotFoundError(f"no image files ({', '.join(sorted(IMAGE_EXTENSIONS))}) in {root}")
+    items, seen = [], set()
+    for f in files:
+        rel = f.relative_to(root).as_posix()
+        item_id = safe_item_id(rel)
+        if item_id in seen:  # a.png and a.jpg: keep both, disambiguated by extension
+            item_id = f"{item_id}_{f.suffix.lstrip('.').lower()}"
+        seen.add(item_id)
+        try:
+            items.append(Item(item_id, f"folder:{rel}", image=read_image(f)))
+        except ImageReadError as exc:
+            log.warning("item %s: %s", item_id, exc)
+            items.append(Item(item_id, f"folder:{rel}", reason=str(exc)))
+    return items
+
+
+def folder_fingerprint(root: str | Path) -> str:
+    """Digest of the names, sizes and mtimes of a folder's images (cheap: stat only).
+
+    Used as a Snakemake param so that adding or changing a file rebuilds the dataset.
+    """
+    try:
+        files = list_image_files(root)
+    except FileNotFoundError:
+        return "missing"
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        h.update(f"{f.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def build_dataset(name: str, spec: dict, out_dir: str | Path) -> pd.DataFrame:
+    """Build the dataset ``name`` described by its config ``spec`` into ``out_dir``.
+
+    Args:
+        name: dataset name (config key).
+        spec: ``{"type": "skimage", "images": [...]}`` or ``{"type": "folder", "path": ...}``;
+            optional ``lang`` is written to every row.
+
+    Raises:
+        ValueError: unknown type.
+    """
+    kind = spec["type"]
+    if kind == "skimage":
+        items = skimage_items(spec["images"])
+    elif kind == "folder":
+        items = folder_items(spec["path"])
+    else:
+        raise ValueError(f"datasets.{name}.type: unknown dataset type '{kind}'")
+    if spec.get("lang"):
+        for it in items:
+            it.extra = {**(it.extra or {}), "lang": spec["lang"]}
+    df = write_dataset(items, out_dir)
+    n_err = int((df["status"] != "ok").sum())
+    log.info("dataset %s: %d items, %d errors", name, len(df), n_err)
+    return df

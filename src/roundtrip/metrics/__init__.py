@@ -1,0 +1,1 @@
+"""Metrics: image quality (PSNR, SSIM), text (CER, WER) and set-level summaries."""

@@ -1,0 +1,113 @@
+"""Full-reference image quality: PSNR and SSIM.
+
+Conventions (shared by every table in roundtrip):
+
+* Images are RGB, float, values in ``[0, 1]``; ``data_range = 1``. No conversion to luma.
+* PSNR (dB) = ``10 log10(1 / MSE)`` with MSE over all pixels and all three channels, in float64.
+  Identical images give ``inf``. The *pooled* PSNR of a set uses the MSE over all values of all
+  items, i.e. ``10 log10(sum(N_i) / sum(N_i MSE_i))``, which weights large images more and is
+  robust to a single perfect item; the per-item mean is what VTBench tabulates.
+* SSIM follows Wang et al., "Image quality assessment: from error visibility to structural
+  similarity" (IEEE TIP 2004): Gaussian window sigma = 1.5 truncated at 3.5 sigma (11 x 11),
+  ``K1 = 0.01``, ``K2 = 0.03``, population (not sample) covariance, computed per channel on the
+  valid region (no padding: the 5-pixel border is excluded) and averaged over pixels then
+  channels. This equals ``skimage.metrics.structural_similarity(x, y, data_range=1,
+  channel_axis=-1, gaussian_weights=True, sigma=1.5, use_sample_covariance=False)``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+SSIM_SIGMA = 1.5
+SSIM_TRUNCATE = 3.5
+SSIM_K1, SSIM_K2 = 0.01, 0.03
+
+
+def mse(x: np.ndarray, y: np.ndarray) -> float:
+    """Mean squared error over all values, float64.
+
+    Raises:
+        ValueError: shapes differ.
+    """
+    if x.shape != y.shape:
+        raise ValueError(f"shape mismatch: {x.shape} vs {y.shape}")
+    d = x.astype(np.float64) - y.astype(np.float64)
+    return float(np.mean(d * d))
+
+
+def psnr_from_mse(m: float, data_range: float = 1.0) -> float:
+    """PSNR in dB from an MSE; ``inf`` for ``m == 0``."""
+    if m == 0:
+        return math.inf
+    return 10.0 * math.log10(data_range ** 2 / m)
+
+
+def psnr(x: np.ndarray, y: np.ndarray, data_range: float = 1.0) -> float:
+    """PSNR in dB between two images of equal shape with values in ``[0, data_range]``."""
+    return psnr_from_mse(mse(x, y), data_range)
+
+
+def pooled_psnr(mses: np.ndarray, n_values: np.ndarray, data_range: float = 1.0) -> float:
+    """PSNR of a whole set from per-item MSEs and value counts (see module docstring)."""
+    mses, n_values = np.asarray(mses, np.float64), np.asarray(n_values, np.float64)
+    if len(mses) == 0:
+        return math.nan
+    return psnr_from_mse(float(np.sum(mses * n_values) / np.sum(n_values)), data_range)
+
+
+def _gaussian_kernel(sigma: float, truncate: float, dtype) -> torch.Tensor:
+    radius = int(truncate * sigma + 0.5)
+    t = torch.arange(-radius, radius + 1, dtype=dtype)
+    k = torch.exp(-0.5 * (t / sigma) ** 2)
+    return k / k.sum()
+
+
+def ssim_batch(x: torch.Tensor, y: torch.Tensor, data_range: float = 1.0,
+               sigma: float = SSIM_SIGMA, dtype=torch.float64) -> torch.Tensor:
+    """SSIM of each pair in a batch (definition in the module docstring).
+
+    Args:
+        x, y: ``[B, C, H, W]`` tensors in ``[0, data_range]``; H and W at least 11.
+        dtype: computation precision (float64 matches scikit-image to ~1e-12; float32 to ~1e-6).
+
+    Returns:
+        ``[B]`` float64 tensor of mean SSIM over channels and the valid region.
+
+    Raises:
+        ValueError: shapes differ or the image is smaller than the window.
+    """
+    if x.shape != y.shape or x.ndim != 4:
+        raise ValueError(f"expected equal [B, C, H, W] shapes, got {tuple(x.shape)}, {tuple(y.shape)}")
+    k = _gaussian_kernel(sigma, SSIM_TRUNCATE, dtype).to(x.device)
+    win = k.numel()
+    b, c, h, w = x.shape
+    if h < win or w < win:
+        raise ValueError(f"image {h}x{w} smaller than the {win}x{win} SSIM window")
+    x = x.to(dtype).reshape(b * c, 1, h, w)
+    y = y.to(dtype).reshape(b * c, 1, h, w)
+    kh, kw = k.view(1, 1, win, 1), k.view(1, 1, 1, win)
+
+    def blur(z):
+        return F.conv2d(F.conv2d(z, kh), kw)
+
+    stack = blur(torch.cat([x, y, x * x, y * y, x * y], dim=0))
+    mx, my, xx, yy, xy = stack.split(b * c, dim=0)
+    vx, vy, cxy = xx - mx * mx, yy - my * my, xy - mx * my
+    c1, c2 = (SSIM_K1 * data_range) ** 2, (SSIM_K2 * data_range) ** 2
+    s = ((2 * mx * my + c1) * (2 * cxy + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
+    return s.mean(dim=(1, 2, 3)).view(b, c).mean(dim=1).to(torch.float64)
+
+
+def ssim(x: np.ndarray, y: np.ndarray, data_range: float = 1.0) -> float:
+    """SSIM of two ``(H, W, 3)`` (or ``(H, W)``) arrays in ``[0, data_range]``."""
+    tx = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))
+    ty = torch.from_numpy(np.ascontiguousarray(y, dtype=np.float64))
+    if tx.ndim == 2:
+        tx, ty = tx[None, None], ty[None, None]
+    else:
+        tx, ty = tx.permute(2, 0, 1)[None], ty.permute(2, 0, 1)[None]
+    return float(ssim_batch(tx, ty, data_range)[0])

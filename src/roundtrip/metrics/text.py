@@ -1,0 +1,89 @@
+"""Text preservation metrics: CER and WER (VTBench Appendix F, Eqs. 3-4).
+
+``CER = D_char(T_ref, T_hyp) / |T_ref|`` and ``WER = D_word(W_ref, W_hyp) / |W_ref|`` where ``D`` is
+the Levenshtein distance (insertions, deletions, substitutions, unit cost) over characters or
+words. Both can exceed 1. In VTBench the reference is the OCR of the original image and the
+hypothesis the OCR of the reconstruction; with ground truth, the reference is the true text.
+
+Normalization (applied to both strings before scoring, configurable in ``config.yaml``):
+
+1. Unicode normalization (default NFKC: full-width forms and ligatures folded);
+2. optional lower-casing (default off: case errors count);
+3. optional punctuation removal (Unicode category P*; default off);
+4. whitespace collapse (default on): runs of whitespace, including line breaks, become one space
+   and the ends are stripped, so OCR layout differences do not count as errors.
+
+Characters include the single spaces between words, as in jiwer's ``cer``. Words are the
+whitespace-separated tokens, so WER is meaningful only for scripts that separate words by spaces
+(not Chinese or Japanese, where VTBench reports CER only).
+"""
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from rapidfuzz.distance import Levenshtein
+
+_WS = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Normalization:
+    """Text normalization settings (see module docstring)."""
+    unicode_form: str | None = "NFKC"
+    lowercase: bool = False
+    strip_punctuation: bool = False
+    collapse_whitespace: bool = True
+
+    @classmethod
+    def from_config(cls, cfg: dict | None) -> "Normalization":
+        cfg = dict(cfg or {})
+        return cls(**{k: cfg[k] for k in ("unicode_form", "lowercase", "strip_punctuation",
+                                          "collapse_whitespace") if k in cfg})
+
+
+def normalize_text(text: str, norm: Normalization = Normalization()) -> str:
+    """Apply :class:`Normalization` to ``text``."""
+    if norm.unicode_form:
+        text = unicodedata.normalize(norm.unicode_form, text)
+    if norm.lowercase:
+        text = text.lower()
+    if norm.strip_punctuation:
+        text = "".join(ch for ch in text if not unicodedata.category(ch).startswith("P"))
+    if norm.collapse_whitespace:
+        text = _WS.sub(" ", text).strip()
+    return text
+
+
+def cer(reference: str, hypothesis: str) -> float:
+    """Character error rate of already-normalized strings.
+
+    Raises:
+        ValueError: empty reference (CER is undefined).
+    """
+    if not reference:
+        raise ValueError("empty reference text: CER undefined")
+    return Levenshtein.distance(reference, hypothesis) / len(reference)
+
+
+def wer(reference: str, hypothesis: str) -> float:
+    """Word error rate of already-normalized strings (words split on whitespace).
+
+    Raises:
+        ValueError: reference without words (WER is undefined).
+    """
+    ref, hyp = reference.split(), hypothesis.split()
+    if not ref:
+        raise ValueError("reference has no words: WER undefined")
+    return Levenshtein.distance(ref, hyp) / len(ref)
+
+
+def text_errors(reference: str, hypothesis: str, norm: Normalization = Normalization()
+                ) -> tuple[float, float, str]:
+    """``(cer, wer, reason)`` after normalization; NaN values with a reason when undefined."""
+    ref, hyp = normalize_text(reference, norm), normalize_text(hypothesis, norm)
+    if not ref:
+        return math.nan, math.nan, "reference text is empty (no text found), CER/WER undefined"
+    return cer(ref, hyp), wer(ref, hyp), ""

@@ -1,0 +1,42 @@
+"""Model zoo: the registry that turns a ``models:`` config entry into an :class:`Adapter`."""
+from __future__ import annotations
+
+from .base import FAMILIES, Adapter, ModelInfo
+from .codecs import Identity, Jpeg, Resample, Webp
+
+#: config ``type`` -> adapter class. Later backends (diffusers, MONAI, ...) register here.
+MODEL_TYPES: dict[str, type[Adapter]] = {
+    "identity": Identity,
+    "jpeg": Jpeg,
+    "webp": Webp,
+    "resample": Resample,
+}
+
+#: Reserved model name: the unmodified originals (OCR of originals is stored under it).
+ORIGINAL = "original"
+
+
+def build_model(name: str, spec: dict) -> Adapter:
+    """Instantiate the model ``name`` from its config entry.
+
+    Args:
+        name: config key (used in paths and tables).
+        spec: ``{"type": ..., **constructor arguments}``.
+
+    Raises:
+        ValueError: unknown type or bad arguments; the message names ``models.<name>``.
+    """
+    spec = dict(spec)
+    kind = spec.pop("type", None)
+    if kind not in MODEL_TYPES:
+        raise ValueError(f"models.{name}.type: unknown model type {kind!r}; "
+                         f"known: {sorted(MODEL_TYPES)}")
+    try:
+        model = MODEL_TYPES[kind](**spec)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"models.{name}: {exc}") from exc
+    model.name = name
+    return model
+
+
+__all__ = ["FAMILIES", "MODEL_TYPES", "ORIGINAL", "Adapter", "ModelInfo", "build_model"]

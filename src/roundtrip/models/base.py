@@ -1,0 +1,97 @@
+"""The one adapter interface every model sits behind (DESIGN.md, "Model").
+
+A model reconstructs images through ``encode`` then ``decode``. Inputs and outputs are float32
+tensors ``[B, C, H, W]`` (or ``[B, C, D, H, W]`` for volumes) with values in ``[-1, 1]``; an adapter
+converts to its own input range internally. What ``encode`` returns (the latent) is the model's
+business: a float tensor for VAEs, codes for tokenizers, compressed bytes for codecs.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+
+#: Model families (DESIGN.md). ``codec`` covers classical baselines (JPEG, WebP, resampling).
+FAMILIES = ("continuous", "VQ", "LFQ", "BSQ", "RVQ", "RBSQ", "codec", "api")
+
+
+@dataclass
+class ModelInfo:
+    """Static description of a model, for the model card and protocol decisions.
+
+    Attributes:
+        family: one of :data:`FAMILIES`.
+        params: number of learnable parameters (0 for codecs).
+        native_sizes: ``(H, W)`` sizes the model was trained at; empty = any size.
+        downsample: spatial reduction factor of the latent grid (1 for pixel codecs).
+        codebook_size: number of codes for discrete models, else ``None``.
+        fixed_size: True when only ``native_sizes`` are accepted.
+    """
+    family: str
+    params: int = 0
+    native_sizes: list[tuple[int, int]] = field(default_factory=list)
+    downsample: int = 1
+    codebook_size: int | None = None
+    fixed_size: bool = False
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class Adapter(ABC):
+    """Base class of all model adapters.
+
+    Subclasses implement :meth:`encode`, :meth:`decode` and :meth:`info`; discrete models also
+    :meth:`tokens`. ``supports`` says whether an input size can be processed; the harness records
+    an unsupported size as ``unsupported`` rather than forcing it.
+    """
+
+    #: Set by the registry: the config key of this model.
+    name: str = ""
+
+    @abstractmethod
+    def encode(self, x: torch.Tensor) -> Any:
+        """``x``: float32 ``[B, C, H, W]`` in ``[-1, 1]`` -> latent (model-specific)."""
+
+    @abstractmethod
+    def decode(self, latent: Any) -> torch.Tensor:
+        """Latent -> float32 ``[B, C, H, W]`` in ``[-1, 1]`` (same size as the encoded input)."""
+
+    @abstractmethod
+    def info(self) -> ModelInfo:
+        """Static model description."""
+
+    def tokens(self, latent: Any) -> torch.Tensor | None:
+        """Discrete token ids ``LongTensor [B, h, w]`` (or ``[B, n]``), ``None`` if continuous."""
+        return None
+
+    def latent_shape(self, h: int, w: int) -> tuple[int, ...] | None:
+        """Shape of one item's latent for an ``h x w`` input, ``None`` if not a tensor."""
+        return None
+
+    def supports(self, h: int, w: int) -> bool:
+        """Whether an ``h x w`` input can be reconstructed without resizing."""
+        info = self.info()
+        if info.fixed_size:
+            return (h, w) in [tuple(s) for s in info.native_sizes]
+        return True
+
+    def unsupported_reason(self, h: int, w: int) -> str:
+        """Human-readable reason for ``supports(h, w) == False``."""
+        sizes = ", ".join(f"{a}x{b}" for a, b in self.info().native_sizes)
+        return f"{self.name} accepts only {sizes}; got {h}x{w}"
+
+    @torch.no_grad()
+    def reconstruct(self, x: torch.Tensor) -> torch.Tensor:
+        """``decode(encode(x))``, clamped to ``[-1, 1]``."""
+        return self.decode(self.encode(x)).clamp_(-1.0, 1.0)
+
+    def to(self, device: torch.device) -> "Adapter":
+        """Move weights to ``device`` (no-op for codecs)."""
+        return self
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("cpu")

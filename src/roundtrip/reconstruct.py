@@ -1,0 +1,189 @@
+"""Reconstruction harness: one (model, dataset, shard) job.
+
+For each manifest item of the shard: load, map to ``[-1, 1]``, ``model.reconstruct``, write
+``{item_id}.png`` at the source bit depth, and record ``ok | unsupported | error`` with the reason
+and the seconds spent. Items of equal size are batched.
+
+Crash safety: each finished item is appended (and flushed) to ``shards/{k}-of-{n}.journal.csv``;
+a rerun skips items already journaled whose image exists, so completed work is never recomputed.
+A ``model.json`` fingerprint of the model spec guards against reusing images made by a model with
+different settings: when it changes, old images and journals are cleared.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .datasets import read_manifest
+from .imaging import ImageReadError, from_unit, read_image, to_unit, write_png
+from .models import Adapter
+
+log = logging.getLogger(__name__)
+
+STATUS_COLUMNS = ["item_id", "status", "reason", "seconds"]
+
+
+def shard_of(index: int, n_shards: int) -> int:
+    """Shard of the manifest row at ``index`` (round robin keeps shards balanced by size)."""
+    return index % n_shards
+
+
+def shard_rows(manifest: pd.DataFrame, shard: int, n_shards: int) -> pd.DataFrame:
+    """Rows of ``manifest`` that belong to ``shard`` (0-based) of ``n_shards``."""
+    if not 0 <= shard < n_shards:
+        raise ValueError(f"shard {shard} out of range for {n_shards} shards")
+    idx = [i for i in range(len(manifest)) if shard_of(i, n_shards) == shard]
+    return manifest.iloc[idx]
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto`` -> CUDA if available, else CPU; otherwise ``torch.device(device)``."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def _check_fingerprint(out_dir: Path, fingerprint: dict) -> None:
+    path = out_dir / "model.json"
+    text = json.dumps(fingerprint, sort_keys=True, indent=1)
+    if path.exists() and path.read_text() != text:
+        log.info("model settings changed since the last run: clearing %s", out_dir)
+        for f in list(out_dir.glob("*.png")) + list((out_dir / "shards").glob("*.journal.csv")):
+            f.unlink()
+    path.write_text(text)
+
+
+class _Journal:
+    """Append-only per-item record that survives a crash."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.done: dict[str, dict] = {}
+        if path.exists():
+            for row in csv.DictReader(open(path, newline="")):
+                self.done[row["item_id"]] = row
+        new = not path.exists()
+        self._fh = open(path, "a", newline="")
+        self._w = csv.DictWriter(self._fh, fieldnames=STATUS_COLUMNS)
+        if new:
+            self._w.writeheader()
+
+    def record(self, item_id: str, status: str, reason: str, seconds: float) -> None:
+        row = {"item_id": item_id, "status": status, "reason": reason, "seconds": f"{seconds:.4f}"}
+        self._w.writerow(row)
+        self._fh.flush()
+        self.done[item_id] = row
+
+    def close(self):
+        self._fh.close()
+
+
+def reconstruct_shard(model: Adapter, manifest_path: str | Path, out_dir: str | Path,
+                      shard: int = 0, n_shards: int = 1, batch_size: int = 8,
+                      fingerprint: dict | None = None) -> pd.DataFrame:
+    """Reconstruct one shard of a dataset and write its status file.
+
+    Args:
+        model: adapter, already on its device.
+        manifest_path: ``results/datasets/{dataset}/manifest.csv``.
+        out_dir: ``results/recon/{model}/{dataset}``; images go here as ``{item_id}.png``.
+        shard, n_shards: which part of the manifest (round robin by row).
+        batch_size: maximum items of equal size per forward pass.
+        fingerprint: model settings; a change clears earlier outputs in ``out_dir``.
+
+    Returns:
+        Status rows of the shard (also written to ``out_dir/shards/{shard}-of-{n_shards}.csv``).
+    """
+    manifest_path, out_dir = Path(manifest_path), Path(out_dir)
+    (out_dir / "shards").mkdir(parents=True, exist_ok=True)
+    _check_fingerprint(out_dir, fingerprint or {"model": model.name})
+    rows = shard_rows(read_manifest(manifest_path), shard, n_shards)
+    journal = _Journal(out_dir / "shards" / f"{shard}-of-{n_shards}.journal.csv")
+    try:
+        todo = _pending(rows, journal, out_dir)
+        groups = _load_and_group(model, todo, manifest_path.parent, journal)
+        for (h, w), members in groups.items():
+            for start in range(0, len(members), batch_size):
+                _run_batch(model, members[start:start + batch_size], out_dir, journal)
+    finally:
+        journal.close()
+    status = pd.DataFrame([journal.done[i] for i in rows["item_id"]], columns=STATUS_COLUMNS)
+    status.to_csv(out_dir / "shards" / f"{shard}-of-{n_shards}.csv", index=False)
+    return status
+
+
+def _pending(rows: pd.DataFrame, journal: _Journal, out_dir: Path) -> pd.DataFrame:
+    keep = []
+    for _, r in rows.iterrows():
+        prev = journal.done.get(r["item_id"])
+        resumable = prev is not None and (prev["status"] != "ok"
+                                          or (out_dir / f"{r['item_id']}.png").exists())
+        keep.append(not resumable)
+    skipped = len(rows) - sum(keep)
+    if skipped:
+        log.info("resuming: %d items already done", skipped)
+    return rows[keep]
+
+
+def _load_and_group(model, rows, root: Path, journal):
+    """Read items, record dataset errors and unsupported sizes, group the rest by size."""
+    groups: dict[tuple[int, int], list] = defaultdict(list)
+    for _, r in rows.iterrows():
+        item_id = r["item_id"]
+        if r["status"] != "ok":
+            journal.record(item_id, "error", f"dataset: {r['reason']}", 0.0)
+            continue
+        try:
+            img = read_image(root / r["path"])
+        except ImageReadError as exc:
+            journal.record(item_id, "error", str(exc), 0.0)
+            continue
+        h, w = img.shape[:2]
+        if not model.supports(h, w):
+            journal.record(item_id, "unsupported", model.unsupported_reason(h, w), 0.0)
+            continue
+        groups[(h, w)].append((item_id, img))
+    return groups
+
+
+def _run_batch(model: Adapter, batch, out_dir: Path, journal: _Journal) -> None:
+    t0 = time.perf_counter()
+    x = torch.from_numpy(np.stack([to_unit(img) for _, img in batch])).permute(0, 3, 1, 2)
+    x = (x * 2.0 - 1.0).to(model.device)
+    try:
+        y = model.reconstruct(x)
+    except Exception as exc:  # noqa: BLE001 - any model failure is an item outcome
+        if len(batch) > 1:  # isolate the failing item(s)
+            for one in batch:
+                _run_batch(model, [one], out_dir, journal)
+            return
+        log.exception("item %s failed", batch[0][0])
+        journal.record(batch[0][0], "error", f"{type(exc).__name__}: {exc}",
+                       time.perf_counter() - t0)
+        return
+    if tuple(y.shape) != tuple(x.shape):
+        reason = f"model returned shape {tuple(y.shape)} for input {tuple(x.shape)}"
+        for item_id, _ in batch:
+            journal.record(item_id, "error", reason, 0.0)
+        return
+    out = ((y.float().cpu().permute(0, 2, 3, 1).numpy() + 1.0) / 2.0)
+    seconds = (time.perf_counter() - t0) / len(batch)
+    for (item_id, img), rec in zip(batch, out):
+        write_png(out_dir / f"{item_id}.png", from_unit(rec, img.dtype))
+        journal.record(item_id, "ok", "", seconds)
+
+
+def merge_status(shard_files: list[str | Path], out_path: str | Path) -> pd.DataFrame:
+    """Concatenate shard status files into ``status.csv``."""
+    df = pd.concat([pd.read_csv(f, dtype={"item_id": str, "reason": str}, keep_default_na=False)
+                    for f in shard_files], ignore_index=True)
+    df.to_csv(out_path, index=False)
+    return df

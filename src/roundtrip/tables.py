@@ -1,0 +1,250 @@
+"""Result tables in the papers' layouts: one row per model, metric columns grouped by dataset.
+
+Each table is written three ways from the same cells:
+
+* ``{name}.csv``: numbers only, one column per (dataset, metric) for the mean, plus
+  ``.ci_low``/``.ci_high`` (bootstrap 95% CI) and ``.n`` (items scored), and a ``notes`` column;
+* ``{name}.md`` and ``{name}.tex``: ``mean [low, high]`` cells, numbered footnotes.
+
+A cell that could not be computed reads ``n/a`` with a footnote saying why; a cell computed on
+fewer items than the dataset has carries a footnote with the count and the reasons. Never blank.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .metrics.stats import Summary, bootstrap_mean
+
+
+@dataclass
+class Column:
+    """A table column: ``metric`` of ``dataset``, shown as ``label`` with ``digits`` decimals."""
+    dataset: str
+    metric: str
+    label: str
+    digits: int
+    source: str = "item"  # "item": bootstrap over per-item values; "set": a set-level value
+
+
+@dataclass
+class Cell:
+    summary: Summary
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Table:
+    """Cells by ``(model, column index)``; footnotes are numbered in order of first use."""
+    name: str
+    title: str
+    models: list[str]
+    columns: list[Column]
+    cells: dict[tuple[str, int], Cell] = field(default_factory=dict)
+
+
+def _reason_summary(per_item: pd.DataFrame, metric: str) -> str:
+    bad = per_item[per_item[metric].isna()]
+    counts = Counter(f"{s}: {r}" if r else s for s, r in zip(bad["status"], bad["reason"]))
+    parts = [f"{k} ({v}x)" if v > 1 else k for k, v in counts.most_common(3)]
+    more = len(counts) - 3
+    return "; ".join(parts) + (f"; and {more} other reasons" if more > 0 else "")
+
+
+def item_cell(per_item: pd.DataFrame | None, metric: str, missing_reason: str = "",
+              n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> Cell:
+    """Cell summarizing per-item ``metric`` values (NaN rows count as not scored)."""
+    if per_item is None:
+        return Cell(Summary(math.nan, math.nan, math.nan, 0), [missing_reason or "not computed"])
+    s = bootstrap_mean(per_item[metric].to_numpy(dtype=float), n_boot, confidence, seed)
+    n_all = len(per_item)
+    notes = []
+    if s.n < n_all:
+        notes.append(f"{s.n} of {n_all} items scored; not scored: {_reason_summary(per_item, metric)}")
+    return Cell(s, notes)
+
+
+def _fmt(x: float, digits: int) -> str:
+    if math.isnan(x):
+        return "n/a"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.{digits}f}"
+
+
+def _cell_text(cell: Cell, digits: int) -> str:
+    s = cell.summary
+    text = _fmt(s.mean, digits)
+    if not math.isnan(s.mean) and not math.isnan(s.ci_low):
+        text += f" [{_fmt(s.ci_low, digits)}, {_fmt(s.ci_high, digits)}]"
+    return text
+
+
+def _footnotes(table: Table) -> tuple[dict[tuple[str, int], list[int]], list[str]]:
+    numbers: dict[str, int] = {}
+    marks: dict[tuple[str, int], list[int]] = {}
+    for model in table.models:
+        for j, col in enumerate(table.columns):
+            for note in table.cells[(model, j)].notes:
+                text = f"{col.dataset}: {note}"  # same note for several models: one footnote
+                if text not in numbers:
+                    numbers[text] = len(numbers) + 1
+                marks.setdefault((model, j), []).append(numbers[text])
+    return marks, list(numbers)
+
+
+def to_csv_frame(table: Table) -> pd.DataFrame:
+    """Numeric wide frame (see module docstring)."""
+    rows = []
+    for model in table.models:
+        row, notes = {"model": model}, []
+        for j, col in enumerate(table.columns):
+            cell, key = table.cells[(model, j)], f"{col.dataset}.{col.metric}"
+            row[key] = cell.summary.mean
+            if col.source == "item":
+                row[f"{key}.ci_low"] = cell.summary.ci_low
+                row[f"{key}.ci_high"] = cell.summary.ci_high
+            row[f"{key}.n"] = cell.summary.n
+            notes += [f"{col.dataset}.{col.metric}: {n}" for n in cell.notes]
+        row["notes"] = " | ".join(notes)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def to_markdown(table: Table) -> str:
+    """GitHub-flavoured Markdown table with a two-level header folded into ``dataset: metric``."""
+    marks, notes = _footnotes(table)
+    header = ["Model"] + [f"{c.dataset}: {c.label}" for c in table.columns]
+    lines = [f"### {table.title}", "", "| " + " | ".join(header) + " |",
+             "|" + "|".join(["---"] + ["---:"] * len(table.columns)) + "|"]
+    for model in table.models:
+        cells = [model]
+        for j, col in enumerate(table.columns):
+            text = _cell_text(table.cells[(model, j)], col.digits)
+            m = marks.get((model, j))
+            cells.append(text + (" " + "".join(f"[{k}]" for k in m) if m else ""))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Cells: mean over items [95% bootstrap CI].")
+    lines += [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
+    return "\n".join(lines) + "\n"
+
+
+_TEX_ESCAPE = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+               "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+               "^": r"\textasciicircum{}"}
+
+
+def tex_escape(text: str) -> str:
+    """Escape LaTeX special characters in plain text."""
+    return "".join(_TEX_ESCAPE.get(ch, ch) for ch in str(text))
+
+
+def to_latex(table: Table) -> str:
+    """booktabs LaTeX table: dataset groups as ``\\multicolumn`` headers, footnotes below."""
+    marks, notes = _footnotes(table)
+    groups: list[tuple[str, int]] = []
+    for col in table.columns:
+        if groups and groups[-1][0] == col.dataset:
+            groups[-1] = (col.dataset, groups[-1][1] + 1)
+        else:
+            groups.append((col.dataset, 1))
+    out = [r"\begin{table}[t]", r"\centering", r"\small",
+           rf"\caption{{{tex_escape(table.title)}}}", rf"\label{{tab:{table.name}}}",
+           r"\begin{tabular}{l" + "r" * len(table.columns) + "}", r"\toprule",
+           " & ".join([""] + [rf"\multicolumn{{{n}}}{{c}}{{{tex_escape(d)}}}" for d, n in groups])
+           + r" \\",
+           " & ".join(["Model"] + [tex_escape(c.label) for c in table.columns]) + r" \\",
+           r"\midrule"]
+    for model in table.models:
+        cells = [tex_escape(model)]
+        for j, col in enumerate(table.columns):
+            text = tex_escape(_cell_text(table.cells[(model, j)], col.digits))
+            m = marks.get((model, j))
+            cells.append(text + (rf"$^{{{','.join(map(str, m))}}}$" if m else ""))
+        out.append(" & ".join(cells) + r" \\")
+    out += [r"\bottomrule", r"\end{tabular}", "",
+            r"\par\footnotesize Cells: mean over items [95\% bootstrap CI]."]
+    out += [rf"\par\footnotesize $^{{{i}}}$ {tex_escape(n)}" for i, n in enumerate(notes, 1)]
+    out.append(r"\end{table}")
+    return "\n".join(out) + "\n"
+
+
+def write_table(table: Table, out_dir: str | Path) -> list[Path]:
+    """Write ``{name}.csv``, ``.md`` and ``.tex`` into ``out_dir``; returns the paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{table.name}.{ext}" for ext in ("csv", "md", "tex")]
+    to_csv_frame(table).to_csv(paths[0], index=False)
+    paths[1].write_text(to_markdown(table))
+    paths[2].write_text(to_latex(table))
+    return paths
+
+
+def _read_per_item(path: str | Path) -> pd.DataFrame:
+    return pd.read_csv(path, dtype={"item_id": str, "reason": str, "status": str},
+                       keep_default_na=False, na_values=[""])
+
+
+def _set_cell(path: str | Path, metric: str) -> Cell:
+    df = pd.read_csv(path)
+    row = df[df["metric"] == metric]
+    if row.empty:
+        return Cell(Summary(math.nan, math.nan, math.nan, 0), [f"{metric} not in {path}"])
+    value, n = float(row["value"].iloc[0]), int(row["n"].iloc[0])
+    return Cell(Summary(value, math.nan, math.nan, n),
+                [] if n else ["no item could be scored"])
+
+
+def build_table(name: str, title: str, models: list[str], columns: list[Column],
+                files: dict[tuple[str, str, str], str], bootstrap: dict | None = None) -> Table:
+    """Fill a :class:`Table` from metric files.
+
+    Args:
+        files: ``(model, dataset, kind) -> path`` where kind is ``item`` (per-item CSV with one
+            column per metric) or ``set`` (``metric, value, n`` CSV).
+        bootstrap: ``{"samples": int, "confidence": float, "seed": int}``.
+    """
+    b = {"samples": 1000, "confidence": 0.95, "seed": 0} | (bootstrap or {})
+    table = Table(name, title, models, columns)
+    cache: dict[str, pd.DataFrame] = {}
+    for model in models:
+        for j, col in enumerate(columns):
+            path = files.get((model, col.dataset, col.source))
+            if path is None:
+                cell = item_cell(None, col.metric, "not computed for this dataset")
+            elif col.source == "set":
+                cell = _set_cell(path, col.metric)
+            else:
+                df = cache.setdefault(path, _read_per_item(path))
+                cell = item_cell(df, col.metric, n_boot=b["samples"],
+                                 confidence=b["confidence"], seed=b["seed"])
+            table.cells[(model, j)] = cell
+    return table
+
+
+def reconstruction_columns(datasets: list[str]) -> list[Column]:
+    """PSNR (per-item mean and pooled) and SSIM for each dataset."""
+    cols = []
+    for d in datasets:
+        cols += [Column(d, "psnr", "PSNR", 2), Column(d, "psnr_pooled", "PSNR (pooled)", 2, "set"),
+                 Column(d, "ssim", "SSIM", 4)]
+    return cols
+
+
+def text_columns(datasets: dict[str, bool]) -> list[Column]:
+    """CER and WER vs OCR of the original, and vs ground truth where the dataset has it.
+
+    Args:
+        datasets: ``name -> has ground-truth text``.
+    """
+    cols = []
+    for d, has_gt in datasets.items():
+        cols += [Column(d, "cer", "CER", 4), Column(d, "wer", "WER", 4)]
+        if has_gt:
+            cols += [Column(d, "cer_gt", "CER (GT)", 4), Column(d, "wer_gt", "WER (GT)", 4)]
+    return cols

@@ -1,0 +1,45 @@
+"""Shared fixtures: real images bundled with scikit-image, degraded in known ways."""
+import io
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import skimage.data
+from PIL import Image
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def photos():
+    """Bundled RGB photographs at native sizes, uint8 (H, W, 3)."""
+    return {n: getattr(skimage.data, n)() for n in ("astronaut", "chelsea", "coffee", "rocket")}
+
+
+def jpeg_roundtrip(img: np.ndarray, quality: int) -> np.ndarray:
+    buf = io.BytesIO()
+    Image.fromarray(img).save(buf, format="JPEG", quality=quality)
+    return np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert("RGB"))
+
+
+@pytest.fixture(scope="session")
+def degraded_pairs(photos):
+    """(name, original, degraded) uint8 pairs: JPEG q10/q50 and additive noise."""
+    rng = np.random.default_rng(0)
+    pairs = []
+    for name, img in photos.items():
+        pairs.append((f"{name}-jpeg10", img, jpeg_roundtrip(img, 10)))
+        pairs.append((f"{name}-jpeg50", img, jpeg_roundtrip(img, 50)))
+        noisy = np.clip(img + rng.normal(0, 12, img.shape), 0, 255).astype(np.uint8)
+        pairs.append((f"{name}-noise", img, noisy))
+    return pairs
+
+
+def tesseract_available() -> bool:
+    return shutil.which("tesseract") is not None
+
+
+requires_tesseract = pytest.mark.skipif(
+    not tesseract_available(),
+    reason="tesseract not installed (apt-get install tesseract-ocr tesseract-ocr-eng)")

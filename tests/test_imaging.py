@@ -1,0 +1,97 @@
+"""Image I/O: every supported file flavour becomes canonical RGB at its bit depth."""
+import numpy as np
+import png
+import pytest
+import skimage.data
+from PIL import Image
+
+from roundtrip.imaging import ImageReadError, from_unit, read_image, to_unit, write_png
+
+
+def test_rgb_png_roundtrip_is_exact(tmp_path):
+    img = skimage.data.astronaut()
+    write_png(tmp_path / "a.png", img)
+    out = read_image(tmp_path / "a.png")
+    assert out.dtype == np.uint8 and np.array_equal(out, img)
+
+
+def test_grayscale_is_replicated_to_three_channels(tmp_path):
+    cam = skimage.data.camera()
+    Image.fromarray(cam).save(tmp_path / "g.png")
+    out = read_image(tmp_path / "g.png")
+    assert out.shape == cam.shape + (3,)
+    assert all(np.array_equal(out[..., c], cam) for c in range(3))
+
+
+def test_rgba_is_composited_over_white(tmp_path):
+    rgba = np.zeros((4, 5, 4), np.uint8)
+    rgba[..., 0] = 200
+    rgba[:, :2, 3] = 255   # opaque red-ish
+    rgba[:, 2:, 3] = 0     # fully transparent -> white
+    Image.fromarray(rgba, "RGBA").save(tmp_path / "a.png")
+    out = read_image(tmp_path / "a.png")
+    assert out[0, 0].tolist() == [200, 0, 0]
+    assert out[0, 4].tolist() == [255, 255, 255]
+
+
+def test_16bit_rgb_png_keeps_full_precision(tmp_path):
+    rng = np.random.default_rng(1)
+    img = rng.integers(0, 65536, (7, 9, 3), dtype=np.uint16)
+    write_png(tmp_path / "c.png", img)
+    # Pillow alone would truncate to 8 bits; the reader must not.
+    assert Image.open(tmp_path / "c.png").mode == "RGB"
+    out = read_image(tmp_path / "c.png")
+    assert out.dtype == np.uint16 and np.array_equal(out, img)
+
+
+def test_16bit_gray_with_alpha(tmp_path):
+    g = np.full((3, 4), 1000, np.uint16)
+    a = np.full((3, 4), 65535, np.uint16)
+    a[0, 0] = 0
+    la = np.stack([g, a], -1).reshape(3, 8)
+    png.Writer(width=4, height=3, greyscale=True, alpha=True, bitdepth=16).write(
+        open(tmp_path / "la.png", "wb"), la)
+    out = read_image(tmp_path / "la.png")
+    assert out.dtype == np.uint16
+    assert out[1, 1].tolist() == [1000] * 3 and out[0, 0].tolist() == [65535] * 3
+
+
+def test_exif_orientation_is_applied(tmp_path):
+    img = skimage.data.chelsea()  # 300 x 451, landscape
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate 90 CW on display
+    Image.fromarray(img).save(tmp_path / "r.jpg", quality=95, exif=exif)
+    out = read_image(tmp_path / "r.jpg")
+    assert out.shape[:2] == (451, 300)
+    ref = np.asarray(Image.fromarray(img).rotate(-90, expand=True))
+    assert np.abs(out.astype(int) - ref.astype(int)).mean() < 3  # JPEG noise only
+
+
+def test_palette_image(tmp_path):
+    Image.fromarray(skimage.data.astronaut()).convert("P").save(tmp_path / "p.png")
+    out = read_image(tmp_path / "p.png")
+    assert out.shape == (512, 512, 3) and out.dtype == np.uint8
+
+
+@pytest.mark.parametrize("content", [b"", b"not an image at all", None])
+def test_unreadable_files_raise_clear_error(tmp_path, content):
+    path = tmp_path / "bad.png"
+    if content is None:  # truncated PNG
+        write_png(path, skimage.data.astronaut())
+        path.write_bytes(path.read_bytes()[:2000])
+    else:
+        path.write_bytes(content)
+    with pytest.raises(ImageReadError, match="bad.png"):
+        read_image(path)
+
+
+def test_missing_file_raises(tmp_path):
+    with pytest.raises(ImageReadError, match="cannot read"):
+        read_image(tmp_path / "nope.png")
+
+
+def test_unit_conversions_invert_exactly():
+    a8 = np.arange(256, dtype=np.uint8).reshape(16, 16)
+    assert np.array_equal(from_unit(to_unit(a8), np.uint8), a8)
+    a16 = np.arange(0, 65536, 7, dtype=np.uint16)
+    assert np.array_equal(from_unit(to_unit(a16), np.uint16), a16)
