@@ -43,3 +43,11 @@ def dataset_fingerprint(wildcards):
 
 def table_files(name):
     return expand("results/tables/{name}.{ext}", name=name, ext=["csv", "md", "tex"])
+
+
+def ocr_inputs(wildcards):
+    """Originals are read from the dataset; reconstructions need the model's status."""
+    inputs = {"manifest": f"results/datasets/{wildcards.dataset}/manifest.csv"}
+    if wildcards.model != "original":
+        inputs["status"] = f"results/recon/{wildcards.model}/{wildcards.dataset}/status.csv"
+    return inputs

@@ -1,13 +1,6 @@
 # OCR of originals (model "original", computed once per dataset) and of reconstructions.
 
 
-def ocr_inputs(wildcards):
-    inputs = {"manifest": f"results/datasets/{wildcards.dataset}/manifest.csv"}
-    if wildcards.model != "original":
-        inputs["status"] = f"results/recon/{wildcards.model}/{wildcards.dataset}/status.csv"
-    return inputs
-
-
 rule ocr:
     input:
         unpack(ocr_inputs),

@@ -1,0 +1,65 @@
+"""A bad config fails before any work, naming the key."""
+import copy
+import subprocess
+import sys
+
+import pytest
+import yaml
+from snakemake.utils import validate
+
+from roundtrip.config import ConfigError, check_config
+
+from conftest import REPO
+
+SCHEMA = str(REPO / "config.schema.yaml")
+
+
+@pytest.fixture()
+def default_config():
+    return yaml.safe_load((REPO / "config.yaml").read_text())
+
+
+def test_default_config_is_valid_and_gets_defaults(default_config):
+    cfg = copy.deepcopy(default_config)
+    validate(cfg, SCHEMA)
+    check_config(cfg)
+    assert cfg["datasets"]["natural"]["shards"] == 1
+    assert cfg["datasets"]["natural"]["text_eval"] is False
+    assert cfg["ocr"]["normalization"]["unicode_form"] == "NFKC"
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda c: c["models"].update(bad={"type": "jpeg", "quality": 500}), "500"),
+    (lambda c: c["models"].update(bad={"type": "jpeg"}), "quality"),
+    (lambda c: c["models"].update(bad={"type": "jpg", "quality": 5}), "jpg"),
+    (lambda c: c["datasets"]["natural"].update(shard=2), "shard"),
+    (lambda c: c.update(extra_key=1), "extra_key"),
+    (lambda c: c["datasets"].update(f={"type": "folder"}), "path"),
+])
+def test_schema_errors_name_the_key(default_config, mutate, match):
+    mutate(default_config)
+    with pytest.raises(Exception, match=match):
+        validate(default_config, SCHEMA)
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda c: c["models"].update(original={"type": "identity"}), r"models\.original"),
+    (lambda c: c["models"].update(j={"type": "jpeg", "quality": 5, "factor": 2}), r"models\.j"),
+    (lambda c: c["datasets"]["natural"].update(images=["lena"]), r"datasets\.natural\.images"),
+])
+def test_cross_key_checks(default_config, mutate, match):
+    validate(default_config, SCHEMA)
+    mutate(default_config)
+    with pytest.raises(ConfigError, match=match):
+        check_config(default_config)
+
+
+def test_snakemake_refuses_bad_config_before_any_job(tmp_path, default_config):
+    default_config["models"]["jpeg_bad"] = {"type": "jpeg", "quality": 0}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(default_config, sort_keys=False))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+                           "--configfile", "c.yaml", "--cores", "1", "-n"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "jpeg_bad" in proc.stdout + proc.stderr
+    assert not (tmp_path / "results").exists()

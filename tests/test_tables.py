@@ -1,0 +1,63 @@
+"""Tables: numbers, CIs and footnotes written three ways and read back."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from roundtrip.metrics.stats import bootstrap_mean
+from roundtrip.tables import Column, build_table, tex_escape, write_table
+
+
+@pytest.fixture()
+def files(tmp_path):
+    rng = np.random.default_rng(0)
+    out = {}
+    for model in ("m_a", "m_b"):
+        per_item = pd.DataFrame({
+            "item_id": [f"i{k}" for k in range(6)],
+            "status": ["ok"] * 5 + ["unsupported"],
+            "reason": [""] * 5 + ["m accepts only 256x256; got 300x451"],
+            "psnr": list(rng.normal(30, 2, 5)) + [math.nan],
+        })
+        p = tmp_path / f"{model}.csv"
+        per_item.to_csv(p, index=False)
+        out[(model, "ds1", "item")] = str(p)
+    return out
+
+
+def test_cells_footnotes_and_missing(files, tmp_path):
+    cols = [Column("ds1", "psnr", "PSNR", 2), Column("ds2", "psnr", "PSNR", 2)]
+    table = build_table("t", "Test table", ["m_a", "m_b"], cols, files,
+                        {"samples": 500, "seed": 1})
+    csv_path, md_path, tex_path = write_table(table, tmp_path / "tables")
+
+    df = pd.read_csv(csv_path).set_index("model")
+    per_item = pd.read_csv(files[("m_a", "ds1", "item")])
+    expected = bootstrap_mean(per_item["psnr"], n_boot=500, seed=1)
+    assert df.loc["m_a", "ds1.psnr"] == pytest.approx(per_item["psnr"].mean(), abs=1e-12)
+    assert df.loc["m_a", "ds1.psnr.ci_low"] == pytest.approx(expected.ci_low)
+    assert df.loc["m_a", "ds1.psnr.n"] == 5
+    assert math.isnan(df.loc["m_a", "ds2.psnr"])
+    assert "5 of 6 items scored" in df.loc["m_a", "notes"]
+
+    md = md_path.read_text()
+    assert f"{expected.mean:.2f} [{expected.ci_low:.2f}, {expected.ci_high:.2f}] [1]" in md
+    assert "n/a [2]" in md  # ds2 not computed, never blank
+    assert "[1] ds1: 5 of 6 items scored; not scored: unsupported: m accepts only 256x256" in md
+    # the same note for both models is one footnote
+    assert md.count("5 of 6 items scored") == 1
+
+    tex = tex_path.read_text()
+    assert r"\multicolumn{1}{c}{ds1}" in tex and r"\toprule" in tex and "$^{1}$" in tex
+
+
+def test_inf_cells_and_escape(tmp_path):
+    p = tmp_path / "i.csv"
+    pd.DataFrame({"item_id": ["a", "b"], "status": ["ok", "ok"], "reason": ["", ""],
+                  "psnr": [math.inf, math.inf]}).to_csv(p, index=False)
+    table = build_table("t", "T", ["identity"], [Column("d", "psnr", "PSNR", 2)],
+                        {("identity", "d", "item"): str(p)})
+    _, md, _ = write_table(table, tmp_path)
+    assert "| identity | inf [inf, inf] |" in md.read_text()
+    assert tex_escape("a_b & 50%") == r"a\_b \& 50\%"

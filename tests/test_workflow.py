@@ -1,0 +1,107 @@
+"""End to end: snakemake on a small config of real images, rerun, add a model, lint."""
+import math
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import skimage.data
+import yaml
+from PIL import Image
+
+from conftest import REPO, requires_tesseract
+
+pytestmark = [pytest.mark.workflow, requires_tesseract]
+
+
+def smk(workdir, *args):
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+                           "--configfile", "config.yaml", "--cores", "2", *args],
+                          cwd=workdir, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("wf")
+    photos = work / "photos"
+    photos.mkdir()
+    Image.fromarray(skimage.data.coffee()).save(photos / "coffee.jpg", quality=92)
+    Image.fromarray(skimage.data.camera()).save(photos / "camera.png")
+    (photos / "broken.jpg").write_bytes(b"\xff\xd8\xff truncated")
+    config = {
+        "datasets": {
+            "tex": {"type": "skimage", "images": ["brick", "gravel"], "shards": 2},
+            "scan": {"type": "skimage", "images": ["page"], "text_eval": True, "lang": "eng"},
+            "mine": {"type": "folder", "path": str(photos)},
+        },
+        "models": {"identity": {"type": "identity"},
+                   "bicubic_x4": {"type": "resample", "factor": 4}},
+        "tables": {"bootstrap": {"samples": 200}},
+    }
+    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    smk(work)
+    return work, config
+
+
+def test_tables_have_numbers_for_every_cell(run):
+    work, _ = run
+    rec = pd.read_csv(work / "results/tables/reconstruction.csv").set_index("model")
+    assert list(rec.index) == ["identity", "bicubic_x4"]
+    for ds in ("tex", "scan", "mine"):
+        assert rec.loc["identity", f"{ds}.psnr"] == math.inf
+        assert rec.loc["identity", f"{ds}.ssim"] == pytest.approx(1.0, abs=1e-9)
+        assert 10 < rec.loc["bicubic_x4", f"{ds}.psnr"] < 40
+        assert 0 < rec.loc["bicubic_x4", f"{ds}.ssim"] < 1
+    assert rec.loc["bicubic_x4", "mine.psnr.n"] == 2  # the broken file is not scored...
+    md = (work / "results/tables/reconstruction.md").read_text()
+    assert "mine: 2 of 3 items scored" in md and "broken.jpg" in md  # ...and says why
+    text = pd.read_csv(work / "results/tables/text_preservation.csv").set_index("model")
+    assert text.loc["identity", "scan.cer"] == 0.0 and text.loc["identity", "scan.wer"] == 0.0
+    assert text.loc["bicubic_x4", "scan.cer"] > 0.2
+
+
+def test_per_item_files_follow_the_contracts(run):
+    work, _ = run
+    status = pd.read_csv(work / "results/recon/bicubic_x4/mine/status.csv").set_index("item_id")
+    assert status.loc["broken", "status"] == "error"
+    assert set(status["status"]) == {"ok", "error"}
+    iq = pd.read_csv(work / "results/metrics/bicubic_x4/tex/image_quality.csv")
+    assert iq.columns[0] == "item_id" and set(iq["item_id"]) == {"brick", "gravel"}
+    recon = np.asarray(Image.open(work / "results/recon/bicubic_x4/tex/brick.png"))
+    assert recon.shape == (512, 512, 3)
+    ocr = pd.read_csv(work / "results/ocr/tesseract/original/scan.csv", keep_default_na=False)
+    assert "markers" in ocr.loc[0, "text"]
+
+
+def test_second_run_does_nothing(run):
+    work, _ = run
+    assert "Nothing to be done" in smk(work, "-n")
+
+
+def test_adding_a_model_runs_only_its_jobs_and_the_tables(run):
+    work, config = run
+    config["models"]["jpeg_q10"] = {"type": "jpeg", "quality": 10}
+    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    plan = smk(work, "-n")
+    models = set(re.findall(r"model=([^,\s]+)", plan))
+    assert models == {"jpeg_q10"}, models
+    rules = set(re.findall(r"^(?:local)?rule (\w+):", plan, re.M))
+    assert "build_dataset" not in rules
+    assert {"reconstruct", "image_quality", "reconstruction_table",
+            "text_preservation_table"} <= rules
+    # OCR of the originals is reused, not recomputed
+    assert "results/ocr/tesseract/original/scan.csv" not in re.findall(r"output: (\S+)", plan)
+    smk(work)
+    rec = pd.read_csv(work / "results/tables/reconstruction.csv").set_index("model")
+    assert rec.loc["jpeg_q10", "tex.psnr"] < rec.loc["identity", "tex.psnr"]
+
+
+def test_lint_is_clean():
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=REPO,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert "Lints for" not in proc.stdout + proc.stderr
