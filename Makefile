@@ -1,0 +1,49 @@
+# roundtrip: the two commands of the README.
+#   make run    install everything, then run the workflow on config.yaml
+#   make test   install everything, then run the test suite
+# Installs Debian packages (as root, or prints the apt-get line to run) and a Python venv in .venv.
+
+VENV        ?= .venv
+PYTHON      ?= python3
+CORES       ?= all
+PY          := $(VENV)/bin/python
+APT_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-jpn \
+                tesseract-ocr-kor tesseract-ocr-hin poppler-utils fonts-liberation \
+                fonts-dejavu-core fonts-noto-core fonts-noto-cjk
+
+.PHONY: run test setup system-deps lint bench clean
+
+run: setup
+	$(VENV)/bin/snakemake --cores $(CORES)
+
+test: setup
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/snakemake --lint
+
+bench: setup
+	$(PY) benchmarks/default_run.py
+
+setup: system-deps $(VENV)/.installed
+
+system-deps:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:" $$missing; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  else \
+	    echo "Missing Debian packages. Run as root:"; \
+	    echo "  sudo apt-get update && sudo apt-get install -y $$missing"; exit 1; \
+	  fi; \
+	fi
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
+	touch $@
+
+clean:
+	rm -rf results logs .snakemake
