@@ -1,0 +1,85 @@
+"""Wall time and peak memory of the default workflow run (README figure).
+
+Runs ``snakemake --cores all`` on the repository's ``config.yaml`` in a fresh temporary folder,
+``--runs`` times, sampling the resident memory of snakemake and all its descendants (summed)
+every 0.1 s. Writes ``benchmarks/results/default_run.json`` with every run and the medians.
+
+Usage: ``python benchmarks/default_run.py [--runs 3] [--cores all]``
+Goal (issue 2): under 10 minutes and 4 GB on the 2-core reference machine.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tree_rss(proc: psutil.Process) -> int:
+    """Summed RSS in bytes of ``proc`` and all its live descendants."""
+    total = 0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            total += p.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return total
+
+
+def one_run(cores: str) -> dict:
+    with tempfile.TemporaryDirectory(prefix="roundtrip-bench-") as work:
+        shutil.copy(REPO / "config.yaml", Path(work) / "config.yaml")
+        cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+               "--configfile", "config.yaml", "--cores", cores, "--quiet", "all"]
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        ps, peak = psutil.Process(proc.pid), 0
+        while proc.poll() is None:
+            peak = max(peak, tree_rss(ps))
+            time.sleep(0.1)
+        wall = time.perf_counter() - t0
+        err = proc.stderr.read().decode(errors="replace")
+        if proc.returncode != 0:
+            raise RuntimeError(f"snakemake failed:\n{err[-3000:]}")
+        n_jobs = sum(1 for _ in Path(work, "results/benchmarks").rglob("*.tsv"))
+        return {"wall_s": round(wall, 2), "peak_rss_mb": round(peak / 2**20, 1),
+                "benchmarked_jobs": n_jobs}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--cores", default="all")
+    ap.add_argument("--out", default=str(REPO / "benchmarks/results/default_run.json"))
+    args = ap.parse_args()
+    runs = []
+    for k in range(args.runs):
+        runs.append(one_run(args.cores))
+        print(f"run {k + 1}/{args.runs}: {runs[-1]}", flush=True)
+    result = {
+        "benchmark": "default config.yaml, snakemake --cores " + args.cores,
+        "machine": {"cpus": os.cpu_count(), "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+                    "python": platform.python_version(), "platform": platform.platform()},
+        "runs": runs,
+        "median_wall_s": statistics.median(r["wall_s"] for r in runs),
+        "median_peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
+        "goal": {"wall_s": 600, "peak_rss_mb": 4096},
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
