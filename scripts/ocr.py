@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from roundtrip.datasets import read_manifest
+from roundtrip.datasets import read_item_csv, read_manifest
 from roundtrip.ocr import build_ocr, ocr_items
 from roundtrip.workflow import setup_logging
 
@@ -15,7 +15,7 @@ log.info("%s version %s", smk.wildcards.ocr, engine.check([smk.params.lang]))
 manifest = read_manifest(smk.input.manifest)
 root = Path(smk.input.manifest).parent
 if "status" in smk.input.keys():
-    status = pd.read_csv(smk.input.status, dtype=str, keep_default_na=False)
+    status = read_item_csv(smk.input.status)
     ok = set(status.loc[status["status"] == "ok", "item_id"])
     recon = Path(smk.input.status).parent
     paths = {i: recon / f"{i}.png" for i in manifest["item_id"] if i in ok}

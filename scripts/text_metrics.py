@@ -2,7 +2,7 @@
 import _bootstrap  # noqa: F401
 
 from roundtrip.metrics.text import Normalization
-from roundtrip.scoring import score_text
+from roundtrip.text_scoring import score_text
 from roundtrip.workflow import setup_logging
 
 smk = snakemake  # noqa: F821 - injected by Snakemake

@@ -102,6 +102,12 @@ def read_manifest(path: str | Path) -> pd.DataFrame:
     return df
 
 
+def read_item_csv(path: str | Path) -> pd.DataFrame:
+    """Read a per-item CSV (status, OCR) keeping ids and text as strings, empty as ``""``."""
+    return pd.read_csv(path, dtype={"item_id": str, "reason": str, "text": str, "status": str},
+                       keep_default_na=False)
+
+
 def skimage_items(names: list[str]) -> list[Item]:
     """Items from scikit-image's bundled images, at their native sizes.
 

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .datasets import read_manifest
+from .datasets import read_item_csv, read_manifest
 from .imaging import ImageReadError, from_unit, read_image, to_unit, write_png
 from .models import Adapter
 
@@ -183,7 +183,6 @@ def _run_batch(model: Adapter, batch, out_dir: Path, journal: _Journal) -> None:
 
 def merge_status(shard_files: list[str | Path], out_path: str | Path) -> pd.DataFrame:
     """Concatenate shard status files into ``status.csv``."""
-    df = pd.concat([pd.read_csv(f, dtype={"item_id": str, "reason": str}, keep_default_na=False)
-                    for f in shard_files], ignore_index=True)
+    df = pd.concat([read_item_csv(f) for f in shard_files], ignore_index=True)
     df.to_csv(out_path, index=False)
     return df

@@ -1,0 +1,71 @@
+"""Per-item text scoring of a (model, dataset): CER/WER from OCR files (no torch import).
+
+Every manifest item gets a row; unscorable items carry ``status`` and ``reason``.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from .datasets import read_item_csv, read_manifest
+from .metrics.text import Normalization, text_errors
+
+TEXT_COLUMNS = ["item_id", "status", "reason", "cer", "wer", "cer_gt", "wer_gt"]
+
+
+
+def score_text(manifest_path: str | Path, ocr_original: str | Path, ocr_model: str | Path,
+               status_path: str | Path | None, norm: Normalization) -> pd.DataFrame:
+    """CER/WER of each reconstruction's OCR against the original's OCR (``cer``, ``wer``) and
+    against ground-truth text where the manifest has it (``cer_gt``, ``wer_gt``).
+
+    Returns:
+        DataFrame with :data:`TEXT_COLUMNS`; undefined values are NaN with the reason.
+    """
+    manifest = read_manifest(manifest_path)
+    orig = read_item_csv(ocr_original).set_index("item_id")
+    hyp = read_item_csv(ocr_model).set_index("item_id")
+    status = read_item_csv(status_path).set_index("item_id") if status_path else None
+    has_gt = "text" in manifest.columns
+    rows = []
+    for _, item in manifest.iterrows():
+        item_id = item["item_id"]
+        row = dict.fromkeys(TEXT_COLUMNS, math.nan) | {"item_id": item_id, "status": "ok",
+                                                       "reason": ""}
+        reason = _unscorable(item_id, status, orig, hyp)
+        if reason:
+            row.update(status="error" if "unsupported" not in reason else "unsupported",
+                       reason=reason)
+            rows.append(row)
+            continue
+        hyp_text = hyp.loc[item_id, "text"]
+        c, w, why = text_errors(orig.loc[item_id, "text"], hyp_text, norm)
+        row.update(cer=c, wer=w)
+        reasons = [f"vs OCR of original: {why}"] if why else []
+        if has_gt and item.get("text", ""):
+            c, w, why = text_errors(item["text"], hyp_text, norm)
+            row.update(cer_gt=c, wer_gt=w)
+            if why:
+                reasons.append(f"vs ground truth: {why}")
+        row["reason"] = "; ".join(reasons)
+        if reasons and all(math.isnan(row[k]) for k in ("cer", "cer_gt")):
+            row["status"] = "undefined"
+        rows.append(row)
+    return pd.DataFrame(rows, columns=TEXT_COLUMNS)
+
+
+def _unscorable(item_id, status, orig, hyp) -> str:
+    if status is not None:
+        if item_id not in status.index:
+            return "no reconstruction status recorded"
+        if status.loc[item_id, "status"] != "ok":
+            return f"reconstruction {status.loc[item_id, 'status']}: {status.loc[item_id, 'reason']}"
+    for name, table in (("original", orig), ("reconstruction", hyp)):
+        if item_id not in table.index:
+            return f"no OCR of the {name}"
+        if table.loc[item_id, "status"] != "ok":
+            return f"OCR of the {name} failed: {table.loc[item_id, 'reason']}"
+    return ""
+
