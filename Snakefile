@@ -29,4 +29,5 @@ rule all:
     default_target: True
     input:
         table_files("reconstruction"),
+        table_files("detail_statistics"),
         table_files("text_preservation") if TEXT_DATASETS else [],

@@ -41,3 +41,21 @@ rule text_metrics:
         "../envs/roundtrip.yaml"
     script:
         "../scripts/text_metrics.py"
+
+
+rule detail_stats:
+    input:
+        manifest="results/datasets/{dataset}/manifest.csv",
+    output:
+        "results/metrics/original/{dataset}/detail.csv",
+    log:
+        "logs/detail_stats/{dataset}.log",
+    benchmark:
+        "results/benchmarks/detail_stats/{dataset}.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../envs/roundtrip.yaml"
+    script:
+        "../scripts/detail_stats.py"

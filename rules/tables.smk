@@ -53,3 +53,22 @@ rule text_preservation_table:
         "../envs/roundtrip.yaml"
     script:
         "../scripts/text_preservation_table.py"
+
+
+rule detail_table:
+    input:
+        expand("results/metrics/original/{dataset}/detail.csv", dataset=DATASETS),
+    output:
+        table_files("detail_statistics"),
+    params:
+        datasets=DATASETS,
+        bootstrap=config["tables"]["bootstrap"],
+    log:
+        "logs/tables/detail_statistics.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/roundtrip.yaml"
+    script:
+        "../scripts/detail_table.py"

@@ -64,6 +64,15 @@ def test_tables_have_numbers_for_every_cell(run):
     assert text.loc["bicubic_x4", "scan.cer"] > 0.2
 
 
+def test_detail_table_covers_every_dataset(run):
+    work, _ = run
+    det = pd.read_csv(work / "results/tables/detail_statistics.csv").set_index("dataset")
+    assert list(det.index) == ["tex", "scan", "mine"]
+    assert det.loc["mine", "originals.edge_density_pct.n"] == 2  # broken file not scored
+    assert det.loc["tex", "originals.hf_energy_pct"] > det.loc["mine", "originals.hf_energy_pct"]
+    assert "Dataset" in (work / "results/tables/detail_statistics.md").read_text()
+
+
 def test_per_item_files_follow_the_contracts(run):
     work, _ = run
     status = pd.read_csv(work / "results/recon/bicubic_x4/mine/status.csv").set_index("item_id")

@@ -45,6 +45,7 @@ class Table:
     models: list[str]
     columns: list[Column]
     cells: dict[tuple[str, int], Cell] = field(default_factory=dict)
+    row_label: str = "Model"
 
 
 def _reason_summary(per_item: pd.DataFrame, metric: str) -> str:
@@ -101,7 +102,7 @@ def to_csv_frame(table: Table) -> pd.DataFrame:
     """Numeric wide frame (see module docstring)."""
     rows = []
     for model in table.models:
-        row, notes = {"model": model}, []
+        row, notes = {table.row_label.lower(): model}, []
         for j, col in enumerate(table.columns):
             cell, key = table.cells[(model, j)], f"{col.dataset}.{col.metric}"
             row[key] = cell.summary.mean
@@ -118,7 +119,7 @@ def to_csv_frame(table: Table) -> pd.DataFrame:
 def to_markdown(table: Table) -> str:
     """GitHub-flavoured Markdown table with a two-level header folded into ``dataset: metric``."""
     marks, notes = _footnotes(table)
-    header = ["Model"] + [f"{c.dataset}: {c.label}" for c in table.columns]
+    header = [table.row_label] + [f"{c.dataset}: {c.label}" for c in table.columns]
     lines = [f"### {table.title}", "", "| " + " | ".join(header) + " |",
              "|" + "|".join(["---"] + ["---:"] * len(table.columns)) + "|"]
     for model in table.models:
@@ -158,7 +159,8 @@ def to_latex(table: Table) -> str:
            r"\begin{tabular}{l" + "r" * len(table.columns) + "}", r"\toprule",
            " & ".join([""] + [rf"\multicolumn{{{n}}}{{c}}{{{tex_escape(d)}}}" for d, n in groups])
            + r" \\",
-           " & ".join(["Model"] + [tex_escape(c.label) for c in table.columns]) + r" \\",
+           " & ".join([tex_escape(table.row_label)] + [tex_escape(c.label) for c in table.columns])
+           + r" \\",
            r"\midrule"]
     for model in table.models:
         cells = [tex_escape(model)]
@@ -201,7 +203,8 @@ def _set_cell(path: str | Path, metric: str) -> Cell:
 
 
 def build_table(name: str, title: str, models: list[str], columns: list[Column],
-                files: dict[tuple[str, str, str], str], bootstrap: dict | None = None) -> Table:
+                files: dict[tuple[str, str, str], str], bootstrap: dict | None = None,
+                row_label: str = "Model") -> Table:
     """Fill a :class:`Table` from metric files.
 
     Args:
@@ -210,7 +213,7 @@ def build_table(name: str, title: str, models: list[str], columns: list[Column],
         bootstrap: ``{"samples": int, "confidence": float, "seed": int}``.
     """
     b = {"samples": 1000, "confidence": 0.95, "seed": 0} | (bootstrap or {})
-    table = Table(name, title, models, columns)
+    table = Table(name, title, models, columns, row_label=row_label)
     cache: dict[str, pd.DataFrame] = {}
     for model in models:
         for j, col in enumerate(columns):
@@ -248,3 +251,10 @@ def text_columns(datasets: dict[str, bool]) -> list[Column]:
         if has_gt:
             cols += [Column(d, "cer_gt", "CER (GT)", 4), Column(d, "wer_gt", "WER (GT)", 4)]
     return cols
+
+
+def detail_columns(group: str = "originals") -> list[Column]:
+    """VTBench Table 4 columns (definitions in :mod:`roundtrip.metrics.detail`)."""
+    return [Column(group, "hf_energy_pct", "HighFreq energy (%)", 2),
+            Column(group, "laplacian_var", "Laplacian variance", 1),
+            Column(group, "edge_density_pct", "Edge density (%)", 2)]

@@ -1,0 +1,113 @@
+"""Detail statistics of an image (VTBench Appendix D, Table 4).
+
+VTBench names three statistics without fixing their parameters; roundtrip fixes them as follows,
+so numbers are comparable across runs (not to the paper's absolute values):
+
+* **Grayscale**: ITU-R BT.601 luma ``Y = 0.299 R + 0.587 G + 0.114 B`` on the 0..255 scale
+  (16-bit sources are scaled to 0..255 first), float64.
+* **High-frequency energy share (%)**: with ``P = |FFT2(Y - mean(Y))|^2`` the power spectrum, the
+  share of total power at radial spatial frequency ``sqrt(fx^2 + fy^2) > cutoff`` cycles/pixel
+  (``numpy.fft.fftfreq`` grid, Nyquist = 0.5). Default cutoff 0.1 cycles/pixel: detail with a
+  period shorter than 10 pixels. A constant image has share 0.
+* **Laplacian variance**: variance over all pixels of the 3x3 Laplacian
+  ``[[0, 1, 0], [1, -4, 1], [0, 1, 0]]`` of ``Y`` (``scipy.ndimage.laplace``, reflected borders),
+  the sharpness measure of Pech-Pacheco et al. (ICPR 2000); in squared 0..255 units.
+* **Edge density (%)**: share of pixels marked by the Canny detector (``skimage.feature.canny``)
+  on ``Y / 255`` with Gaussian sigma 1.0 and hysteresis thresholds 0.1 (low) and 0.2 (high) on
+  the Sobel gradient magnitude.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import ndimage
+
+HF_CUTOFF = 0.1
+CANNY_SIGMA, CANNY_LOW, CANNY_HIGH = 1.0, 0.1, 0.2
+
+
+@dataclass(frozen=True)
+class DetailStats:
+    """Detail statistics of one image (see module docstring for definitions)."""
+    hf_energy_pct: float
+    laplacian_var: float
+    edge_density_pct: float
+
+
+def luma(image: np.ndarray) -> np.ndarray:
+    """``(H, W, 3)`` ``uint8``/``uint16`` RGB -> float64 BT.601 luma on 0..255."""
+    x = image.astype(np.float64)
+    if image.dtype == np.uint16:
+        x *= 255.0 / 65535.0
+    return x[..., 0] * 0.299 + x[..., 1] * 0.587 + x[..., 2] * 0.114
+
+
+def hf_energy_share(y: np.ndarray, cutoff: float = HF_CUTOFF) -> float:
+    """Percentage of spectral power above ``cutoff`` cycles/pixel (mean removed)."""
+    power = np.abs(np.fft.fft2(y - y.mean())) ** 2
+    total = power.sum()
+    if total == 0:
+        return 0.0
+    fy = np.fft.fftfreq(y.shape[0])[:, None]
+    fx = np.fft.fftfreq(y.shape[1])[None, :]
+    return float(100.0 * power[np.hypot(fy, fx) > cutoff].sum() / total)
+
+
+def laplacian_variance(y: np.ndarray) -> float:
+    """Variance of the 4-neighbour Laplacian of ``y``."""
+    return float(ndimage.laplace(y, mode="reflect").var())
+
+
+def edge_density(y: np.ndarray) -> float:
+    """Percentage of Canny edge pixels in ``y`` (0..255 scale)."""
+    from skimage.feature import canny
+
+    edges = canny(y / 255.0, sigma=CANNY_SIGMA, low_threshold=CANNY_LOW, high_threshold=CANNY_HIGH)
+    return float(100.0 * edges.mean())
+
+
+def detail_stats(image: np.ndarray) -> DetailStats:
+    """All three statistics of an ``(H, W, 3)`` RGB image.
+
+    Raises:
+        ValueError: not an ``(H, W, 3)`` image.
+    """
+    if image.ndim != 3 or image.shape[2] != 3:
+        raise ValueError(f"expected (H, W, 3) image, got shape {image.shape}")
+    y = luma(image)
+    return DetailStats(hf_energy_share(y), laplacian_variance(y), edge_density(y))
+
+
+DETAIL_COLUMNS = ["item_id", "status", "reason", "hf_energy_pct", "laplacian_var",
+                  "edge_density_pct"]
+
+
+def score_detail(manifest_path) -> "pd.DataFrame":
+    """Detail statistics of every item of a dataset's originals (one image in memory at a time).
+
+    Returns:
+        DataFrame with :data:`DETAIL_COLUMNS`; unreadable items carry status and reason.
+    """
+    from pathlib import Path
+
+    import pandas as pd
+
+    from ..datasets import read_manifest
+    from ..imaging import ImageReadError, read_image
+
+    manifest = read_manifest(manifest_path)
+    root, rows = Path(manifest_path).parent, []
+    for item in manifest.itertuples():
+        row = dict.fromkeys(DETAIL_COLUMNS, np.nan) | {"item_id": item.item_id}
+        if item.status != "ok":
+            row.update(status=item.status, reason=f"dataset: {item.reason}")
+        else:
+            try:
+                s = detail_stats(read_image(root / item.path))
+                row.update(status="ok", reason="", hf_energy_pct=s.hf_energy_pct,
+                           laplacian_var=s.laplacian_var, edge_density_pct=s.edge_density_pct)
+            except (ImageReadError, ValueError) as exc:
+                row.update(status="error", reason=str(exc))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=DETAIL_COLUMNS)
