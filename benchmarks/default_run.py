@@ -27,20 +27,24 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 
 
-def tree_memory(proc: psutil.Process) -> tuple[int, int]:
-    """``(pss, rss)`` in bytes summed over ``proc`` and its live descendants.
+def tree_memory(proc: psutil.Process) -> tuple[int, int, list[tuple[str, float]]]:
+    """``(pss, rss, breakdown)`` summed over ``proc`` and its live descendants.
 
     PSS (proportional set size) divides each shared page among the processes mapping it, so the
     sum is the real footprint; summed RSS counts shared libraries (torch, CUDA) once per job.
+    ``breakdown`` lists ``(process, pss MB)`` to show what was running at the peak.
     """
     pss = rss = 0
+    breakdown = []
     for p in [proc, *proc.children(recursive=True)]:
         try:
             info = p.memory_full_info()
             pss, rss = pss + info.pss, rss + info.rss
+            name = " ".join(Path(a).name for a in p.cmdline()[:3])
+            breakdown.append((name[:80], round(info.pss / 2**20, 1)))
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
-    return pss, rss
+    return pss, rss, breakdown
 
 
 def one_run(cores: str) -> dict:
@@ -50,10 +54,12 @@ def one_run(cores: str) -> dict:
                "--configfile", "config.yaml", "--cores", cores, "--quiet", "all"]
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        ps, peak_pss, peak_rss = psutil.Process(proc.pid), 0, 0
+        ps, peak_pss, peak_rss, at_peak = psutil.Process(proc.pid), 0, 0, []
         while proc.poll() is None:
-            pss, rss = tree_memory(ps)
-            peak_pss, peak_rss = max(peak_pss, pss), max(peak_rss, rss)
+            pss, rss, breakdown = tree_memory(ps)
+            if pss > peak_pss:
+                peak_pss, at_peak = pss, breakdown
+            peak_rss = max(peak_rss, rss)
             time.sleep(0.1)
         wall = time.perf_counter() - t0
         err = proc.stderr.read().decode(errors="replace")
@@ -61,7 +67,8 @@ def one_run(cores: str) -> dict:
             raise RuntimeError(f"snakemake failed:\n{err[-3000:]}")
         n_jobs = sum(1 for _ in Path(work, "results/benchmarks").rglob("*.tsv"))
         return {"wall_s": round(wall, 2), "peak_pss_mb": round(peak_pss / 2**20, 1),
-                "peak_rss_sum_mb": round(peak_rss / 2**20, 1), "benchmarked_jobs": n_jobs}
+                "peak_rss_sum_mb": round(peak_rss / 2**20, 1), "benchmarked_jobs": n_jobs,
+                "processes_at_peak_pss_mb": at_peak}
 
 
 def main() -> None:
