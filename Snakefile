@@ -19,6 +19,7 @@ validate(config, "config.schema.yaml")
 
 include: "rules/common.smk"
 include: "rules/datasets.smk"
+include: "rules/train.smk"
 include: "rules/reconstruct.smk"
 include: "rules/metrics.smk"
 include: "rules/ocr.smk"
@@ -30,4 +31,5 @@ rule all:
     input:
         table_files("reconstruction"),
         table_files("detail_statistics"),
+        table_files("model_card"),
         table_files("text_preservation") if TEXT_DATASETS else [],

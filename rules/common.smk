@@ -1,6 +1,7 @@
 # Shared helpers: config lookups and target lists. Checked before any job runs.
 from roundtrip.config import check_config
 from roundtrip.datasets import folder_fingerprint
+from roundtrip.models import TRAINED_TYPES
 
 check_config(config)
 
@@ -32,7 +33,9 @@ def shard_status_files(wildcards):
 
 
 def dataset_spec(wildcards):
-    return config["datasets"][wildcards.dataset]
+    """Only the keys that change the built files (protocol etc. must not trigger a rebuild)."""
+    spec = config["datasets"][wildcards.dataset]
+    return {k: spec[k] for k in ("type", "images", "path", "lang") if k in spec}
 
 
 def dataset_fingerprint(wildcards):
@@ -51,3 +54,38 @@ def ocr_inputs(wildcards):
     if wildcards.model != "original":
         inputs["status"] = f"results/recon/{wildcards.model}/{wildcards.dataset}/status.csv"
     return inputs
+
+
+TRAINED_MODELS = [m for m in MODELS if config["models"][m]["type"] in TRAINED_TYPES]
+
+TRAIN_DEFAULTS = {"steps": 600, "batch_size": 16, "crop": 64, "lr": 2e-3, "kl_weight": 1e-4,
+                  "seed": 0}
+
+
+def spec_of(model):
+    """The model's config entry; trained models get the checkpoint the workflow produces."""
+    spec = dict(config["models"][model])
+    if spec["type"] in TRAINED_TYPES:
+        spec["checkpoint"] = f"results/weights/{model}/model.pt"
+    return spec
+
+
+def model_spec(wildcards):
+    return spec_of(wildcards.model)
+
+
+def model_weights(wildcards):
+    if config["models"][wildcards.model]["type"] in TRAINED_TYPES:
+        return [f"results/weights/{wildcards.model}/model.pt"]
+    return []
+
+
+def train_settings(wildcards):
+    spec = config["models"][wildcards.model]
+    settings = TRAIN_DEFAULTS | dict(spec.get("train", {}))
+    settings.setdefault("datasets", [DATASETS[0]])
+    return settings
+
+
+def train_manifests(wildcards):
+    return [f"results/datasets/{d}/manifest.csv" for d in train_settings(wildcards)["datasets"]]

@@ -4,10 +4,13 @@
 rule reconstruct:
     input:
         manifest="results/datasets/{dataset}/manifest.csv",
+        weights=model_weights,
     output:
         status="results/recon/{model}/{dataset}/shards/{shard}-of-{nshards}.csv",
     params:
-        spec=lambda wc: config["models"][wc.model],
+        spec=model_spec,
+        protocol=lambda wc: config["datasets"][wc.dataset]["protocol"],
+        size=lambda wc: config["datasets"][wc.dataset]["size"],
         device=config["run"]["device"],
         batch_size=config["run"]["batch_size"],
     log:

@@ -16,6 +16,7 @@ rule reconstruction_table:
     params:
         models=MODELS,
         datasets=DATASETS,
+        protocols={d: config["datasets"][d]["protocol"] for d in DATASETS},
         bootstrap=config["tables"]["bootstrap"],
     log:
         "logs/tables/reconstruction.log",
@@ -72,3 +73,21 @@ rule detail_table:
         "../envs/roundtrip.yaml"
     script:
         "../scripts/detail_table.py"
+
+
+rule model_card:
+    input:
+        expand("results/weights/{model}/model.pt", model=TRAINED_MODELS),
+    output:
+        table_files("model_card"),
+    params:
+        specs={m: spec_of(m) for m in MODELS},
+    log:
+        "logs/tables/model_card.log",
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    conda:
+        "../envs/roundtrip.yaml"
+    script:
+        "../scripts/model_card.py"

@@ -13,11 +13,14 @@ log = setup_logging(smk.log[0])
 torch.set_num_threads(smk.threads)
 device = resolve_device(smk.params.device)
 model = build_model(smk.wildcards.model, smk.params.spec).to(device)
+if hasattr(model, "load"):
+    model.load()
 log.info("model %s on %s; versions %s", smk.wildcards.model, device, versions())
 status = reconstruct_shard(
     model, smk.input.manifest, Path(smk.output.status).parent.parent,
     shard=int(smk.wildcards.shard), n_shards=int(smk.wildcards.nshards),
     batch_size=smk.params.batch_size,
     fingerprint={"model": smk.wildcards.model, "spec": dict(smk.params.spec)},
+    protocol=smk.params.protocol, size=smk.params.size,
 )
 log.info("status counts: %s", status["status"].value_counts().to_dict())

@@ -11,7 +11,8 @@ files = {}
 for kind, paths in (("item", smk.input.per_item), ("set", smk.input.set)):
     for p in map(Path, paths):  # results/metrics/{model}/{dataset}/<file>
         files[(p.parent.parent.name, p.parent.name, kind)] = str(p)
-table = build_table("reconstruction", "Reconstruction quality (native resolution)",
-                    smk.params.models, reconstruction_columns(smk.params.datasets), files,
+table = build_table("reconstruction", "Reconstruction quality by dataset (protocol)",
+                    smk.params.models,
+                    reconstruction_columns(smk.params.datasets, smk.params.protocols), files,
                     smk.params.bootstrap)
 write_table(table, Path(smk.output[0]).parent)

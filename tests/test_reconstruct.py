@@ -63,7 +63,7 @@ def test_fixed_size_models_mark_unsupported(dataset, tmp_path):
     st = reconstruct_shard(model, dataset, tmp_path / "r").set_index("item_id")
     assert st.loc["astronaut", "status"] == "ok"
     assert st.loc["chelsea", "status"] == "unsupported"
-    assert "accepts only 512x512; got 300x451" in st.loc["chelsea", "reason"]
+    assert "accepts 512x512); input is 300x451" in st.loc["chelsea", "reason"]
 
 
 def test_resume_skips_finished_items_and_fingerprint_guards(dataset, tmp_path):

@@ -37,9 +37,15 @@ def run(tmp_path_factory):
             "tex": {"type": "skimage", "images": ["brick", "gravel"], "shards": 2},
             "scan": {"type": "skimage", "images": ["page"], "text_eval": True, "lang": "eng"},
             "mine": {"type": "folder", "path": str(photos)},
+            "crops": {"type": "skimage", "images": ["chelsea"], "protocol": "model_size",
+                      "size": 128},
         },
         "models": {"identity": {"type": "identity"},
-                   "bicubic_x4": {"type": "resample", "factor": 4}},
+                   "bicubic_x4": {"type": "resample", "factor": 4},
+                   "small_vq": {"type": "small", "family": "VQ", "channels": 16,
+                                "codebook_size": 64,
+                                "train": {"datasets": ["tex"], "steps": 10, "batch_size": 4,
+                                          "crop": 32}}},
         "tables": {"bootstrap": {"samples": 200}},
     }
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
@@ -50,7 +56,7 @@ def run(tmp_path_factory):
 def test_tables_have_numbers_for_every_cell(run):
     work, _ = run
     rec = pd.read_csv(work / "results/tables/reconstruction.csv").set_index("model")
-    assert list(rec.index) == ["identity", "bicubic_x4"]
+    assert list(rec.index) == ["identity", "bicubic_x4", "small_vq"]
     for ds in ("tex", "scan", "mine"):
         assert rec.loc["identity", f"{ds}.psnr"] == math.inf
         assert rec.loc["identity", f"{ds}.ssim"] == pytest.approx(1.0, abs=1e-9)
@@ -67,10 +73,28 @@ def test_tables_have_numbers_for_every_cell(run):
 def test_detail_table_covers_every_dataset(run):
     work, _ = run
     det = pd.read_csv(work / "results/tables/detail_statistics.csv").set_index("dataset")
-    assert list(det.index) == ["tex", "scan", "mine"]
+    assert list(det.index) == ["tex", "scan", "mine", "crops"]
     assert det.loc["mine", "originals.edge_density_pct.n"] == 2  # broken file not scored
     assert det.loc["tex", "originals.hf_energy_pct"] > det.loc["mine", "originals.hf_energy_pct"]
     assert "Dataset" in (work / "results/tables/detail_statistics.md").read_text()
+
+
+def test_trained_tokenizer_protocols_and_model_card(run):
+    work, _ = run
+    assert (work / "results/weights/small_vq/model.pt").exists()
+    rec = pd.read_csv(work / "results/tables/reconstruction.csv").set_index("model")
+    assert 5 < rec.loc["small_vq", "tex.psnr"] < rec.loc["identity", "tex.psnr"]
+    assert rec.loc["identity", "crops.psnr"] == math.inf  # scored against the protocol reference
+    crop = np.asarray(Image.open(work / "results/recon/small_vq/crops/chelsea.png"))
+    assert crop.shape == (128, 128, 3)
+    status = pd.read_csv(work / "results/recon/small_vq/crops/status.csv")
+    assert status.loc[0, "reference"] == "ref/chelsea.png"
+    card = pd.read_csv(work / "results/tables/model_card.csv").set_index("model")
+    assert card.loc["small_vq", "family"] == "VQ" and card.loc["small_vq", "codebook_size"] == "64"
+    assert card.loc["small_vq", "latent_256"] == "8x64x64"
+    assert card.loc["small_vq", "ratio_256"] == pytest.approx(8 * 64 * 64 / (3 * 256 * 256))
+    assert card.loc["bicubic_x4", "latent_512"] == "3x128x128"
+    assert "0.0208" in (work / "results/tables/model_card.md").read_text()
 
 
 def test_per_item_files_follow_the_contracts(run):
@@ -99,7 +123,7 @@ def test_adding_a_model_runs_only_its_jobs_and_the_tables(run):
     models = set(re.findall(r"model=([^,\s]+)", plan))
     assert models == {"jpeg_q10"}, models
     rules = set(re.findall(r"^(?:local)?rule (\w+):", plan, re.M))
-    assert "build_dataset" not in rules
+    assert "build_dataset" not in rules and "train_tokenizer" not in rules  # no retraining
     assert {"reconstruct", "image_quality", "reconstruction_table",
             "text_preservation_table"} <= rules
     # OCR of the originals is reused, not recomputed

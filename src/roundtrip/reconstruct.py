@@ -23,12 +23,13 @@ import pandas as pd
 import torch
 
 from .datasets import read_item_csv, read_manifest
-from .imaging import ImageReadError, from_unit, read_image, to_unit, write_png
+from .imaging import ImageReadError, from_unit, read_image, write_png
 from .models import Adapter
+from .protocols import Prepared, prepare
 
 log = logging.getLogger(__name__)
 
-STATUS_COLUMNS = ["item_id", "status", "reason", "seconds"]
+STATUS_COLUMNS = ["item_id", "status", "reason", "seconds", "reference"]
 
 
 def shard_of(index: int, n_shards: int) -> int:
@@ -76,8 +77,10 @@ class _Journal:
         if new:
             self._w.writeheader()
 
-    def record(self, item_id: str, status: str, reason: str, seconds: float) -> None:
-        row = {"item_id": item_id, "status": status, "reason": reason, "seconds": f"{seconds:.4f}"}
+    def record(self, item_id: str, status: str, reason: str, seconds: float,
+               reference: str = "") -> None:
+        row = {"item_id": item_id, "status": status, "reason": reason, "seconds": f"{seconds:.4f}",
+               "reference": reference}
         self._w.writerow(row)
         self._fh.flush()
         self.done[item_id] = row
@@ -88,7 +91,8 @@ class _Journal:
 
 def reconstruct_shard(model: Adapter, manifest_path: str | Path, out_dir: str | Path,
                       shard: int = 0, n_shards: int = 1, batch_size: int = 8,
-                      fingerprint: dict | None = None) -> pd.DataFrame:
+                      fingerprint: dict | None = None, protocol: str = "native",
+                      size: int | None = None) -> pd.DataFrame:
     """Reconstruct one shard of a dataset and write its status file.
 
     Args:
@@ -98,18 +102,22 @@ def reconstruct_shard(model: Adapter, manifest_path: str | Path, out_dir: str | 
         shard, n_shards: which part of the manifest (round robin by row).
         batch_size: maximum items of equal size per forward pass.
         fingerprint: model settings; a change clears earlier outputs in ``out_dir``.
+        protocol, size: see :mod:`roundtrip.protocols`; when the protocol changes the input, the
+            reference image is written to ``ref/{item_id}.png`` and named in the ``reference``
+            column (empty = the dataset original).
 
     Returns:
         Status rows of the shard (also written to ``out_dir/shards/{shard}-of-{n_shards}.csv``).
     """
     manifest_path, out_dir = Path(manifest_path), Path(out_dir)
     (out_dir / "shards").mkdir(parents=True, exist_ok=True)
-    _check_fingerprint(out_dir, fingerprint or {"model": model.name})
+    _check_fingerprint(out_dir, {"protocol": protocol, "size": size,
+                                 **(fingerprint or {"model": model.name})})
     rows = shard_rows(read_manifest(manifest_path), shard, n_shards)
     journal = _Journal(out_dir / "shards" / f"{shard}-of-{n_shards}.journal.csv")
     try:
         todo = _pending(rows, journal, out_dir)
-        groups = _load_and_group(model, todo, manifest_path.parent, journal)
+        groups = _load_and_group(model, todo, manifest_path.parent, journal, protocol, size)
         for (h, w), members in groups.items():
             for start in range(0, len(members), batch_size):
                 _run_batch(model, members[start:start + batch_size], out_dir, journal)
@@ -126,6 +134,7 @@ def _pending(rows: pd.DataFrame, journal: _Journal, out_dir: Path) -> pd.DataFra
         prev = journal.done.get(r["item_id"])
         resumable = prev is not None and (prev["status"] != "ok"
                                           or (out_dir / f"{r['item_id']}.png").exists())
+        resumable = resumable and (not prev.get("reference") or (out_dir / prev["reference"]).exists())
         keep.append(not resumable)
     skipped = len(rows) - sum(keep)
     if skipped:
@@ -133,9 +142,10 @@ def _pending(rows: pd.DataFrame, journal: _Journal, out_dir: Path) -> pd.DataFra
     return rows[keep]
 
 
-def _load_and_group(model, rows, root: Path, journal):
-    """Read items, record dataset errors and unsupported sizes, group the rest by size."""
+def _load_and_group(model, rows, root: Path, journal, protocol: str, size: int | None):
+    """Read items, apply the protocol, record errors and unsupported sizes, group by input size."""
     groups: dict[tuple[int, int], list] = defaultdict(list)
+    info = model.info() if len(rows) else None
     for _, r in rows.iterrows():
         item_id = r["item_id"]
         if r["status"] != "ok":
@@ -146,17 +156,17 @@ def _load_and_group(model, rows, root: Path, journal):
         except ImageReadError as exc:
             journal.record(item_id, "error", str(exc), 0.0)
             continue
-        h, w = img.shape[:2]
-        if not model.supports(h, w):
-            journal.record(item_id, "unsupported", model.unsupported_reason(h, w), 0.0)
+        prep = prepare(img, protocol, info, size)
+        if isinstance(prep, str):
+            journal.record(item_id, "unsupported", prep, 0.0)
             continue
-        groups[(h, w)].append((item_id, img))
+        groups[prep.x.shape[:2]].append((item_id, img.dtype, prep))
     return groups
 
 
 def _run_batch(model: Adapter, batch, out_dir: Path, journal: _Journal) -> None:
     t0 = time.perf_counter()
-    x = torch.from_numpy(np.stack([to_unit(img) for _, img in batch])).permute(0, 3, 1, 2)
+    x = torch.from_numpy(np.stack([p.x for _, _, p in batch])).permute(0, 3, 1, 2)
     x = (x * 2.0 - 1.0).to(model.device)
     try:
         y = model.reconstruct(x)
@@ -171,14 +181,22 @@ def _run_batch(model: Adapter, batch, out_dir: Path, journal: _Journal) -> None:
         return
     if tuple(y.shape) != tuple(x.shape):
         reason = f"model returned shape {tuple(y.shape)} for input {tuple(x.shape)}"
-        for item_id, _ in batch:
+        for item_id, _, _ in batch:
             journal.record(item_id, "error", reason, 0.0)
         return
-    out = ((y.float().cpu().permute(0, 2, 3, 1).numpy() + 1.0) / 2.0)
+    out = (y.float().cpu().permute(0, 2, 3, 1).numpy() + 1.0) / 2.0
     seconds = (time.perf_counter() - t0) / len(batch)
-    for (item_id, img), rec in zip(batch, out):
-        write_png(out_dir / f"{item_id}.png", from_unit(rec, img.dtype))
-        journal.record(item_id, "ok", "", seconds)
+    for (item_id, dtype, prep), rec in zip(batch, out):
+        write_png(out_dir / f"{item_id}.png", from_unit(prep.restore(rec), dtype))
+        journal.record(item_id, "ok", "", seconds, _write_reference(out_dir, item_id, prep))
+
+
+def _write_reference(out_dir: Path, item_id: str, prep: Prepared) -> str:
+    if prep.reference is None:
+        return ""
+    (out_dir / "ref").mkdir(exist_ok=True)
+    write_png(out_dir / "ref" / f"{item_id}.png", prep.reference)
+    return f"ref/{item_id}.png"
 
 
 def merge_status(shard_files: list[str | Path], out_path: str | Path) -> pd.DataFrame:

@@ -45,7 +45,9 @@ def score_image_quality(manifest_path: str | Path, status_path: str | Path,
             row.update(status=st["status"], reason=st["reason"])
         else:
             try:
-                row.update(_score_pair(root / item["path"], recon_dir / f"{item_id}.png"))
+                ref = st.get("reference", "")
+                ref_path = recon_dir / ref if ref else root / item["path"]
+                row.update(_score_pair(ref_path, recon_dir / f"{item_id}.png"))
                 row.update(status="ok", reason="")
             except (ImageReadError, ValueError) as exc:
                 row.update(status="error", reason=f"scoring: {exc}")

@@ -29,6 +29,11 @@ class Column:
     label: str
     digits: int
     source: str = "item"  # "item": bootstrap over per-item values; "set": a set-level value
+    group: str = ""       # header shown for the dataset group (default: the dataset name)
+
+    @property
+    def heading(self) -> str:
+        return self.group or self.dataset
 
 
 @dataclass
@@ -119,7 +124,7 @@ def to_csv_frame(table: Table) -> pd.DataFrame:
 def to_markdown(table: Table) -> str:
     """GitHub-flavoured Markdown table with a two-level header folded into ``dataset: metric``."""
     marks, notes = _footnotes(table)
-    header = [table.row_label] + [f"{c.dataset}: {c.label}" for c in table.columns]
+    header = [table.row_label] + [f"{c.heading}: {c.label}" for c in table.columns]
     lines = [f"### {table.title}", "", "| " + " | ".join(header) + " |",
              "|" + "|".join(["---"] + ["---:"] * len(table.columns)) + "|"]
     for model in table.models:
@@ -150,10 +155,10 @@ def to_latex(table: Table) -> str:
     marks, notes = _footnotes(table)
     groups: list[tuple[str, int]] = []
     for col in table.columns:
-        if groups and groups[-1][0] == col.dataset:
-            groups[-1] = (col.dataset, groups[-1][1] + 1)
+        if groups and groups[-1][0] == col.heading:
+            groups[-1] = (col.heading, groups[-1][1] + 1)
         else:
-            groups.append((col.dataset, 1))
+            groups.append((col.heading, 1))
     out = [r"\begin{table}[t]", r"\centering", r"\small",
            rf"\caption{{{tex_escape(table.title)}}}", rf"\label{{tab:{table.name}}}",
            r"\begin{tabular}{l" + "r" * len(table.columns) + "}", r"\toprule",
@@ -230,12 +235,15 @@ def build_table(name: str, title: str, models: list[str], columns: list[Column],
     return table
 
 
-def reconstruction_columns(datasets: list[str]) -> list[Column]:
-    """PSNR (per-item mean and pooled) and SSIM for each dataset."""
+def reconstruction_columns(datasets: list[str], protocols: dict[str, str] | None = None
+                           ) -> list[Column]:
+    """PSNR (per-item mean and pooled) and SSIM for each dataset, headed ``dataset (protocol)``."""
     cols = []
     for d in datasets:
-        cols += [Column(d, "psnr", "PSNR", 2), Column(d, "psnr_pooled", "PSNR (pooled)", 2, "set"),
-                 Column(d, "ssim", "SSIM", 4)]
+        g = f"{d} ({protocols[d]})" if protocols else d
+        cols += [Column(d, "psnr", "PSNR", 2, group=g),
+                 Column(d, "psnr_pooled", "PSNR (pooled)", 2, "set", group=g),
+                 Column(d, "ssim", "SSIM", 4, group=g)]
     return cols
 
 
@@ -258,3 +266,39 @@ def detail_columns(group: str = "originals") -> list[Column]:
     return [Column(group, "hf_energy_pct", "HighFreq energy (%)", 2),
             Column(group, "laplacian_var", "Laplacian variance", 1),
             Column(group, "edge_density_pct", "Edge density (%)", 2)]
+
+
+def write_frame(df: pd.DataFrame, name: str, title: str, notes: list[str], out_dir: str | Path,
+                digits: dict[str, int] | None = None) -> list[Path]:
+    """Write a descriptive table (no confidence intervals) as CSV, Markdown and LaTeX.
+
+    Args:
+        df: one row per entry; numbers are formatted with ``digits[column]`` decimals in md/tex.
+        notes: footnotes printed under the table (numbered).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    digits = digits or {}
+
+    def fmt(col, v):
+        if isinstance(v, float):
+            return _fmt(v, digits.get(col, 4)) if not math.isnan(v) else "–"
+        return str(v)
+
+    cells = [[fmt(c, v) for c, v in zip(df.columns, row)] for row in df.itertuples(index=False)]
+    paths = [out_dir / f"{name}.{ext}" for ext in ("csv", "md", "tex")]
+    df.to_csv(paths[0], index=False)
+    md = [f"### {title}", "", "| " + " | ".join(df.columns) + " |",
+          "|" + "|".join("---" for _ in df.columns) + "|"]
+    md += ["| " + " | ".join(r) + " |" for r in cells]
+    md += [""] + [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
+    paths[1].write_text("\n".join(md) + "\n")
+    tex = [r"\begin{table}[t]", r"\centering", r"\small", rf"\caption{{{tex_escape(title)}}}",
+           rf"\label{{tab:{name}}}", r"\begin{tabular}{l" + "r" * (len(df.columns) - 1) + "}",
+           r"\toprule", " & ".join(tex_escape(c) for c in df.columns) + r" \\", r"\midrule"]
+    tex += [" & ".join(tex_escape(c) for c in r) + r" \\" for r in cells]
+    tex += [r"\bottomrule", r"\end{tabular}"]
+    tex += [rf"\par\footnotesize $^{{{i}}}$ {tex_escape(n)}" for i, n in enumerate(notes, 1)]
+    tex.append(r"\end{table}")
+    paths[2].write_text("\n".join(tex) + "\n")
+    return paths

@@ -3,14 +3,29 @@ from __future__ import annotations
 
 from .base import FAMILIES, Adapter, ModelInfo
 from .codecs import Identity, Jpeg, Resample, Webp
+from .custom import StateDictModel, TorchScriptModel
+from .diffusers_backend import DiffusersKL, DiffusersVQ
+from .monai_backend import MonaiKL, MonaiVQVAE
+from .small import SmallTokenizer
+from .torch_base import TorchAdapter, WeightsMissing
 
-#: config ``type`` -> adapter class. Later backends (diffusers, MONAI, ...) register here.
+#: config ``type`` -> adapter class.
 MODEL_TYPES: dict[str, type[Adapter]] = {
     "identity": Identity,
     "jpeg": Jpeg,
     "webp": Webp,
     "resample": Resample,
+    "diffusers_kl": DiffusersKL,
+    "diffusers_vq": DiffusersVQ,
+    "monai_kl": MonaiKL,
+    "monai_vqvae": MonaiVQVAE,
+    "torchscript": TorchScriptModel,
+    "state_dict": StateDictModel,
+    "small": SmallTokenizer,
 }
+
+#: Types whose weights the workflow trains itself (rule train_tokenizer).
+TRAINED_TYPES = ("small",)
 
 #: Reserved model name: the unmodified originals (OCR of originals is stored under it).
 ORIGINAL = "original"
@@ -39,4 +54,5 @@ def build_model(name: str, spec: dict) -> Adapter:
     return model
 
 
-__all__ = ["FAMILIES", "MODEL_TYPES", "ORIGINAL", "Adapter", "ModelInfo", "build_model"]
+__all__ = ["FAMILIES", "MODEL_TYPES", "ORIGINAL", "TRAINED_TYPES", "Adapter", "ModelInfo",
+           "TorchAdapter", "WeightsMissing", "build_model"]

@@ -78,11 +78,6 @@ class Adapter(ABC):
             return (h, w) in [tuple(s) for s in info.native_sizes]
         return True
 
-    def unsupported_reason(self, h: int, w: int) -> str:
-        """Human-readable reason for ``supports(h, w) == False``."""
-        sizes = ", ".join(f"{a}x{b}" for a, b in self.info().native_sizes)
-        return f"{self.name} accepts only {sizes}; got {h}x{w}"
-
     @torch.no_grad()
     def reconstruct(self, x: torch.Tensor) -> torch.Tensor:
         """``decode(encode(x))``, clamped to ``[-1, 1]``."""

@@ -1,0 +1,118 @@
+"""Bring your own tokenizer: a TorchScript file, or a class by import path plus a state dict.
+
+The module must offer ``encode(x) -> latent`` and ``decode(latent) -> x_hat`` on float32
+``[B, 3, H, W]`` tensors in ``[-1, 1]`` (set ``input_range: [0, 1]`` if it expects [0, 1]), and
+optionally ``tokens(latent) -> LongTensor``. A latent may be a tensor or a tuple/dict of tensors.
+See README, "Bring your own tokenizer".
+"""
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+from .base import FAMILIES, ModelInfo
+from .torch_base import TorchAdapter, require_file
+
+HOW = ("Copy the file there, or fix the path in config.yaml.")
+
+
+class _CustomAdapter(TorchAdapter):
+    """Shared settings of user-provided modules.
+
+    Args:
+        family: one of the model families (default ``continuous``).
+        downsample: spatial reduction of the latent grid (used to pad inputs).
+        native_sizes: list of ``[H, W]`` the model was trained at.
+        fixed_size: only ``native_sizes`` are accepted.
+        codebook_size: for discrete models.
+        input_range: ``[-1, 1]`` (default) or ``[0, 1]``.
+    """
+
+    def __init__(self, family: str = "continuous", downsample: int = 1,
+                 native_sizes: list | None = None, fixed_size: bool = False,
+                 codebook_size: int | None = None, input_range: list | None = None,
+                 precision: str = "fp32"):
+        super().__init__(precision)
+        if family not in FAMILIES:
+            raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
+        rng = list(input_range or [-1, 1])
+        if rng not in ([-1, 1], [0, 1]):
+            raise ValueError(f"input_range must be [-1, 1] or [0, 1], got {rng}")
+        self.family, self.downsample, self.fixed_size = family, int(downsample), bool(fixed_size)
+        self.native_sizes = [tuple(int(v) for v in s) for s in (native_sizes or [])]
+        self.codebook_size, self.unit_range = codebook_size, rng == [0, 1]
+
+    def encode(self, x):
+        x = x.to(self.device)
+        return self.module.encode((x + 1) / 2 if self.unit_range else x)
+
+    def decode(self, latent):
+        y = self.module.decode(latent)
+        return y * 2 - 1 if self.unit_range else y
+
+    def tokens(self, latent):
+        fn = getattr(self.module, "tokens", None)
+        return fn(latent).long() if fn is not None else None
+
+    def info(self):
+        return ModelInfo(family=self.family, params=self.n_params(), native_sizes=self.native_sizes,
+                         downsample=self.downsample, codebook_size=self.codebook_size,
+                         fixed_size=self.fixed_size)
+
+
+class TorchScriptModel(_CustomAdapter):
+    """A ``torch.jit.save``-d module with ``encode``/``decode`` methods (decorate them with
+    ``@torch.jit.export`` before ``torch.jit.script``: TorchScript compiles only ``forward``).
+
+    Args:
+        path: the ``.pt`` TorchScript file.
+    """
+
+    def __init__(self, path: str, **kwargs):
+        super().__init__(**kwargs)
+        self.path = path
+
+    def check_weights(self):
+        require_file(self.path, self.name, "TorchScript file", HOW)
+
+    def _load_module(self):
+        return torch.jit.load(str(require_file(self.path, self.name, "TorchScript file", HOW)),
+                              map_location="cpu")
+
+
+class StateDictModel(_CustomAdapter):
+    """A class named by import path, built with ``kwargs``, weights from a state-dict file.
+
+    Args:
+        import_path: ``package.module:ClassName`` (importable on ``PYTHONPATH``).
+        kwargs: constructor arguments.
+        state_dict: path of a ``torch.save``-d state dict (or ``{"state_dict": ...}``).
+        strict: passed to ``load_state_dict``.
+    """
+
+    def __init__(self, import_path: str, state_dict: str, kwargs: dict | None = None,
+                 strict: bool = True, **rest):
+        super().__init__(**rest)
+        if ":" not in import_path:
+            raise ValueError(f"import_path must look like 'package.module:Class', got {import_path!r}")
+        self.import_path, self.state_dict = import_path, state_dict
+        self.kwargs, self.strict = dict(kwargs or {}), bool(strict)
+
+    def _class(self):
+        mod_name, cls_name = self.import_path.split(":", 1)
+        try:
+            return getattr(importlib.import_module(mod_name), cls_name)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"model {self.name}: cannot import {self.import_path}: {exc}") from exc
+
+    def check_weights(self):
+        require_file(self.state_dict, self.name, "state dict", HOW)
+
+    def _load_module(self):
+        module = self._class()(**self.kwargs)
+        path = require_file(self.state_dict, self.name, "state dict", HOW)
+        sd = torch.load(path, map_location="cpu", weights_only=True)
+        sd = sd.get("state_dict", sd) if isinstance(sd, dict) else sd
+        module.load_state_dict(sd, strict=self.strict)
+        return module

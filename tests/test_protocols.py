@@ -1,0 +1,76 @@
+"""Reconstruction protocols (VTBench Task 1, App. E) and their wiring through the harness."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import skimage.data
+
+from roundtrip.datasets import build_dataset
+from roundtrip.imaging import read_image, to_unit
+from roundtrip.models import build_model
+from roundtrip.models.base import ModelInfo
+from roundtrip.protocols import center_square, pad_to_multiple, prepare, resize
+from roundtrip.reconstruct import reconstruct_shard
+from roundtrip.scoring import score_image_quality
+
+CHELSEA = skimage.data.chelsea()  # 300 x 451
+ANY8 = ModelInfo(family="continuous", downsample=8)
+FIXED256 = ModelInfo(family="VQ", native_sizes=[(256, 256)], downsample=16, fixed_size=True)
+
+
+def test_native_pads_to_multiple_and_crops_back():
+    p = prepare(CHELSEA, "native", ANY8)
+    assert p.x.shape == (304, 456, 3) and p.reference is None
+    assert np.array_equal(p.x[:300, :451], to_unit(CHELSEA))
+    assert np.array_equal(p.restore(p.x), to_unit(CHELSEA))
+    # symmetric padding mirrors the border rows
+    assert np.array_equal(p.x[300], p.x[299])
+
+
+def test_native_marks_fixed_size_models_unsupported():
+    reason = prepare(CHELSEA, "native", FIXED256)
+    assert isinstance(reason, str) and "256x256" in reason and "300x451" in reason
+    assert not isinstance(prepare(CHELSEA[:256, :256], "native", FIXED256), str)
+
+
+def test_model_size_center_crops_and_resizes():
+    p = prepare(CHELSEA, "model_size", FIXED256)
+    assert p.x.shape == (256, 256, 3) and p.reference.shape == (256, 256, 3)
+    expected = resize(center_square(to_unit(CHELSEA)), (256, 256))
+    assert np.abs(p.x - expected).max() <= 0.5 / 255 + 1e-6  # rounded to the stored 8 bits
+    assert np.array_equal(p.x, to_unit(p.reference))
+    any_size = prepare(CHELSEA, "model_size", ANY8, size=128)
+    assert any_size.x.shape == (128, 128, 3)
+
+
+def test_fixed_1024_and_native_resize():
+    p = prepare(CHELSEA, "fixed_1024", ANY8)
+    assert p.x.shape == (1024, 1024, 3) and p.reference.shape == (1024, 1024, 3)
+    assert isinstance(prepare(CHELSEA, "fixed_1024", FIXED256), str)
+    q = prepare(CHELSEA, "native_resize", FIXED256)
+    assert q.x.shape == (256, 256, 3) and q.restore(q.x).shape == (300, 451, 3)
+    with pytest.raises(ValueError, match="unknown protocol"):
+        prepare(CHELSEA, "imagenet", ANY8)
+
+
+def test_pad_modes():
+    tiny = np.ones((3, 5, 3), np.float32)
+    padded, unpad = pad_to_multiple(tiny, 16)  # padding larger than the image: edge mode
+    assert padded.shape == (16, 16, 3) and unpad(padded).shape == (3, 5, 3)
+
+
+@pytest.mark.parametrize("protocol", ["model_size", "fixed_1024"])
+def test_harness_scores_against_the_protocol_reference(tmp_path, protocol):
+    build_dataset("d", {"type": "skimage", "images": ["chelsea", "coins"]}, tmp_path / "ds")
+    model = build_model("identity", {"type": "identity"})
+    st = reconstruct_shard(model, tmp_path / "ds" / "manifest.csv", tmp_path / "r",
+                           protocol=protocol, size=128)
+    assert (st["reference"] == "ref/" + st["item_id"] + ".png").all()
+    side = 128 if protocol == "model_size" else 1024
+    assert read_image(tmp_path / "r" / "chelsea.png").shape == (side, side, 3)
+    st.to_csv(tmp_path / "r" / "status.csv", index=False)
+    scores = score_image_quality(tmp_path / "ds" / "manifest.csv", tmp_path / "r" / "status.csv",
+                                 tmp_path / "r")
+    assert (scores["psnr"] == math.inf).all()  # identity reproduces the protocol's reference
+    assert np.allclose(scores["ssim"], 1.0)
