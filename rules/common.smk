@@ -89,3 +89,17 @@ def train_settings(wildcards):
 
 def train_manifests(wildcards):
     return [f"results/datasets/{d}/manifest.csv" for d in train_settings(wildcards)["datasets"]]
+
+
+CODEC_TYPES = ("identity", "jpeg", "webp", "resample")
+
+
+def gpu_for(wildcards):
+    """1 when this job will run a learned model on CUDA (the profile limits concurrent GPU jobs)."""
+    if config["models"][wildcards.model]["type"] in CODEC_TYPES:
+        return 0
+    if config["run"]["device"] == "cpu":
+        return 0
+    import torch
+
+    return int(torch.cuda.is_available())

@@ -21,6 +21,7 @@ rule reconstruct:
     resources:
         mem_mb=4000,
         runtime=120,
+        gpu=gpu_for,
     conda:
         "../envs/roundtrip.yaml"
     script:
