@@ -58,7 +58,7 @@ def ocr_inputs(wildcards):
 
 TRAINED_MODELS = [m for m in MODELS if config["models"][m]["type"] in TRAINED_TYPES]
 
-TRAIN_DEFAULTS = {"steps": 600, "batch_size": 16, "crop": 64, "lr": 2e-3, "kl_weight": 1e-4,
+TRAIN_DEFAULTS = {"steps": 400, "batch_size": 16, "crop": 64, "lr": 2e-3, "kl_weight": 1e-4,
                   "seed": 0}
 
 

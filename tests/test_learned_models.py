@@ -200,3 +200,26 @@ def test_torchscript_and_state_dict_recipes(tmp_path, x64, monkeypatch):
 def test_compression_ratio():
     assert compression_ratio((4, 32, 32), 256, 256) == pytest.approx(4096 / 196608)
     assert math.isnan(compression_ratio(None, 256, 256))
+
+
+def test_monai_3d_volumes(tmp_path):
+    from monai.networks.nets import VQVAE, AutoencoderKL
+
+    torch.manual_seed(0)
+    vol = torch.rand(1, 1, 16, 16, 16) * 2 - 1
+    kl_net = _monai_kl_net() | {"spatial_dims": 3}
+    torch.save(AutoencoderKL(**kl_net).state_dict(), tmp_path / "kl3.pt")
+    kl = build_model("kl3", {"type": "monai_kl", "checkpoint": str(tmp_path / "kl3.pt"),
+                             "network": kl_net, "native_size": 16})
+    z = kl.encode(vol)
+    assert tuple(z.shape) == (1, *kl.latent_shape(16, 16, 16)) == (1, 2, 8, 8, 8)
+    assert kl.reconstruct(vol).shape == vol.shape
+    assert kl.info().native_sizes == [(16, 16, 16)]
+    vq_net = dict(spatial_dims=3, in_channels=1, out_channels=1, channels=[8, 8], num_res_layers=1,
+                  num_res_channels=[8, 8], downsample_parameters=[(2, 4, 1, 1)] * 2,
+                  upsample_parameters=[(2, 4, 1, 1, 0)] * 2, num_embeddings=8, embedding_dim=4)
+    torch.save(VQVAE(**vq_net).state_dict(), tmp_path / "vq3.pt")
+    vq = build_model("vq3", {"type": "monai_vqvae", "checkpoint": str(tmp_path / "vq3.pt"),
+                             "network": vq_net})
+    assert vq.reconstruct(vol).shape == vol.shape
+    assert tuple(vq.tokens(vq.encode(vol)).shape) == (1, 4, 4, 4)

@@ -61,3 +61,18 @@ def test_inf_cells_and_escape(tmp_path):
     _, md, _ = write_table(table, tmp_path)
     assert "| identity | inf [inf, inf] |" in md.read_text()
     assert tex_escape("a_b & 50%") == r"a\_b \& 50\%"
+
+
+def test_all_unsupported_is_a_dash_with_reason(tmp_path):
+    p, q = tmp_path / "i.csv", tmp_path / "s.csv"
+    pd.DataFrame({"item_id": ["a", "b"], "status": ["unsupported"] * 2,
+                  "reason": ["fixed-size model (accepts 256x256); input is 300x451"] * 2,
+                  "psnr": [math.nan, math.nan]}).to_csv(p, index=False)
+    pd.DataFrame({"metric": ["psnr_pooled"], "value": [math.nan], "n": [0]}).to_csv(q, index=False)
+    cols = [Column("d", "psnr", "PSNR", 2), Column("d", "psnr_pooled", "PSNR (pooled)", 2, "set")]
+    table = build_table("t", "T", ["titok"], cols,
+                        {("titok", "d", "item"): str(p), ("titok", "d", "set"): str(q)})
+    _, md, _ = write_table(table, tmp_path)
+    text = md.read_text()
+    assert "| titok | – [1] | – [1] |" in text
+    assert "[1] d: 0 of 2 items scored; not scored: unsupported: fixed-size model" in text

@@ -97,6 +97,20 @@ def test_trained_tokenizer_protocols_and_model_card(run):
     assert "0.0208" in (work / "results/tables/model_card.md").read_text()
 
 
+def test_tokens_and_latents_on_request(run):
+    work, _ = run
+    smk(work, "results/recon/small_vq/tex/tokens.npz", "results/recon/identity/tex/tokens.npz")
+    tokens = np.load(work / "results/recon/small_vq/tex/tokens.npz")
+    latents = np.load(work / "results/recon/small_vq/tex/latents.npz")
+    assert sorted(tokens.files) == ["brick", "gravel"]
+    assert tokens["brick"].shape == (128, 128) and tokens["brick"].dtype == np.int32
+    assert 0 <= tokens["brick"].min() and tokens["brick"].max() < 64
+    assert latents["brick"].shape == (8, 128, 128) and latents["brick"].dtype == np.float16
+    codes = pd.read_csv(work / "results/recon/identity/tex/codes.csv", keep_default_na=False)
+    assert (codes["status"] == "ok").all() and "no discrete tokens" in codes.loc[0, "reason"]
+    assert np.load(work / "results/recon/identity/tex/tokens.npz").files == []
+
+
 def test_per_item_files_follow_the_contracts(run):
     work, _ = run
     status = pd.read_csv(work / "results/recon/bicubic_x4/mine/status.csv").set_index("item_id")

@@ -38,8 +38,10 @@ class Column:
 
 @dataclass
 class Cell:
+    """A summary and its footnotes; ``dash`` marks "every item unsupported" (VTBench's "–")."""
     summary: Summary
     notes: list[str] = field(default_factory=list)
+    dash: bool = False
 
 
 @dataclass
@@ -53,8 +55,9 @@ class Table:
     row_label: str = "Model"
 
 
-def _reason_summary(per_item: pd.DataFrame, metric: str) -> str:
-    bad = per_item[per_item[metric].isna()]
+def _reason_summary(per_item: pd.DataFrame, metric: str | None) -> str:
+    """Most common reasons among the rows without a ``metric`` value (or not ``ok``, if None)."""
+    bad = per_item[per_item[metric].isna()] if metric else per_item[per_item["status"] != "ok"]
     counts = Counter(f"{s}: {r}" if r else s for s, r in zip(bad["status"], bad["reason"]))
     parts = [f"{k} ({v}x)" if v > 1 else k for k, v in counts.most_common(3)]
     more = len(counts) - 3
@@ -71,7 +74,8 @@ def item_cell(per_item: pd.DataFrame | None, metric: str, missing_reason: str = 
     notes = []
     if s.n < n_all:
         notes.append(f"{s.n} of {n_all} items scored; not scored: {_reason_summary(per_item, metric)}")
-    return Cell(s, notes)
+    dash = n_all > 0 and s.n == 0 and bool((per_item["status"] == "unsupported").all())
+    return Cell(s, notes, dash)
 
 
 def _fmt(x: float, digits: int) -> str:
@@ -83,6 +87,8 @@ def _fmt(x: float, digits: int) -> str:
 
 
 def _cell_text(cell: Cell, digits: int) -> str:
+    if cell.dash:
+        return "–"
     s = cell.summary
     text = _fmt(s.mean, digits)
     if not math.isnan(s.mean) and not math.isnan(s.ci_low):
@@ -227,6 +233,12 @@ def build_table(name: str, title: str, models: list[str], columns: list[Column],
                 cell = item_cell(None, col.metric, "not computed for this dataset")
             elif col.source == "set":
                 cell = _set_cell(path, col.metric)
+                item_path = files.get((model, col.dataset, "item"))
+                if item_path is not None and cell.summary.n == 0:
+                    df = cache.setdefault(item_path, _read_per_item(item_path))
+                    if len(df) and (df["status"] == "unsupported").all():
+                        cell = Cell(cell.summary, [f"0 of {len(df)} items scored; not scored: "
+                                                   + _reason_summary(df, None)], dash=True)
             else:
                 df = cache.setdefault(path, _read_per_item(path))
                 cell = item_cell(df, col.metric, n_boot=b["samples"],

@@ -67,6 +67,17 @@ class Adapter(ABC):
         """Discrete token ids ``LongTensor [B, h, w]`` (or ``[B, n]``), ``None`` if continuous."""
         return None
 
+    def latent_tensor(self, latent: Any) -> torch.Tensor | None:
+        """The latent as a float tensor ``[B, C, h, w]`` for saving, ``None`` if it is not one
+        (e.g. a codec's bitstream). Dict latents use their ``latent``/``quant``/``low`` entry."""
+        if torch.is_tensor(latent):
+            return latent
+        if isinstance(latent, dict):
+            for key in ("latent", "quant", "low"):
+                if torch.is_tensor(latent.get(key)):
+                    return latent[key]
+        return None
+
     def latent_shape(self, h: int, w: int) -> tuple[int, ...] | None:
         """Shape of one item's latent for an ``h x w`` input, ``None`` if not a tensor."""
         return None

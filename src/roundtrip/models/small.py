@@ -147,7 +147,7 @@ def _training_crops(images: list[np.ndarray], n: int, crop: int, rng: np.random.
 
 
 def train_small_tokenizer(spec: dict, images: list[np.ndarray], out_path: str | Path,
-                          steps: int = 1500, batch_size: int = 16, crop: int = 64,
+                          steps: int = 400, batch_size: int = 16, crop: int = 64,
                           lr: float = 2e-3, kl_weight: float = 1e-4, seed: int = 0) -> dict:
     """Train a :class:`SmallAutoencoder` and save ``{"arch", "state_dict", "history"}``.
 

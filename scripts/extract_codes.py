@@ -1,0 +1,21 @@
+"""Rule extract_codes: tokens.npz and latents.npz of a (model, dataset), on request."""
+import _bootstrap  # noqa: F401
+from pathlib import Path
+
+import torch
+
+from roundtrip.codes import extract_codes
+from roundtrip.models import build_model
+from roundtrip.reconstruct import resolve_device
+from roundtrip.workflow import setup_logging
+
+smk = snakemake  # noqa: F821 - injected by Snakemake
+log = setup_logging(smk.log[0])
+torch.set_num_threads(smk.threads)
+model = build_model(smk.wildcards.model, smk.params.spec).to(resolve_device(smk.params.device))
+if hasattr(model, "load"):
+    model.load()
+df = extract_codes(model, smk.input.manifest, Path(smk.output.tokens).parent,
+                   protocol=smk.params.protocol, size=smk.params.size,
+                   batch_size=smk.params.batch_size)
+log.info("codes: %s", df["status"].value_counts().to_dict())
