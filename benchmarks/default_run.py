@@ -47,7 +47,7 @@ def tree_memory(proc: psutil.Process) -> tuple[int, int, list[tuple[str, float]]
     return pss, rss, breakdown
 
 
-def one_run(cores: str) -> dict:
+def one_run(cores: str, keep: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="roundtrip-bench-") as work:
         shutil.copy(REPO / "config.yaml", Path(work) / "config.yaml")
         cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
@@ -66,6 +66,8 @@ def one_run(cores: str) -> dict:
         if proc.returncode != 0:
             raise RuntimeError(f"snakemake failed:\n{err[-3000:]}")
         n_jobs = sum(1 for _ in Path(work, "results/benchmarks").rglob("*.tsv"))
+        if keep:  # copy the tables of this run for inspection
+            shutil.copytree(Path(work, "results/tables"), keep, dirs_exist_ok=True)
         return {"wall_s": round(wall, 2), "peak_pss_mb": round(peak_pss / 2**20, 1),
                 "peak_rss_sum_mb": round(peak_rss / 2**20, 1), "benchmarked_jobs": n_jobs,
                 "processes_at_peak_pss_mb": at_peak}
@@ -76,10 +78,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--cores", default="all")
     ap.add_argument("--out", default=str(REPO / "benchmarks/results/default_run.json"))
+    ap.add_argument("--keep-tables", default=None, help="copy the last run's tables here")
     args = ap.parse_args()
     runs = []
     for k in range(args.runs):
-        runs.append(one_run(args.cores))
+        runs.append(one_run(args.cores, args.keep_tables))
         print(f"run {k + 1}/{args.runs}: {runs[-1]}", flush=True)
     result = {
         "benchmark": "default config.yaml, snakemake --cores " + args.cores,

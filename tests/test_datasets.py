@@ -2,7 +2,6 @@
 import hashlib
 
 import numpy as np
-import pandas as pd
 import pytest
 import skimage.data
 from PIL import Image

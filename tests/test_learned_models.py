@@ -1,7 +1,6 @@
 """Learned backends load from a path through config, as users' real weights would."""
 import math
 
-import numpy as np
 import pytest
 import torch
 from torch import nn

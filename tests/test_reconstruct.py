@@ -2,7 +2,6 @@
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from roundtrip.datasets import build_dataset, read_manifest
 from roundtrip.imaging import read_image

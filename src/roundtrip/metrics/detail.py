@@ -19,9 +19,14 @@ so numbers are comparable across runs (not to the paper's absolute values):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from scipy import ndimage
+
+from ..datasets import read_manifest
+from ..imaging import ImageReadError, read_image
 
 HF_CUTOFF = 0.1
 CANNY_SIGMA, CANNY_LOW, CANNY_HIGH = 1.0, 0.1, 0.2
@@ -83,19 +88,12 @@ DETAIL_COLUMNS = ["item_id", "status", "reason", "hf_energy_pct", "laplacian_var
                   "edge_density_pct"]
 
 
-def score_detail(manifest_path) -> "pd.DataFrame":
+def score_detail(manifest_path) -> pd.DataFrame:
     """Detail statistics of every item of a dataset's originals (one image in memory at a time).
 
     Returns:
         DataFrame with :data:`DETAIL_COLUMNS`; unreadable items carry status and reason.
     """
-    from pathlib import Path
-
-    import pandas as pd
-
-    from ..datasets import read_manifest
-    from ..imaging import ImageReadError, read_image
-
     manifest = read_manifest(manifest_path)
     root, rows = Path(manifest_path).parent, []
     for item in manifest.itertuples():

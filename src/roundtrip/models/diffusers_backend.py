@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import torch
 
 from .base import ModelInfo
 from .torch_base import TorchAdapter, WeightsMissing
