@@ -106,6 +106,14 @@ def _monai_kl_net():
                 with_encoder_nonlocal_attn=False, with_decoder_nonlocal_attn=False)
 
 
+def _monai_vq_net(spatial_dims, num_embeddings):
+    return dict(spatial_dims=spatial_dims, in_channels=1, out_channels=1, channels=[8, 8],
+                num_res_layers=1, num_res_channels=[8, 8],
+                downsample_parameters=[(2, 4, 1, 1)] * 2,
+                upsample_parameters=[(2, 4, 1, 1, 0)] * 2, num_embeddings=num_embeddings,
+                embedding_dim=4)
+
+
 def test_monai_kl_and_vqvae_from_checkpoint(tmp_path, x64):
     from monai.networks.nets import VQVAE, AutoencoderKL
 
@@ -122,9 +130,7 @@ def test_monai_kl_and_vqvae_from_checkpoint(tmp_path, x64):
     assert torch.allclose(y[:, 1:2], ref.clamp(-1, 1), atol=1e-5)
     assert m.latent_shape(64, 48) == (2, 32, 24)
 
-    vq_net = dict(spatial_dims=2, in_channels=1, out_channels=1, channels=[8, 8], num_res_layers=1,
-                  num_res_channels=[8, 8], downsample_parameters=[(2, 4, 1, 1)] * 2,
-                  upsample_parameters=[(2, 4, 1, 1, 0)] * 2, num_embeddings=16, embedding_dim=4)
+    vq_net = _monai_vq_net(spatial_dims=2, num_embeddings=16)
     torch.save(VQVAE(**vq_net).state_dict(), tmp_path / "vq.pt")
     v = build_model("mvq", {"type": "monai_vqvae", "checkpoint": str(tmp_path / "vq.pt"),
                             "network": vq_net})
@@ -214,9 +220,7 @@ def test_monai_3d_volumes(tmp_path):
     assert tuple(z.shape) == (1, *kl.latent_shape(16, 16, 16)) == (1, 2, 8, 8, 8)
     assert kl.reconstruct(vol).shape == vol.shape
     assert kl.info().native_sizes == [(16, 16, 16)]
-    vq_net = dict(spatial_dims=3, in_channels=1, out_channels=1, channels=[8, 8], num_res_layers=1,
-                  num_res_channels=[8, 8], downsample_parameters=[(2, 4, 1, 1)] * 2,
-                  upsample_parameters=[(2, 4, 1, 1, 0)] * 2, num_embeddings=8, embedding_dim=4)
+    vq_net = _monai_vq_net(spatial_dims=3, num_embeddings=8)
     torch.save(VQVAE(**vq_net).state_dict(), tmp_path / "vq3.pt")
     vq = build_model("vq3", {"type": "monai_vqvae", "checkpoint": str(tmp_path / "vq3.pt"),
                              "network": vq_net})

@@ -11,7 +11,6 @@ protocol, so they describe exactly what the model saw when reconstructing:
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +18,8 @@ import pandas as pd
 import torch
 
 from .datasets import read_manifest
-from .imaging import ImageReadError, read_image
 from .models import Adapter
-from .protocols import prepare
+from .reconstruct import load_and_group
 
 log = logging.getLogger(__name__)
 
@@ -34,33 +32,25 @@ def extract_codes(model: Adapter, manifest_path: str | Path, out_dir: str | Path
     out_dir.mkdir(parents=True, exist_ok=True)
     info = model.info()
     rows, tokens, latents = {}, {}, {}
-    groups: dict[tuple, list] = defaultdict(list)
-    for r in read_manifest(manifest_path).itertuples():
-        if r.status != "ok":
-            rows[r.item_id] = ("error", f"dataset: {r.reason}")
-            continue
-        try:
-            prep = prepare(read_image(manifest_path.parent / r.path), protocol, info, size)
-        except ImageReadError as exc:
-            rows[r.item_id] = ("error", str(exc))
-            continue
-        if isinstance(prep, str):
-            rows[r.item_id] = ("unsupported", prep)
-            continue
-        groups[prep.x.shape[:2]].append((r.item_id, prep))
+
+    def record(item_id, status, reason):
+        rows[item_id] = (status, reason)
+
+    groups = load_and_group(model, read_manifest(manifest_path), manifest_path.parent, record,
+                            protocol, size)
     for members in groups.values():
         for start in range(0, len(members), batch_size):
             batch = members[start:start + batch_size]
-            x = torch.from_numpy(np.stack([p.x for _, p in batch])).permute(0, 3, 1, 2)
+            x = torch.from_numpy(np.stack([p.x for _, _, p in batch])).permute(0, 3, 1, 2)
             try:
                 with torch.no_grad():
                     latent = model.encode((x * 2 - 1).to(model.device))
                     tok, lat = model.tokens(latent), model.latent_tensor(latent)
             except Exception as exc:  # noqa: BLE001 - recorded per item
-                for item_id, _ in batch:
+                for item_id, _, _ in batch:
                     rows[item_id] = ("error", f"{type(exc).__name__}: {exc}")
                 continue
-            for k, (item_id, _) in enumerate(batch):
+            for k, (item_id, _, _) in enumerate(batch):
                 if tok is not None:
                     tokens[item_id] = tok[k].cpu().numpy().astype(np.int32)
                 if lat is not None:

@@ -117,7 +117,8 @@ def reconstruct_shard(model: Adapter, manifest_path: str | Path, out_dir: str | 
     journal = _Journal(out_dir / "shards" / f"{shard}-of-{n_shards}.journal.csv")
     try:
         todo = _pending(rows, journal, out_dir)
-        groups = _load_and_group(model, todo, manifest_path.parent, journal, protocol, size)
+        groups = load_and_group(model, todo, manifest_path.parent,
+                                lambda i, st, why: journal.record(i, st, why, 0.0), protocol, size)
         for (h, w), members in groups.items():
             for start in range(0, len(members), batch_size):
                 _run_batch(model, members[start:start + batch_size], out_dir, journal)
@@ -142,23 +143,31 @@ def _pending(rows: pd.DataFrame, journal: _Journal, out_dir: Path) -> pd.DataFra
     return rows[keep]
 
 
-def _load_and_group(model, rows, root: Path, journal, protocol: str, size: int | None):
-    """Read items, apply the protocol, record errors and unsupported sizes, group by input size."""
+def load_and_group(model: Adapter, rows: pd.DataFrame, root: Path, record, protocol: str,
+                   size: int | None) -> dict[tuple[int, int], list]:
+    """Read manifest ``rows``, apply the protocol and group the items by model-input size.
+
+    Items that cannot be processed are passed to ``record(item_id, status, reason)`` (status
+    ``error`` or ``unsupported``) and left out. Shared by reconstruction and code extraction.
+
+    Returns:
+        ``(H, W) -> [(item_id, source dtype, Prepared), ...]``.
+    """
     groups: dict[tuple[int, int], list] = defaultdict(list)
     info = model.info() if len(rows) else None
     for _, r in rows.iterrows():
         item_id = r["item_id"]
         if r["status"] != "ok":
-            journal.record(item_id, "error", f"dataset: {r['reason']}", 0.0)
+            record(item_id, "error", f"dataset: {r['reason']}")
             continue
         try:
             img = read_image(root / r["path"])
         except ImageReadError as exc:
-            journal.record(item_id, "error", str(exc), 0.0)
+            record(item_id, "error", str(exc))
             continue
         prep = prepare(img, protocol, info, size)
         if isinstance(prep, str):
-            journal.record(item_id, "unsupported", prep, 0.0)
+            record(item_id, "unsupported", prep)
             continue
         groups[prep.x.shape[:2]].append((item_id, img.dtype, prep))
     return groups
