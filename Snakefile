@@ -23,6 +23,13 @@ include: "rules/train.smk"
 include: "rules/reconstruct.smk"
 include: "rules/metrics.smk"
 include: "rules/ocr.smk"
+
+
+if TOKEN_REFERENCE:
+
+    include: "rules/tokens.smk"
+
+
 include: "rules/tables.smk"
 
 
@@ -33,3 +40,5 @@ rule all:
         table_files("detail_statistics"),
         table_files("model_card"),
         table_files("text_preservation") if TEXT_DATASETS else [],
+        table_files("token_metrics") if TOKEN_REFERENCE else [],
+        table_files("token_sensitivity") if SENSITIVITY["dataset"] else [],

@@ -103,3 +103,83 @@ def gpu_for(wildcards):
     import torch
 
     return int(torch.cuda.is_available())
+
+
+# -- metrics with pretrained weights and token-space metrics ---------------------------------
+from roundtrip import weights as roundtrip_weights
+from roundtrip.config import metric_weight_files
+
+METRICS = config["metrics"]
+TOKENS = METRICS["tokens"]
+TOKEN_REFERENCE = TOKENS["reference"]
+SENSITIVITY = TOKENS["sensitivity"]
+TOKEN_DATASETS = TOKENS["datasets"] or DATASETS
+LPIPS_ON = METRICS["lpips"]["enabled"]
+FID_ON = METRICS["fid"]["enabled"]
+
+
+wildcard_constraints:
+    reference=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+
+
+def metric_weights(key):
+    """The weight file of config key ``key`` when it is in the cache, else nothing.
+
+    As an input, a file fetched later changes the job's input set, so Snakemake reruns the
+    job that wrote "n/a" cells (rerun trigger "input").
+    """
+    name = metric_weight_files(METRICS).get(key)
+    if name is None:
+        return []
+    path = roundtrip_weights.path_of(name, METRICS["weights_cache"])
+    return [str(path)] if path.is_file() else []
+
+
+def weights_present(key):
+    return bool(metric_weights(key))
+
+
+def unavailable_metrics():
+    """Table file kinds whose metric cannot run here, with the footnote saying why."""
+    out = {}
+    for key, kinds in (("metrics.lpips", ["lpips"]), ("metrics.fid", ["distribution"])):
+        name = metric_weight_files(METRICS).get(key)
+        if name and not weights_present(key):
+            for kind in kinds:
+                out[kind] = roundtrip_weights.missing_note(name, METRICS["weights_cache"])
+    return out
+
+
+# Perceptual metrics run only when their weights are in the cache; otherwise the tables say
+# n/a (missing_weights: n/a) and no job is spent writing empty files. Fetching the weights
+# adds the jobs, and the tables' changed input set reruns them.
+LPIPS_RUN = LPIPS_ON and weights_present("metrics.lpips")
+FID_RUN = FID_ON and weights_present("metrics.fid")
+
+
+def gpu_for_device():
+    """1 when metric networks will run on CUDA."""
+    if config["run"]["device"] == "cpu":
+        return 0
+    import torch
+
+    return int(torch.cuda.is_available())
+
+
+def reference_weights(wildcards):
+    name = getattr(wildcards, "reference", TOKEN_REFERENCE)
+    if config["models"][name]["type"] in TRAINED_TYPES:
+        return [f"results/weights/{name}/model.pt"]
+    return []
+
+
+def cmms_settings():
+    settings = dict(TOKENS["cmms"])
+    if "datasets" not in settings:
+        spec = config["models"][TOKEN_REFERENCE]
+        settings["datasets"] = spec.get("train", {}).get("datasets", [DATASETS[0]])
+    return settings
+
+
+def cmms_manifests(wildcards):
+    return [f"results/datasets/{d}/manifest.csv" for d in cmms_settings()["datasets"]]

@@ -59,3 +59,31 @@ rule detail_stats:
         "../envs/roundtrip.yaml"
     script:
         "../scripts/detail_stats.py"
+
+
+
+rule perceptual:
+    input:
+        manifest="results/datasets/{dataset}/manifest.csv",
+        status="results/recon/{model}/{dataset}/status.csv",
+        weights=metric_weights("metrics.lpips") + metric_weights("metrics.fid"),
+    output:
+        lpips="results/metrics/{model}/{dataset}/lpips.csv",
+        distribution="results/metrics/{model}/{dataset}/distribution.csv",
+    params:
+        lpips=METRICS["lpips"],
+        fid=METRICS["fid"],
+        cache=METRICS["weights_cache"],
+        device=config["run"]["device"],
+    log:
+        "logs/perceptual/{model}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/perceptual/{model}/{dataset}.tsv"
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        gpu=lambda wc: gpu_for_device(),
+    conda:
+        "../envs/roundtrip.yaml"
+    script:
+        "../scripts/perceptual.py"

@@ -11,6 +11,18 @@ rule reconstruction_table:
         set=expand(
             "results/metrics/{model}/{dataset}/set.csv", model=MODELS, dataset=DATASETS
         ),
+        lpips=expand(
+            "results/metrics/{model}/{dataset}/lpips.csv", model=MODELS, dataset=DATASETS
+        )
+        if LPIPS_RUN
+        else [],
+        distribution=expand(
+            "results/metrics/{model}/{dataset}/distribution.csv",
+            model=MODELS,
+            dataset=DATASETS,
+        )
+        if FID_RUN
+        else [],
     output:
         table_files("reconstruction"),
     params:
@@ -18,6 +30,9 @@ rule reconstruction_table:
         datasets=DATASETS,
         protocols={d: config["datasets"][d]["protocol"] for d in DATASETS},
         bootstrap=config["tables"]["bootstrap"],
+        lpips=LPIPS_ON,
+        fid=FID_ON,
+        unavailable=unavailable_metrics(),
     log:
         "logs/tables/reconstruction.log",
     resources:
@@ -91,3 +106,34 @@ rule model_card:
         "../envs/roundtrip.yaml"
     script:
         "../scripts/model_card.py"
+
+
+rule token_table:
+    input:
+        per_item=expand(
+            "results/metrics/{model}/{dataset}/tokens.csv",
+            model=MODELS,
+            dataset=TOKEN_DATASETS,
+        ),
+        set=expand(
+            "results/metrics/{model}/{dataset}/token_set.csv",
+            model=MODELS,
+            dataset=TOKEN_DATASETS,
+        ),
+    output:
+        table_files("token_metrics"),
+    params:
+        models=MODELS,
+        datasets=TOKEN_DATASETS,
+        reference=TOKEN_REFERENCE,
+        size=TOKENS["size"],
+        bootstrap=config["tables"]["bootstrap"],
+    log:
+        "logs/tables/token_metrics.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/roundtrip.yaml"
+    script:
+        "../scripts/token_table.py"

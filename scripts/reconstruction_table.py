@@ -1,4 +1,4 @@
-"""Rule reconstruction_table: PSNR and SSIM per model (rows) and dataset (column groups)."""
+"""Rule reconstruction_table: PSNR, SSIM, LPIPS, FID, KID per model and dataset (protocol)."""
 import _bootstrap  # noqa: F401
 from pathlib import Path
 
@@ -8,11 +8,13 @@ from roundtrip.workflow import setup_logging
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])
 files = {}
-for kind, paths in (("item", smk.input.per_item), ("set", smk.input.set)):
+for kind, paths in (("item", smk.input.per_item), ("set", smk.input.set),
+                    ("lpips", smk.input.lpips), ("distribution", smk.input.distribution)):
     for p in map(Path, paths):  # results/metrics/{model}/{dataset}/<file>
         files[(p.parent.parent.name, p.parent.name, kind)] = str(p)
+columns = reconstruction_columns(smk.params.datasets, smk.params.protocols,
+                                 lpips=smk.params.lpips, fid=smk.params.fid)
 table = build_table("reconstruction", "Reconstruction quality by dataset (protocol)",
-                    smk.params.models,
-                    reconstruction_columns(smk.params.datasets, smk.params.protocols), files,
-                    smk.params.bootstrap)
+                    smk.params.models, columns, files, smk.params.bootstrap,
+                    unavailable=dict(smk.params.unavailable))
 write_table(table, Path(smk.output[0]).parent)

@@ -63,3 +63,38 @@ def test_snakemake_refuses_bad_config_before_any_job(tmp_path, default_config):
     assert proc.returncode != 0
     assert "jpeg_bad" in proc.stdout + proc.stderr
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda c: c["metrics"]["tokens"].update(reference="nope"), r"metrics\.tokens\.reference"),
+    (lambda c: c["metrics"]["tokens"].update(reference="small_kl"), "discrete tokens"),
+    (lambda c: c["metrics"]["tokens"].update(reference="jpeg_q75"), "codec"),
+    (lambda c: c["metrics"]["tokens"]["cmms"].update(datasets=["x"]),
+     r"metrics\.tokens\.cmms\.datasets"),
+    (lambda c: c["metrics"]["tokens"]["sensitivity"].update(dataset="x"),
+     r"metrics\.tokens\.sensitivity\.dataset"),
+])
+def test_token_metric_checks(default_config, mutate, match):
+    validate(default_config, SCHEMA)
+    mutate(default_config)
+    with pytest.raises(ConfigError, match=match):
+        check_config(default_config)
+
+
+def test_missing_weights_fail_early_in_an_explicit_config(default_config, tmp_path):
+    """A config of one's own (missing_weights defaults to error) names file and command."""
+    del default_config["metrics"]["missing_weights"]
+    default_config["metrics"]["weights_cache"] = str(tmp_path / "empty")
+    validate(default_config, SCHEMA)
+    assert default_config["metrics"]["missing_weights"] == "error"
+    with pytest.raises(ConfigError) as exc:
+        check_config(default_config)
+    msg = str(exc.value)
+    assert msg.startswith("metrics.lpips:")
+    assert str(tmp_path / "empty" / "alexnet-owt-7be5be79.pth") in msg
+    assert "roundtrip weights fetch lpips-alex" in msg
+    default_config["metrics"]["lpips"]["enabled"] = False
+    with pytest.raises(ConfigError, match=r"metrics\.fid:.*inception-fid"):
+        check_config(default_config)
+    default_config["metrics"]["fid"]["enabled"] = False
+    check_config(default_config)  # nothing left that needs weights

@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import skimage.data
+import torch
+import torchvision
 import yaml
 from PIL import Image
 
@@ -32,6 +34,12 @@ def run(tmp_path_factory):
     Image.fromarray(skimage.data.coffee()).save(photos / "coffee.jpg", quality=92)
     Image.fromarray(skimage.data.camera()).save(photos / "camera.png")
     (photos / "broken.jpg").write_bytes(b"\xff\xd8\xff truncated")
+    # LPIPS weights present (a random AlexNet under torchvision's file name), Inception absent:
+    # LPIPS runs, FID/KID cells say n/a with the fetch command.
+    cache = work / "weights"
+    cache.mkdir()
+    torch.manual_seed(0)
+    torch.save(torchvision.models.alexnet().state_dict(), cache / "alexnet-owt-7be5be79.pth")
     config = {
         "datasets": {
             "tex": {"type": "skimage", "images": ["brick", "gravel"], "shards": 2},
@@ -46,6 +54,13 @@ def run(tmp_path_factory):
                                 "codebook_size": 64,
                                 "train": {"datasets": ["tex"], "steps": 10, "batch_size": 4,
                                           "crop": 32}}},
+        "metrics": {
+            "missing_weights": "n/a", "weights_cache": str(cache),
+            "tokens": {"reference": "small_vq", "size": 64,
+                       "cmms": {"d_model": 16, "heads": 2, "layers": 1, "steps": 20,
+                                "batch_size": 8, "crops": 8, "pixel_variants": 1, "lr": 0.003},
+                       "sensitivity": {"dataset": "tex", "levels": 3, "crops_per_image": 1}},
+        },
         "tables": {"bootstrap": {"samples": 200}},
     }
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
@@ -68,6 +83,36 @@ def test_tables_have_numbers_for_every_cell(run):
     text = pd.read_csv(work / "results/tables/text_preservation.csv").set_index("model")
     assert text.loc["identity", "scan.cer"] == 0.0 and text.loc["identity", "scan.wer"] == 0.0
     assert text.loc["bicubic_x4", "scan.cer"] > 0.2
+
+
+def test_perceptual_metrics_and_missing_weights(run):
+    work, _ = run
+    rec = pd.read_csv(work / "results/tables/reconstruction.csv").set_index("model")
+    assert rec.loc["identity", "tex.lpips"] == pytest.approx(0.0, abs=1e-6)
+    assert rec.loc["bicubic_x4", "tex.lpips"] > 0.01
+    assert rec.loc["bicubic_x4", "mine.lpips.n"] == 2
+    assert np.isnan(rec.loc["bicubic_x4", "tex.fid"]) and rec.loc["bicubic_x4", "tex.fid.n"] == 0
+    md = (work / "results/tables/reconstruction.md").read_text()
+    assert "roundtrip weights fetch inception-fid" in md
+    assert md.count("weights-inception-2015-12-05-6726825d.pth") == 1  # one shared footnote
+
+
+def test_token_metrics_and_sensitivity(run):
+    work, _ = run
+    tok = pd.read_csv(work / "results/tables/token_metrics.csv").set_index("model")
+    for ds in ("tex", "mine", "crops"):
+        assert tok.loc["identity", f"{ds}.chd"] == 0.0  # same pixels, same tokens
+        assert tok.loc["bicubic_x4", f"{ds}.chd"] > 0
+    assert 0 < tok.loc["bicubic_x4", "tex.chd_2d"] <= 1
+    assert tok.loc["identity", "tex.cmms"] == pytest.approx(tok.loc["identity", "tex.cmms_reference"])
+    assert 0 <= tok.loc["bicubic_x4", "tex.cmms"] <= 1
+    assert tok.loc["bicubic_x4", "mine.chd.n"] == 2
+    sens = pd.read_csv(work / "results/tables/token_sensitivity.csv")
+    assert len(sens) == 3 * 4 and set(sens["kind"]) == {"noise", "blur", "shuffle"}
+    assert (sens[sens["level"] == 0]["chd"] == 0).all()
+    assert (sens[sens["level"] == 3]["chd"] > 0).all()
+    assert (work / "results/figures/token_sensitivity.png").stat().st_size > 10_000
+    assert "Spearman(level, CMMS)" in (work / "results/tables/token_sensitivity.md").read_text()
 
 
 def test_detail_table_covers_every_dataset(run):
@@ -138,8 +183,9 @@ def test_adding_a_model_runs_only_its_jobs_and_the_tables(run):
     assert models == {"jpeg_q10"}, models
     rules = set(re.findall(r"^(?:local)?rule (\w+):", plan, re.M))
     assert "build_dataset" not in rules and "train_tokenizer" not in rules  # no retraining
-    assert {"reconstruct", "image_quality", "reconstruction_table",
-            "text_preservation_table"} <= rules
+    assert "train_cmms" not in rules and "token_sensitivity" not in rules
+    assert {"reconstruct", "image_quality", "reconstruction_table", "perceptual",
+            "token_metrics", "token_table", "text_preservation_table"} <= rules
     # OCR of the originals is reused, not recomputed
     assert "results/ocr/tesseract/original/scan.csv" not in re.findall(r"output: (\S+)", plan)
     smk(work)

@@ -7,8 +7,11 @@ named, not an hour into a cluster run.
 """
 from __future__ import annotations
 
+from . import weights
 from .models import ORIGINAL, TRAINED_TYPES, WeightsMissing, build_model
 from .ocr import build_ocr
+
+DISCRETE_FAMILIES = ("VQ", "LFQ", "BSQ", "RVQ", "RBSQ")
 
 
 class ConfigError(ValueError):
@@ -54,3 +57,65 @@ def check_config(config: dict) -> None:
             if unknown:
                 raise ConfigError(f"datasets.{name}.images: not bundled with scikit-image: {unknown}; "
                                   f"choose from {sorted(SKIMAGE_BUNDLED)}")
+    _check_metrics(config)
+
+
+def metric_weight_files(metrics: dict) -> dict[str, str]:
+    """``config key -> weights registry name`` of every enabled metric that needs weights."""
+    from .metrics.perceptual import NETS
+
+    files = {}
+    if metrics.get("lpips", {}).get("enabled", True):
+        files["metrics.lpips"] = NETS[metrics.get("lpips", {}).get("net", "alex")]
+    if metrics.get("fid", {}).get("enabled", True):
+        files["metrics.fid"] = "inception-fid"
+    return files
+
+
+_TYPE_FAMILIES = {"diffusers_kl": "continuous", "monai_kl": "continuous", "diffusers_vq": "VQ",
+                  "monai_vqvae": "VQ", "identity": "codec", "jpeg": "codec", "webp": "codec",
+                  "resample": "codec"}
+
+
+def _family(name: str, spec: dict) -> str:
+    """A model's family without loading weights (trained models have none yet)."""
+    if spec["type"] in TRAINED_TYPES:
+        return spec["family"]
+    if spec["type"] in _TYPE_FAMILIES:
+        return _TYPE_FAMILIES[spec["type"]]
+    return build_model(name, spec).info().family
+
+
+def _check_metrics(config: dict) -> None:
+    metrics = config.get("metrics", {})
+    if metrics.get("missing_weights", "error") == "error":
+        for key, name in metric_weight_files(metrics).items():
+            try:
+                weights.require(name, metrics.get("weights_cache"))
+            except WeightsMissing as exc:
+                raise ConfigError(f"{key}: {exc} (or set metrics.missing_weights: n/a, or "
+                                  f"{key}.enabled: false)") from exc
+    tokens = metrics.get("tokens", {})
+    reference = tokens.get("reference")
+    datasets = config.get("datasets", {})
+    if reference is not None:
+        spec = config.get("models", {}).get(reference)
+        if spec is None:
+            raise ConfigError(f"metrics.tokens.reference: {reference!r} is not in models")
+        family = _family(reference, spec)
+        if family not in DISCRETE_FAMILIES:
+            raise ConfigError(f"metrics.tokens.reference: {reference!r} is a {family} model; CHD "
+                              f"and CMMS need discrete tokens ({', '.join(DISCRETE_FAMILIES)})")
+    unknown = [d for d in tokens.get("datasets") or [] if d not in datasets]
+    if unknown:
+        raise ConfigError(f"metrics.tokens.datasets: unknown datasets {unknown}")
+    unknown = [d for d in tokens.get("cmms", {}).get("datasets", []) if d not in datasets]
+    if unknown:
+        raise ConfigError(f"metrics.tokens.cmms.datasets: unknown datasets {unknown}")
+    sens = tokens.get("sensitivity", {}).get("dataset")
+    if sens is not None:
+        if sens not in datasets:
+            raise ConfigError(f"metrics.tokens.sensitivity.dataset: unknown dataset {sens!r}")
+        if reference is None:
+            raise ConfigError("metrics.tokens.sensitivity.dataset: needs "
+                              "metrics.tokens.reference (the tokenizer whose tokens are compared)")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -21,6 +23,40 @@ log = logging.getLogger(__name__)
 IMAGE_QUALITY_COLUMNS = ["item_id", "status", "reason", "psnr", "ssim", "mse", "n_values"]
 
 
+@dataclass
+class Pair:
+    """One manifest item of a (model, dataset): its reconstruction status and files.
+
+    ``reference`` is what the reconstruction is compared with: the original, or the
+    protocol-resized original the harness saved (``status.csv`` column ``reference``).
+    Both paths are None unless ``status == "ok"``.
+    """
+    item_id: str
+    status: str
+    reason: str
+    reference: Path | None = None
+    reconstruction: Path | None = None
+
+
+def iter_pairs(manifest_path: str | Path, status_path: str | Path,
+               recon_dir: str | Path) -> Iterator[Pair]:
+    """Yield a :class:`Pair` per manifest item, in manifest order (nothing is read yet)."""
+    manifest = read_manifest(manifest_path)
+    status = read_item_csv(status_path).set_index("item_id")
+    root, recon_dir = Path(manifest_path).parent, Path(recon_dir)
+    for _, item in manifest.iterrows():
+        item_id = item["item_id"]
+        if item_id not in status.index:
+            yield Pair(item_id, "error", "no reconstruction status recorded")
+            continue
+        st = status.loc[item_id]
+        if st["status"] != "ok":
+            yield Pair(item_id, st["status"], st["reason"])
+            continue
+        ref = st.get("reference", "")
+        yield Pair(item_id, "ok", "", recon_dir / ref if ref else root / item["path"],
+                   recon_dir / f"{item_id}.png")
+
 
 def score_image_quality(manifest_path: str | Path, status_path: str | Path,
                         recon_dir: str | Path) -> pd.DataFrame:
@@ -31,24 +67,13 @@ def score_image_quality(manifest_path: str | Path, status_path: str | Path,
     Returns:
         DataFrame with :data:`IMAGE_QUALITY_COLUMNS`; ``n_values`` = H * W * 3.
     """
-    manifest = read_manifest(manifest_path)
-    status = read_item_csv(status_path).set_index("item_id")
-    root, recon_dir = Path(manifest_path).parent, Path(recon_dir)
     rows = []
-    for _, item in manifest.iterrows():
-        item_id = item["item_id"]
-        st = status.loc[item_id] if item_id in status.index else None
-        row = dict.fromkeys(IMAGE_QUALITY_COLUMNS, math.nan) | {"item_id": item_id}
-        if st is None:
-            row.update(status="error", reason="no reconstruction status recorded")
-        elif st["status"] != "ok":
-            row.update(status=st["status"], reason=st["reason"])
-        else:
+    for pair in iter_pairs(manifest_path, status_path, recon_dir):
+        row = dict.fromkeys(IMAGE_QUALITY_COLUMNS, math.nan)
+        row.update(item_id=pair.item_id, status=pair.status, reason=pair.reason)
+        if pair.status == "ok":
             try:
-                ref = st.get("reference", "")
-                ref_path = recon_dir / ref if ref else root / item["path"]
-                row.update(_score_pair(ref_path, recon_dir / f"{item_id}.png"))
-                row.update(status="ok", reason="")
+                row.update(_score_pair(pair.reference, pair.reconstruction))
             except (ImageReadError, ValueError) as exc:
                 row.update(status="error", reason=f"scoring: {exc}")
         rows.append(row)

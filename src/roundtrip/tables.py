@@ -30,6 +30,13 @@ class Column:
     digits: int
     source: str = "item"  # "item": bootstrap over per-item values; "set": a set-level value
     group: str = ""       # header shown for the dataset group (default: the dataset name)
+    file: str = ""        # which metric file of the (model, dataset) (default: ``source``)
+    show_n: bool = False  # set cells: print the sample count beside the value
+    spread: str = ""      # set cells: metric printed as "± spread" (e.g. kid_std)
+
+    @property
+    def file_kind(self) -> str:
+        return self.file or self.source
 
     @property
     def heading(self) -> str:
@@ -42,6 +49,7 @@ class Cell:
     summary: Summary
     notes: list[str] = field(default_factory=list)
     dash: bool = False
+    spread: float = math.nan
 
 
 @dataclass
@@ -71,6 +79,8 @@ def item_cell(per_item: pd.DataFrame | None, metric: str, missing_reason: str = 
         return Cell(Summary(math.nan, math.nan, math.nan, 0), [missing_reason or "not computed"])
     s = bootstrap_mean(per_item[metric].to_numpy(dtype=float), n_boot, confidence, seed)
     n_all = len(per_item)
+    if n_all and s.n == 0 and (per_item["status"] == "unavailable").all():
+        return Cell(s, [str(per_item["reason"].iloc[0])])  # e.g. the metric's weights are missing
     notes = []
     if s.n < n_all:
         notes.append(f"{s.n} of {n_all} items scored; not scored: {_reason_summary(per_item, metric)}")
@@ -86,13 +96,19 @@ def _fmt(x: float, digits: int) -> str:
     return f"{x:.{digits}f}"
 
 
-def _cell_text(cell: Cell, digits: int) -> str:
+def _cell_text(cell: Cell, col: Column) -> str:
     if cell.dash:
         return "–"
-    s = cell.summary
+    s, digits = cell.summary, col.digits
     text = _fmt(s.mean, digits)
-    if not math.isnan(s.mean) and not math.isnan(s.ci_low):
+    if math.isnan(s.mean):
+        return text
+    if not math.isnan(s.ci_low):
         text += f" [{_fmt(s.ci_low, digits)}, {_fmt(s.ci_high, digits)}]"
+    if not math.isnan(cell.spread):
+        text += f" ± {_fmt(cell.spread, digits)}"
+    if col.show_n:
+        text += f" (n={s.n})"
     return text
 
 
@@ -102,7 +118,9 @@ def _footnotes(table: Table) -> tuple[dict[tuple[str, int], list[int]], list[str
     for model in table.models:
         for j, col in enumerate(table.columns):
             for note in table.cells[(model, j)].notes:
-                text = f"{col.dataset}: {note}"  # same note for several models: one footnote
+                # same note for several models: one footnote; "n/a: ..." notes (a metric that
+                # could not run at all, e.g. missing weights) hold for every dataset alike
+                text = note if note.startswith("n/a:") else f"{col.dataset}: {note}"
                 if text not in numbers:
                     numbers[text] = len(numbers) + 1
                 marks.setdefault((model, j), []).append(numbers[text])
@@ -120,6 +138,8 @@ def to_csv_frame(table: Table) -> pd.DataFrame:
             if col.source == "item":
                 row[f"{key}.ci_low"] = cell.summary.ci_low
                 row[f"{key}.ci_high"] = cell.summary.ci_high
+            if not math.isnan(cell.spread):
+                row[f"{key}.{col.spread}"] = cell.spread
             row[f"{key}.n"] = cell.summary.n
             notes += [f"{col.dataset}.{col.metric}: {n}" for n in cell.notes]
         row["notes"] = " | ".join(notes)
@@ -136,7 +156,7 @@ def to_markdown(table: Table) -> str:
     for model in table.models:
         cells = [model]
         for j, col in enumerate(table.columns):
-            text = _cell_text(table.cells[(model, j)], col.digits)
+            text = _cell_text(table.cells[(model, j)], col)
             m = marks.get((model, j))
             cells.append(text + (" " + "".join(f"[{k}]" for k in m) if m else ""))
         lines.append("| " + " | ".join(cells) + " |")
@@ -176,7 +196,7 @@ def to_latex(table: Table) -> str:
     for model in table.models:
         cells = [tex_escape(model)]
         for j, col in enumerate(table.columns):
-            text = tex_escape(_cell_text(table.cells[(model, j)], col.digits))
+            text = tex_escape(_cell_text(table.cells[(model, j)], col))
             m = marks.get((model, j))
             cells.append(text + (rf"$^{{{','.join(map(str, m))}}}$" if m else ""))
         out.append(" & ".join(cells) + r" \\")
@@ -203,36 +223,47 @@ def _read_per_item(path: str | Path) -> pd.DataFrame:
                        keep_default_na=False, na_values=[""])
 
 
-def _set_cell(path: str | Path, metric: str) -> Cell:
-    df = pd.read_csv(path)
+def _set_cell(path: str | Path, metric: str, spread: str = "") -> Cell:
+    """Cell of a set-level file (``metric, value, n[, note]``); ``note`` explains a NaN value."""
+    df = pd.read_csv(path, keep_default_na=False, na_values=[""])
     row = df[df["metric"] == metric]
     if row.empty:
         return Cell(Summary(math.nan, math.nan, math.nan, 0), [f"{metric} not in {path}"])
     value, n = float(row["value"].iloc[0]), int(row["n"].iloc[0])
-    return Cell(Summary(value, math.nan, math.nan, n),
-                [] if n else ["no item could be scored"])
+    note = row["note"].iloc[0] if "note" in row else ""
+    notes = [str(note)] if isinstance(note, str) and note else []
+    if not notes and not n:
+        notes = ["no item could be scored"]
+    sd = df[df["metric"] == spread]["value"] if spread else pd.Series(dtype=float)
+    return Cell(Summary(value, math.nan, math.nan, n), notes,
+                spread=float(sd.iloc[0]) if len(sd) else math.nan)
 
 
 def build_table(name: str, title: str, models: list[str], columns: list[Column],
                 files: dict[tuple[str, str, str], str], bootstrap: dict | None = None,
-                row_label: str = "Model") -> Table:
+                row_label: str = "Model", unavailable: dict[str, str] | None = None) -> Table:
     """Fill a :class:`Table` from metric files.
 
     Args:
-        files: ``(model, dataset, kind) -> path`` where kind is ``item`` (per-item CSV with one
-            column per metric) or ``set`` (``metric, value, n`` CSV).
+        files: ``(model, dataset, kind) -> path``; kind is a column's :attr:`Column.file_kind`:
+            ``item`` (the per-item image-quality CSV; its status column also explains empty set
+            cells), ``set`` (``metric, value, n[, note]`` CSV), or any other per-item or set
+            file named by columns (``lpips``, ``distribution``, ...).
         bootstrap: ``{"samples": int, "confidence": float, "seed": int}``.
+        unavailable: ``file kind -> reason`` for metric files that were not computed at all
+            (e.g. missing weights); their cells read n/a with the reason as footnote.
     """
     b = {"samples": 1000, "confidence": 0.95, "seed": 0} | (bootstrap or {})
     table = Table(name, title, models, columns, row_label=row_label)
     cache: dict[str, pd.DataFrame] = {}
     for model in models:
         for j, col in enumerate(columns):
-            path = files.get((model, col.dataset, col.source))
+            path = files.get((model, col.dataset, col.file_kind))
             if path is None:
-                cell = item_cell(None, col.metric, "not computed for this dataset")
+                reason = (unavailable or {}).get(col.file_kind, "not computed for this dataset")
+                cell = item_cell(None, col.metric, reason)
             elif col.source == "set":
-                cell = _set_cell(path, col.metric)
+                cell = _set_cell(path, col.metric, col.spread)
                 item_path = files.get((model, col.dataset, "item"))
                 if item_path is not None and cell.summary.n == 0:
                     df = cache.setdefault(item_path, _read_per_item(item_path))
@@ -247,15 +278,25 @@ def build_table(name: str, title: str, models: list[str], columns: list[Column],
     return table
 
 
-def reconstruction_columns(datasets: list[str], protocols: dict[str, str] | None = None
-                           ) -> list[Column]:
-    """PSNR (per-item mean and pooled) and SSIM for each dataset, headed ``dataset (protocol)``."""
+def reconstruction_columns(datasets: list[str], protocols: dict[str, str] | None = None,
+                           lpips: bool = False, fid: bool = False) -> list[Column]:
+    """VTBench Table 1 columns per dataset, headed ``dataset (protocol)``.
+
+    PSNR (per-item mean and pooled), SSIM, then LPIPS (per item, ``lpips.csv``) and FID and
+    KID (set level, ``distribution.csv``, sample count beside each value) when enabled.
+    """
     cols = []
     for d in datasets:
         g = f"{d} ({protocols[d]})" if protocols else d
         cols += [Column(d, "psnr", "PSNR", 2, group=g),
                  Column(d, "psnr_pooled", "PSNR (pooled)", 2, "set", group=g),
                  Column(d, "ssim", "SSIM", 4, group=g)]
+        if lpips:
+            cols.append(Column(d, "lpips", "LPIPS", 4, group=g, file="lpips"))
+        if fid:
+            cols += [Column(d, "fid", "FID", 2, "set", group=g, file="distribution", show_n=True),
+                     Column(d, "kid", "KID", 4, "set", group=g, file="distribution",
+                            show_n=True, spread="kid_std")]
     return cols
 
 
@@ -270,6 +311,19 @@ def text_columns(datasets: dict[str, bool]) -> list[Column]:
         cols += [Column(d, "cer", "CER", 4), Column(d, "wer", "WER", 4)]
         if has_gt:
             cols += [Column(d, "cer_gt", "CER (GT)", 4), Column(d, "wer_gt", "WER (GT)", 4)]
+    return cols
+
+
+def token_columns(datasets: list[str]) -> list[Column]:
+    """CHD, CHD-1D, CHD-2D (set level, ``token_set.csv``) and CMMS of reconstructions and of
+    their references (per item, ``tokens.csv``) for each dataset."""
+    cols = []
+    for d in datasets:
+        cols += [Column(d, "chd", "CHD", 4, "set", file="token_set", show_n=True),
+                 Column(d, "chd_1d", "CHD-1D", 4, "set", file="token_set"),
+                 Column(d, "chd_2d", "CHD-2D", 4, "set", file="token_set"),
+                 Column(d, "cmms", "CMMS", 3, file="tokens"),
+                 Column(d, "cmms_reference", "CMMS (orig.)", 3, file="tokens")]
     return cols
 
 

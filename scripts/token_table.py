@@ -1,0 +1,18 @@
+"""Rule token_table: CHD (set level) and CMMS (per item) per model and dataset."""
+import _bootstrap  # noqa: F401
+from pathlib import Path
+
+from roundtrip.tables import build_table, token_columns, write_table
+from roundtrip.workflow import setup_logging
+
+smk = snakemake  # noqa: F821 - injected by Snakemake
+setup_logging(smk.log[0])
+files = {}
+for kind, paths in (("tokens", smk.input.per_item), ("token_set", smk.input.set)):
+    for p in map(Path, paths):  # results/metrics/{model}/{dataset}/<file>
+        files[(p.parent.parent.name, p.parent.name, kind)] = str(p)
+title = (f"Token-space metrics in the tokens of {smk.params.reference} at "
+         f"{smk.params.size}x{smk.params.size}: CHD (references vs reconstructions) and CMMS")
+table = build_table("token_metrics", title, smk.params.models,
+                    token_columns(smk.params.datasets), files, smk.params.bootstrap)
+write_table(table, Path(smk.output[0]).parent)

@@ -1,0 +1,35 @@
+"""Rule train_cmms: the CMMS regressor for a reference tokenizer (cached, seeded)."""
+import _bootstrap  # noqa: F401
+from pathlib import Path
+
+import torch
+
+from roundtrip import cmms
+from roundtrip.datasets import read_manifest
+from roundtrip.imaging import read_image
+from roundtrip.models import build_model
+from roundtrip.reconstruct import resolve_device
+from roundtrip.workflow import setup_logging, versions
+
+smk = snakemake  # noqa: F821 - injected by Snakemake
+log = setup_logging(smk.log[0])
+torch.set_num_threads(smk.threads)
+device = resolve_device(smk.params.device)
+tokenizer = build_model(smk.wildcards.reference, smk.params.spec).to(device)
+images = []
+for path in smk.input.manifests:
+    manifest = read_manifest(path)
+    images += [read_image(Path(path).parent / p) for p, st in zip(manifest["path"], manifest["status"]) if st == "ok"]
+s = dict(smk.params.settings)
+settings = cmms.TrainSettings(**{k: s[k] for k in ("steps", "batch_size", "lr", "weight_decay",
+                                                    "crops", "pixel_variants", "seed")})
+info = tokenizer.info()
+tokens, p = cmms.build_training_tokens(tokenizer, images, smk.params.size, settings)
+levels = tokens.shape[-1] if tokens.ndim == 5 else 1
+cfg = cmms.CMMSConfig(info.codebook_size, levels, s["d_model"], s["layers"], s["heads"])
+log.info("CMMS on %s tokens %s from %d images; %s; versions %s", smk.wildcards.reference,
+         tokens.shape, len(images), cfg, versions())
+model, history = cmms.train_cmms(tokens, p, cfg, settings, device)
+cmms.save_cmms(model, smk.output[0], {"reference": smk.wildcards.reference,
+                                      "size": smk.params.size, "settings": s,
+                                      "loss_first": history[:20], "loss_last": history[-20:]})

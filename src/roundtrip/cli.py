@@ -1,0 +1,52 @@
+"""``roundtrip`` command line: helpers that run outside the Snakemake DAG.
+
+    roundtrip weights list  [--cache DIR]          what the metrics need and what is present
+    roundtrip weights fetch [NAME ...] [--cache DIR]  download (all by default) and verify
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import weights
+
+
+def _list(args) -> int:
+    for name, entry in weights.REGISTRY.items():
+        path = weights.path_of(name, args.cache)
+        state = "present" if path.is_file() else "missing"
+        print(f"{name:15s} {state:8s} {path}  ({entry.used_by})")
+    return 0
+
+
+def _fetch(args) -> int:
+    failed = 0
+    for name in args.names or list(weights.REGISTRY):
+        try:
+            path = weights.fetch(name, args.cache)
+            print(f"{name}: {path} (checksum ok)")
+        except Exception as exc:  # noqa: BLE001 - report every file, then fail
+            print(f"{name}: FAILED: {exc}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``roundtrip`` console script; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="roundtrip")
+    sub = parser.add_subparsers(dest="group", required=True)
+    w = sub.add_parser("weights", help="metric weights (LPIPS, Inception) in the offline cache")
+    wsub = w.add_subparsers(dest="action", required=True)
+    for action, func in (("list", _list), ("fetch", _fetch)):
+        p = wsub.add_parser(action)
+        p.add_argument("--cache", default=None,
+                       help=f"cache directory (default $ROUNDTRIP_WEIGHTS or {weights.DEFAULT_CACHE})")
+        if action == "fetch":
+            p.add_argument("names", nargs="*", help=f"any of {sorted(weights.REGISTRY)}")
+        p.set_defaults(func=func)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

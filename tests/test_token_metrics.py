@@ -1,0 +1,168 @@
+"""CHD against a dense re-derivation of the paper's equations; CMMS degradations and training;
+the sensitivity experiment (CHD paper, Figure 2) on bundled photographs with a trained tokenizer."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import spearmanr
+
+from roundtrip import cmms as C
+from roundtrip.metrics.tokens import TokenHistogram, chd, hellinger
+from roundtrip.models.small import SmallTokenizer, train_small_tokenizer
+from roundtrip.token_sensitivity import KINDS, degrade, run_sensitivity, summarize
+
+
+def _hist(grids, vocab, **kw):
+    h = TokenHistogram(vocab)
+    for g in grids:
+        h.add(g)
+    return h
+
+
+def _dense_chd(a, b, vocab):
+    """Eq. 8-14 written with dense V x V matrices, for small vocabularies."""
+    def uni(grids):
+        h = np.zeros(vocab)
+        for g in grids:
+            np.add.at(h, g.ravel(), 1)
+        return h / h.sum()
+
+    def co(grids):
+        mats = []
+        for d in ((0, 1), (1, 0)):
+            m = np.zeros((vocab, vocab))
+            for g in grids:
+                u = g[: g.shape[0] - d[0], : g.shape[1] - d[1]]
+                v = g[d[0]:, d[1]:]
+                np.add.at(m, (u.ravel(), v.ravel()), 1)
+            m /= m.sum()
+            mats.append((m + m.T) / 2)
+        return sum(mats) / len(mats)
+
+    def hel(p, q):
+        return np.linalg.norm(np.sqrt(p) - np.sqrt(q)) / math.sqrt(2)
+
+    d1, d2 = hel(uni(a), uni(b)), hel(co(a), co(b))
+    return {"chd": (d1 + d2) / 2, "chd_1d": d1, "chd_2d": d2}
+
+
+def test_chd_matches_dense_equations():
+    rng = np.random.default_rng(0)
+    a = [rng.integers(0, 6, (5, 7)) for _ in range(4)]
+    b = [np.minimum(rng.integers(0, 8, (6, 4)), 7) for _ in range(3)]
+    ours = chd(_hist(a, 8), _hist(b, 8))
+    ref = _dense_chd(a, b, 8)
+    for key in ref:
+        assert ours[key] == pytest.approx(ref[key], abs=1e-12), key
+
+
+def test_chd_identity_disjoint_symmetry():
+    rng = np.random.default_rng(1)
+    a = [rng.integers(0, 50, (8, 8)) for _ in range(5)]
+    b = [rng.integers(0, 50, (8, 8)) for _ in range(5)]
+    assert chd(_hist(a, 100), _hist(a, 100)) == {"chd": 0.0, "chd_1d": 0.0, "chd_2d": 0.0}
+    disjoint = chd(_hist(a, 100), _hist([g + 50 for g in b], 100))
+    assert disjoint == {"chd": 1.0, "chd_1d": 1.0, "chd_2d": 1.0}
+    ab, ba = chd(_hist(a, 100), _hist(b, 100)), chd(_hist(b, 100), _hist(a, 100))
+    assert ab == pytest.approx(ba, abs=1e-15)
+    assert 0 < ab["chd"] < 1
+
+
+def test_chd_residual_levels_and_streaming():
+    rng = np.random.default_rng(2)
+    grids = [rng.integers(0, 16, (6, 6, 3)) for _ in range(20)]
+    small = TokenHistogram(16)
+    small.unigram._compact_every = small.pairs["right"]._compact_every = 7  # force compaction
+    small.pairs["down"]._compact_every = 7
+    for g in grids:
+        small.add(g)
+    assert chd(small, _hist(grids, 16))["chd"] == pytest.approx(0.0, abs=1e-12)
+    # level 1 and level 0 of the same codes are different tokens
+    moved = [np.concatenate([g[..., 1:2], g[..., 0:1], g[..., 2:]], -1) for g in grids]
+    assert chd(_hist(grids, 16), _hist(moved, 16))["chd_1d"] > 0
+
+
+def test_token_histogram_rejects_bad_grids():
+    h = TokenHistogram(4)
+    with pytest.raises(ValueError, match=r"\[0, 4\)"):
+        h.add(np.array([[0, 4]]))
+    with pytest.raises(ValueError, match="grid"):
+        h.add(np.zeros(5, int))
+    assert math.isnan(hellinger((np.zeros(0, np.int64), np.zeros(0)),
+                                (np.array([1]), np.array([1.0]))))
+
+
+def test_degradations_keep_shape_and_hurt_with_severity(photos):
+    img = photos["astronaut"][:128, :128]
+    rng = np.random.default_rng(0)
+    for kind in C.PIXEL_KINDS:
+        out = C.pixel_degrade(img, kind, 0.7, rng)
+        assert out.shape == img.shape and out.dtype == np.uint8, kind
+        assert np.any(out != img), kind
+    with pytest.raises(ValueError, match="unknown"):
+        C.pixel_degrade(img, "sepia", 0.5, rng)
+    grid = rng.integers(0, 64, (16, 16))
+    injected = C.inject_tokens(grid, 0.3, 64, rng)
+    assert 0.15 < np.mean(injected != grid) < 0.35  # p = 0.3, minus replacements by the same code
+    swapped, p = C.swap_fragment(grid, rng.integers(64, 128, (16, 16)), 0.2, rng)
+    assert p == pytest.approx(np.mean(swapped != grid)) and 0.1 < p < 0.4
+    assert C.quality_target(0.0) == 1.0 and C.quality_target(0.3) == pytest.approx(math.exp(-6))
+    for kind in KINDS:  # nested levels: the first level is milder than the last
+        imgs = photos["coffee"][None, :128, :128]
+        lo, hi = degrade(imgs, kind, 1, 10), degrade(imgs, kind, 10, 10)
+        assert np.abs(lo.astype(int) - imgs).mean() < np.abs(hi.astype(int) - imgs).mean(), kind
+
+
+def test_cmms_learns_token_injection():
+    """A few hundred steps on structured grids: injected sequences score below clean ones."""
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 24, (40, 1, 8, 8))  # clean grids use a 24-code sub-vocabulary
+    tokens = np.repeat(np.repeat(base, 2, axis=2), 2, axis=3)  # 16 x 16, blocky like images
+    cfg = C.CMMSConfig(vocab_size=128, d_model=32, layers=1, heads=4)
+    settings = C.TrainSettings(steps=250, batch_size=32, lr=1e-2, seed=0)
+    model, history = C.train_cmms(tokens, np.zeros((40, 1)), cfg, settings)
+    assert np.mean(history[-25:]) < np.mean(history[:25])
+    with torch.no_grad():
+        clean = model(torch.from_numpy(tokens[:, 0])).numpy()
+        bad = model(torch.from_numpy(np.stack([C.inject_tokens(t, 0.3, 128, rng)
+                                               for t in tokens[:, 0]]))).numpy()
+    assert clean.mean() > bad.mean() + 0.2
+    assert ((0 <= clean) & (clean <= 1)).all()
+
+
+def test_cmms_checkpoint_roundtrip(tmp_path):
+    cfg = C.CMMSConfig(vocab_size=32, levels=2, d_model=16, layers=1, heads=2)
+    model = C.CMMSRegressor(cfg).eval()
+    C.save_cmms(model, tmp_path / "cmms.pt", {"reference": "x"})
+    loaded = C.CMMS(tmp_path / "cmms.pt")
+    grids = np.random.default_rng(0).integers(0, 32, (3, 4, 4, 2))
+    with torch.no_grad():
+        expect = model(torch.from_numpy(grids)).numpy()
+    np.testing.assert_allclose(loaded(grids), expect, rtol=1e-6)
+    assert loaded.meta == {"reference": "x"}
+    with pytest.raises(ValueError, match="level"):
+        loaded(grids[..., :1])
+
+
+@pytest.fixture(scope="module")
+def vq_tokenizer(tmp_path_factory, photos):
+    """A VQ tokenizer (downsample 8) trained briefly on bundled photographs."""
+    path = tmp_path_factory.mktemp("vq") / "model.pt"
+    spec = {"family": "VQ", "codebook_size": 256, "downsample": 8}
+    train_small_tokenizer(spec, list(photos.values()), path, steps=150)
+    return SmallTokenizer(family="VQ", checkpoint=str(path), codebook_size=256, downsample=8)
+
+
+def test_sensitivity_chd_rises_monotonically(vq_tokenizer, photos):
+    """The CHD paper's Figure 2: CHD vs the clean set grows with every level of each kind."""
+    df = run_sensitivity(vq_tokenizer, None, list(photos.values()), 128, levels=10,
+                         crops_per_image=3, seed=0)
+    assert len(df) == 3 * 11 and (df["n_images"] == 16).all()
+    summary = summarize(df)
+    for row in summary.itertuples():
+        assert row.chd_monotone, row.kind
+        assert row.spearman_chd == pytest.approx(1.0)
+    assert df[df["level"] == 10]["chd"].min() > 0.05
+    g = df[df["level"] > 0]
+    assert spearmanr(g["level"], g["chd_2d"]).statistic > 0.5

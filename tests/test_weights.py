@@ -1,0 +1,94 @@
+"""Weights registry and fetcher: downloads from a loopback HTTP server, checksums, errors."""
+import hashlib
+import http.server
+import threading
+from functools import partial
+
+import pytest
+
+from roundtrip import weights
+from roundtrip.cli import main as cli_main
+from roundtrip.models import WeightsMissing
+
+
+@pytest.fixture()
+def server(tmp_path):
+    """Serve tmp_path/www on 127.0.0.1; yields (base_url, request_counter)."""
+    www = tmp_path / "www"
+    www.mkdir()
+    hits = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server API
+            hits.append(self.path)
+            super().do_GET()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(www)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", www, hits
+    httpd.shutdown()
+
+
+def _entry(base, payload, name="test-net", digest=None):
+    return {name: weights.WeightFile(name, f"{base}/net.pth", "net-cafe.pth",
+                                     digest or hashlib.sha256(payload).hexdigest()[:8], "a test")}
+
+
+def test_fetch_downloads_verifies_and_caches(server, tmp_path):
+    base, www, hits = server
+    payload = b"weights" * 1000
+    (www / "net.pth").write_bytes(payload)
+    cache = tmp_path / "cache"
+    reg = _entry(base, payload)
+    path = weights.fetch("test-net", cache, registry=reg)
+    assert path == cache / "net-cafe.pth" and path.read_bytes() == payload
+    assert len(hits) == 1
+    weights.fetch("test-net", cache, registry=reg)  # present and valid: no second download
+    assert len(hits) == 1
+    assert [p.name for p in cache.iterdir()] == ["net-cafe.pth"]  # no temp files left
+
+
+def test_fetch_rejects_wrong_checksum_and_keeps_nothing(server, tmp_path):
+    base, www, _ = server
+    (www / "net.pth").write_bytes(b"tampered")
+    cache = tmp_path / "cache"
+    with pytest.raises(weights.ChecksumMismatch, match="does not match"):
+        weights.fetch("test-net", cache, registry=_entry(base, b"x", digest="00000000"))
+    assert list(cache.iterdir()) == []
+
+
+def test_fetch_replaces_a_corrupt_leftover(server, tmp_path):
+    base, www, hits = server
+    payload = b"good weights"
+    (www / "net.pth").write_bytes(payload)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "net-cafe.pth").write_bytes(b"truncated")
+    assert weights.fetch("test-net", cache, registry=_entry(base, payload)).read_bytes() == payload
+    assert len(hits) == 1
+
+
+def test_require_names_file_and_command(tmp_path):
+    with pytest.raises(WeightsMissing) as exc:
+        weights.require("inception-fid", tmp_path)
+    msg = str(exc.value)
+    assert str(tmp_path / "weights-inception-2015-12-05-6726825d.pth") in msg
+    assert f"roundtrip weights fetch inception-fid --cache {tmp_path}" in msg
+
+
+def test_registry_digests_follow_torch_hub_names():
+    for entry in weights.REGISTRY.values():
+        assert entry.filename.rsplit("-", 1)[1].removesuffix(".pth") == entry.sha256
+        assert entry.url.endswith(entry.filename)
+
+
+def test_cli_list_and_unknown_name(tmp_path, capsys):
+    assert cli_main(["weights", "list", "--cache", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "lpips-alex" in out and "missing" in out
+    assert cli_main(["weights", "fetch", "no-such-net", "--cache", str(tmp_path)]) == 1
+    assert "unknown weight file" in capsys.readouterr().err
