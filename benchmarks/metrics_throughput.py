@@ -6,7 +6,7 @@ Gaussian SSIM in torch) and with a loop over ``skimage.metrics.peak_signal_noise
 ``structural_similarity(gaussian_weights=True, sigma=1.5, use_sample_covariance=False)`` on the
 same files. Checks the values agree within 1e-4, reports images/s (median of ``--repeats``),
 and the peak RSS growth of scoring N vs 4N items (streaming: no growth with N).
-Writes ``benchmarks/results/metrics_throughput.json``.
+Writes ``benchmarks/results/metrics_throughput_{threads}t.json``.
 
 Usage: ``python benchmarks/metrics_throughput.py [--items 24] [--repeats 5]``
 """
@@ -98,8 +98,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--items", type=int, default=24)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads for roundtrip (scikit-image is single-threaded)")
     args = ap.parse_args()
-    torch.set_num_threads(1)  # both sides single-threaded: a fair per-core comparison
+    torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         manifest, status, recon = make_run(Path(tmp), args.items)
         ours_t, ref_t = [], []
@@ -115,7 +117,7 @@ def main() -> None:
     rss = {n: peak_rss(n) for n in (args.items, 4 * args.items)}
     result = {
         "items": args.items, "size": "512x512 RGB (JPEG q50 reconstructions)",
-        "repeats": args.repeats, "threads": 1,
+        "repeats": args.repeats, "threads": args.threads,
         "roundtrip_s_median": statistics.median(ours_t),
         "skimage_s_median": statistics.median(ref_t),
         "roundtrip_img_per_s": args.items / statistics.median(ours_t),
@@ -125,7 +127,7 @@ def main() -> None:
         "peak_rss_mib": {str(k): round(v, 1) for k, v in rss.items()},
         "machine": f"{platform.processor() or platform.machine()}, torch {torch.__version__}",
     }
-    out = REPO / "benchmarks" / "results" / "metrics_throughput.json"
+    out = REPO / "benchmarks" / "results" / f"metrics_throughput_{args.threads}t.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
     assert diff_psnr < 1e-4 and diff_ssim < 1e-4, "values disagree"
