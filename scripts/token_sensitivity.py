@@ -5,8 +5,7 @@ from pathlib import Path
 import torch
 
 from roundtrip.cmms import CMMS
-from roundtrip.datasets import read_manifest
-from roundtrip.imaging import read_image
+from roundtrip.datasets import read_ok_images
 from roundtrip.models import build_model
 from roundtrip.reconstruct import resolve_device
 from roundtrip.tables import write_frame
@@ -19,9 +18,7 @@ torch.set_num_threads(smk.threads)
 device = resolve_device(smk.params.device)
 s = smk.params.settings
 tokenizer = build_model(smk.params.reference, smk.params.spec).to(device)
-manifest = read_manifest(smk.input.manifest)
-root = Path(smk.input.manifest).parent
-images = [read_image(root / p) for p, st in zip(manifest["path"], manifest["status"]) if st == "ok"]
+images = read_ok_images([smk.input.manifest])
 df = run_sensitivity(tokenizer, CMMS(smk.input.cmms, device), images, smk.params.size,
                      s["levels"], s["crops_per_image"], s["seed"])
 df.to_csv(smk.output.raw, index=False)

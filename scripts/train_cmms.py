@@ -1,12 +1,9 @@
 """Rule train_cmms: the CMMS regressor for a reference tokenizer (cached, seeded)."""
 import _bootstrap  # noqa: F401
-from pathlib import Path
-
 import torch
 
 from roundtrip import cmms
-from roundtrip.datasets import read_manifest
-from roundtrip.imaging import read_image
+from roundtrip.datasets import read_ok_images
 from roundtrip.models import build_model
 from roundtrip.reconstruct import resolve_device
 from roundtrip.workflow import setup_logging, versions
@@ -16,10 +13,7 @@ log = setup_logging(smk.log[0])
 torch.set_num_threads(smk.threads)
 device = resolve_device(smk.params.device)
 tokenizer = build_model(smk.wildcards.reference, smk.params.spec).to(device)
-images = []
-for path in smk.input.manifests:
-    manifest = read_manifest(path)
-    images += [read_image(Path(path).parent / p) for p, st in zip(manifest["path"], manifest["status"]) if st == "ok"]
+images = read_ok_images(smk.input.manifests)
 s = dict(smk.params.settings)
 settings = cmms.TrainSettings(**{k: s[k] for k in ("steps", "batch_size", "lr", "weight_decay",
                                                     "crops", "pixel_variants", "seed")})

@@ -1,22 +1,17 @@
 """Rule train_tokenizer: train a small tokenizer on crops of the configured datasets."""
 import _bootstrap  # noqa: F401
 import json
-from pathlib import Path
 
 import torch
 
-from roundtrip.datasets import read_manifest
-from roundtrip.imaging import read_image
+from roundtrip.datasets import read_ok_images
 from roundtrip.models.small import train_small_tokenizer
 from roundtrip.workflow import setup_logging
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
 torch.set_num_threads(smk.threads)
-images = []
-for manifest in smk.input:
-    m = read_manifest(manifest)
-    images += [read_image(Path(manifest).parent / p) for p in m.loc[m["status"] == "ok", "path"]]
+images = read_ok_images(smk.input)
 settings = dict(smk.params.train)
 settings.pop("datasets")
 summary = train_small_tokenizer(smk.params.spec, images, smk.output[0], **settings)

@@ -95,3 +95,12 @@ def test_unit_conversions_invert_exactly():
     assert np.array_equal(from_unit(to_unit(a8), np.uint8), a8)
     a16 = np.arange(0, 65536, 7, dtype=np.uint16)
     assert np.array_equal(from_unit(to_unit(a16), np.uint16), a16)
+
+
+def test_to_uint8_rounds_16_bit_and_keeps_8_bit():
+    from roundtrip.imaging import to_uint8
+
+    v = np.arange(0, 65536, dtype=np.uint16).reshape(256, 256, 1).repeat(3, axis=2)
+    np.testing.assert_array_equal(to_uint8(v), np.round(v / 257.0).astype(np.uint8))
+    u = np.arange(256, dtype=np.uint8).reshape(16, 16, 1).repeat(3, axis=2)
+    assert to_uint8(u) is u

@@ -33,6 +33,7 @@ import torch
 from PIL import Image, ImageEnhance, ImageFilter
 from torch import nn
 
+from .imaging import to_uint8
 from .models import Adapter
 
 log = logging.getLogger(__name__)
@@ -144,8 +145,7 @@ def swap_fragment(grid: np.ndarray, donor: np.ndarray, p: float,
 # -- tokenization -----------------------------------------------------------------------------
 def to_square(image: np.ndarray, size: int) -> np.ndarray:
     """uint8 ``(size, size, 3)`` from an 8/16-bit RGB image (bicubic, antialiased on downscale)."""
-    if image.dtype != np.uint8:
-        image = np.round(image / 257.0).astype(np.uint8)
+    image = to_uint8(image)
     if image.shape[:2] == (size, size):
         return image
     return np.asarray(Image.fromarray(image).resize((size, size), Image.BICUBIC))
@@ -250,8 +250,6 @@ def build_training_tokens(tokenizer: Adapter, images: list[np.ndarray], size: in
         ``(tokens [crops, 1 + variants, h, w(, Q)], p [crops, 1 + variants])``; column 0 is clean.
     """
     rng = np.random.default_rng(settings.seed)
-    images = [im if im.dtype == np.uint8 else np.round(im / 257.0).astype(np.uint8)
-              for im in images]
     crops, severities = [], []
     for _ in range(settings.crops):
         img = images[rng.integers(len(images))]

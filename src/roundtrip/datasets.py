@@ -108,6 +108,22 @@ def read_item_csv(path: str | Path) -> pd.DataFrame:
                        keep_default_na=False)
 
 
+def read_ok_images(manifest_paths: list[str | Path]) -> list[np.ndarray]:
+    """The images of every ``status == ok`` item of the given manifests, in manifest order.
+
+    Returns:
+        ``(H, W, 3)`` uint8 or uint16 arrays (as :func:`roundtrip.imaging.read_image`).
+
+    Raises:
+        ImageReadError: an ``ok`` item's file can no longer be read.
+    """
+    images = []
+    for path in manifest_paths:
+        m = read_manifest(path)
+        images += [read_image(Path(path).parent / p) for p in m.loc[m["status"] == "ok", "path"]]
+    return images
+
+
 def skimage_items(names: list[str]) -> list[Item]:
     """Items from scikit-image's bundled images, at their native sizes.
 

@@ -126,6 +126,12 @@ def to_unit(image: np.ndarray) -> np.ndarray:
     return image.astype(np.float32) / np.float32(np.iinfo(image.dtype).max)
 
 
+def to_uint8(image: np.ndarray) -> np.ndarray:
+    """8- or 16-bit integer image -> ``uint8`` of the same shape (16-bit rounded to nearest,
+    i.e. ``round(v / 257)``); a ``uint8`` input is returned as is."""
+    return image if image.dtype == np.uint8 else from_unit(to_unit(image), np.uint8)
+
+
 def from_unit(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """``float`` in ``[0, 1]`` (clipped) -> integer image of ``dtype``, rounding to nearest."""
     vmax = np.iinfo(dtype).max

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .imaging import ImageReadError, read_image, to_unit
+from .imaging import ImageReadError, read_image, to_uint8, to_unit
 from .metrics.distribution import FEATURE_DIM, InceptionFeatures, fid, kid
 from .metrics.perceptual import LPIPS
 from .scoring import iter_pairs
@@ -34,8 +34,7 @@ def _tensor(path: Path) -> torch.Tensor:
 
 def _uint8(path: Path) -> torch.Tensor:
     """``[1, 3, H, W]`` uint8 (16-bit images are rounded to 8 bits, as Inception expects)."""
-    x = to_unit(read_image(path))
-    return torch.from_numpy(np.round(x * 255).astype(np.uint8)).permute(2, 0, 1)[None]
+    return torch.from_numpy(to_uint8(read_image(path))).permute(2, 0, 1)[None]
 
 
 def score_lpips(manifest_path: str | Path, status_path: str | Path, recon_dir: str | Path,
