@@ -94,15 +94,20 @@ def train_manifests(wildcards):
 CODEC_TYPES = ("identity", "jpeg", "webp", "resample")
 
 
-def gpu_for(wildcards):
-    """1 when this job will run a learned model on CUDA (the profile limits concurrent GPU jobs)."""
-    if config["models"][wildcards.model]["type"] in CODEC_TYPES:
-        return 0
+def gpu_for_device():
+    """1 when networks will run on CUDA (the profile limits concurrent GPU jobs)."""
     if config["run"]["device"] == "cpu":
         return 0
     import torch
 
     return int(torch.cuda.is_available())
+
+
+def gpu_for(wildcards):
+    """1 when this job will run a learned model on CUDA; codecs never do."""
+    if config["models"][wildcards.model]["type"] in CODEC_TYPES:
+        return 0
+    return gpu_for_device()
 
 
 # -- metrics with pretrained weights and token-space metrics ---------------------------------
@@ -139,15 +144,16 @@ def weights_present(key):
     return bool(metric_weights(key))
 
 
+TABLE_FILE_OF = {"metrics.lpips": "lpips", "metrics.fid": "distribution"}
+
+
 def unavailable_metrics():
     """Table file kinds whose metric cannot run here, with the footnote saying why."""
-    out = {}
-    for key, kinds in (("metrics.lpips", ["lpips"]), ("metrics.fid", ["distribution"])):
-        name = metric_weight_files(METRICS).get(key)
-        if name and not weights_present(key):
-            for kind in kinds:
-                out[kind] = roundtrip_weights.missing_note(name, METRICS["weights_cache"])
-    return out
+    return {
+        TABLE_FILE_OF[key]: roundtrip_weights.missing_note(name, METRICS["weights_cache"])
+        for key, name in metric_weight_files(METRICS).items()
+        if not weights_present(key)
+    }
 
 
 # Perceptual metrics run only when their weights are in the cache; otherwise the tables say
@@ -155,15 +161,6 @@ def unavailable_metrics():
 # adds the jobs, and the tables' changed input set reruns them.
 LPIPS_RUN = LPIPS_ON and weights_present("metrics.lpips")
 FID_RUN = FID_ON and weights_present("metrics.fid")
-
-
-def gpu_for_device():
-    """1 when metric networks will run on CUDA."""
-    if config["run"]["device"] == "cpu":
-        return 0
-    import torch
-
-    return int(torch.cuda.is_available())
 
 
 def reference_weights(wildcards):

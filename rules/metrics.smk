@@ -61,7 +61,6 @@ rule detail_stats:
         "../scripts/detail_stats.py"
 
 
-
 rule perceptual:
     input:
         manifest="results/datasets/{dataset}/manifest.csv",

@@ -29,8 +29,9 @@ else:
     try:
         lpips = score_lpips(*pairs, LPIPS(lp["net"], cache=cache, device=device))
     except WeightsMissing:
-        log.warning(weights.missing_note(NETS[lp["net"]], cache))
-        lpips = unavailable_items(*pairs, weights.missing_note(NETS[lp["net"]], cache))
+        note = weights.missing_note(NETS[lp["net"]], cache)
+        log.warning(note)
+        lpips = unavailable_items(*pairs, note)
 lpips.to_csv(smk.output.lpips, index=False)
 
 metrics = ["fid", "kid", "kid_std"]
@@ -40,8 +41,9 @@ else:
     try:
         features = InceptionFeatures(cache=cache, device=device)
     except WeightsMissing:
-        log.warning(weights.missing_note("inception-fid", cache))
-        dist = unavailable_set(metrics, weights.missing_note("inception-fid", cache))
+        note = weights.missing_note("inception-fid", cache)
+        log.warning(note)
+        dist = unavailable_set(metrics, note)
     else:
         real, fake, failures = distribution_features(*pairs, features)
         log.info("Inception features of %d pairs; left out: %s", len(real), failures or "none")
