@@ -24,12 +24,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import skimage.data
 import torch
 from PIL import Image
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
-from roundtrip.datasets import Item, write_dataset
+from reconstruct_overhead import crops  # benchmarks/ is on sys.path when run as a script
+from roundtrip.datasets import write_dataset
 from roundtrip.imaging import read_image, to_unit, write_png
 from roundtrip.scoring import score_image_quality
 
@@ -37,15 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def make_run(root: Path, n: int, side: int = 512) -> tuple[Path, Path, Path]:
-    rng = np.random.default_rng(0)
-    photos = [skimage.data.astronaut(), skimage.data.coffee(), skimage.data.chelsea(),
-              skimage.data.rocket()]
-    items = []
-    for k in range(n):
-        img = photos[k % len(photos)]
-        h, w = min(side, img.shape[0]), min(side, img.shape[1])
-        y, x = rng.integers(0, img.shape[0] - h + 1), rng.integers(0, img.shape[1] - w + 1)
-        items.append(Item(f"crop{k:04d}", "skimage:crop", image=img[y:y + h, x:x + w].copy()))
+    items = crops(n, side)
     write_dataset(items, root / "ds")
     recon = root / "recon"
     recon.mkdir()

@@ -34,14 +34,17 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def crops(n: int, side: int = 256) -> list[Item]:
+    """``n`` seeded random crops of four bundled photographs, ``side`` x ``side`` or the
+    photograph's extent where it is smaller (also used by ``metrics_throughput.py``)."""
     rng = np.random.default_rng(0)
     photos = [skimage.data.astronaut(), skimage.data.coffee(), skimage.data.chelsea(),
               skimage.data.rocket()]
     items = []
     for k in range(n):
         img = photos[k % len(photos)]
-        y, x = rng.integers(0, img.shape[0] - side + 1), rng.integers(0, img.shape[1] - side + 1)
-        items.append(Item(f"crop{k:04d}", "skimage:crop", image=img[y:y + side, x:x + side].copy()))
+        h, w = min(side, img.shape[0]), min(side, img.shape[1])
+        y, x = rng.integers(0, img.shape[0] - h + 1), rng.integers(0, img.shape[1] - w + 1)
+        items.append(Item(f"crop{k:04d}", "skimage:crop", image=img[y:y + h, x:x + w].copy()))
     return items
 
 
