@@ -9,7 +9,8 @@ CORES       ?= all
 PY          := $(VENV)/bin/python
 APT_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-jpn \
                 tesseract-ocr-kor tesseract-ocr-hin poppler-utils fonts-liberation \
-                fonts-dejavu-core fonts-noto-core fonts-noto-cjk
+                fonts-dejavu-core fonts-noto-core fonts-noto-cjk texlive-xetex \
+                fonts-crosextra-caladea fonts-dancingscript
 
 .PHONY: run test setup system-deps lint bench clean
 

@@ -1,6 +1,7 @@
 # Shared helpers: config lookups and target lists. Checked before any job runs.
 from roundtrip.config import check_config
 from roundtrip.datasets import folder_fingerprint
+from roundtrip.synthesis.build import SYNTHETIC_KEYS
 from roundtrip.models import TRAINED_TYPES
 
 check_config(config)
@@ -8,6 +9,9 @@ check_config(config)
 MODELS = list(config["models"])
 DATASETS = list(config["datasets"])
 TEXT_DATASETS = [d for d in DATASETS if config["datasets"][d].get("text_eval")]
+# Rendered text sets (roundtrip.synthesis) belong to the text-preservation table (VTBench
+# Table 3), not to the reconstruction table (Table 1).
+RECON_DATASETS = [d for d in DATASETS if config["datasets"][d]["type"] not in SYNTHETIC_KEYS]
 OCR_ENGINES = list(config["ocr"]["engines"])
 TABLE_OCR = config["tables"].get("ocr_engine", OCR_ENGINES[0] if OCR_ENGINES else None)
 
@@ -33,9 +37,33 @@ def shard_status_files(wildcards):
 
 
 def dataset_spec(wildcards):
-    """Only the keys that change the built files (protocol etc. must not trigger a rebuild)."""
+    """Only the keys that change the built files (protocol etc. must not trigger a rebuild);
+    synthetic sets also depend on the render and audit settings and the text normalization."""
     spec = config["datasets"][wildcards.dataset]
-    return {k: spec[k] for k in ("type", "images", "path", "lang") if k in spec}
+    keys = ("type", "images", "path", "lang") + SYNTHETIC_KEYS.get(spec["type"], ())
+    out = {k: spec[k] for k in keys if k in spec}
+    if spec["type"] in SYNTHETIC_KEYS:
+        out |= {"render": config["render"], "audit": config["audit"],
+                "normalization": config["ocr"]["normalization"]}
+    return out
+
+
+def models_on(dataset):
+    """Models run on ``dataset`` (``datasets.<name>.models``, default all)."""
+    return config["datasets"][dataset].get("models") or MODELS
+
+
+def pair_files(pattern, datasets, models=None):
+    """``pattern`` for every (model, dataset) pair that runs (see ``models_on``)."""
+    models = MODELS if models is None else models
+    return [pattern.format(model=m, dataset=d) for d in datasets for m in models
+            if m in models_on(d)]
+
+
+def not_run(datasets):
+    """``(model, dataset) -> reason`` of the pairs excluded by ``datasets.<name>.models``."""
+    return {(m, d): f"not run on this dataset (datasets.{d}.models)" for d in datasets
+            for m in MODELS if m not in models_on(d)}
 
 
 def dataset_fingerprint(wildcards):
@@ -118,7 +146,7 @@ METRICS = config["metrics"]
 TOKENS = METRICS["tokens"]
 TOKEN_REFERENCE = TOKENS["reference"]
 SENSITIVITY = TOKENS["sensitivity"]
-TOKEN_DATASETS = TOKENS["datasets"] or DATASETS
+TOKEN_DATASETS = TOKENS["datasets"] or RECON_DATASETS
 LPIPS_ON = METRICS["lpips"]["enabled"]
 FID_ON = METRICS["fid"]["enabled"]
 

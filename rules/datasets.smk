@@ -1,4 +1,5 @@
-# Datasets: results/datasets/{dataset}/manifest.csv plus images/ (DESIGN.md contract).
+# Datasets: results/datasets/{dataset}/manifest.csv plus images/ (DESIGN.md contract); the
+# rendered text sets (roundtrip.synthesis) also write audit.csv, the OCR read-back of each render.
 
 
 rule build_dataset:
@@ -9,8 +10,11 @@ rule build_dataset:
         fingerprint=dataset_fingerprint,
     log:
         "logs/build_dataset/{dataset}.log",
+    benchmark:
+        "results/benchmarks/build_dataset/{dataset}.tsv"
+    threads: 2
     resources:
-        mem_mb=2000,
+        mem_mb=4000,
         runtime=30,
     conda:
         "../envs/roundtrip.yaml"

@@ -3,32 +3,21 @@
 
 rule reconstruction_table:
     input:
-        per_item=expand(
-            "results/metrics/{model}/{dataset}/image_quality.csv",
-            model=MODELS,
-            dataset=DATASETS,
-        ),
-        set=expand(
-            "results/metrics/{model}/{dataset}/set.csv", model=MODELS, dataset=DATASETS
-        ),
-        lpips=expand(
-            "results/metrics/{model}/{dataset}/lpips.csv", model=MODELS, dataset=DATASETS
-        )
+        per_item=pair_files("results/metrics/{model}/{dataset}/image_quality.csv", RECON_DATASETS),
+        set=pair_files("results/metrics/{model}/{dataset}/set.csv", RECON_DATASETS),
+        lpips=pair_files("results/metrics/{model}/{dataset}/lpips.csv", RECON_DATASETS)
         if LPIPS_RUN
         else [],
-        distribution=expand(
-            "results/metrics/{model}/{dataset}/distribution.csv",
-            model=MODELS,
-            dataset=DATASETS,
-        )
+        distribution=pair_files("results/metrics/{model}/{dataset}/distribution.csv", RECON_DATASETS)
         if FID_RUN
         else [],
     output:
         table_files("reconstruction"),
     params:
         models=MODELS,
-        datasets=DATASETS,
-        protocols={d: config["datasets"][d]["protocol"] for d in DATASETS},
+        datasets=RECON_DATASETS,
+        not_run=not_run(RECON_DATASETS),
+        protocols={d: config["datasets"][d]["protocol"] for d in RECON_DATASETS},
         bootstrap=config["tables"]["bootstrap"],
         lpips=LPIPS_ON,
         fid=FID_ON,
@@ -47,17 +36,16 @@ rule reconstruction_table:
 rule text_preservation_table:
     input:
         manifests=expand("results/datasets/{dataset}/manifest.csv", dataset=TEXT_DATASETS),
-        per_item=expand(
-            "results/metrics/{model}/{dataset}/text_{ocr}.csv",
-            model=MODELS,
-            dataset=TEXT_DATASETS,
-            ocr=TABLE_OCR,
+        per_item=pair_files(
+            f"results/metrics/{{model}}/{{dataset}}/text_{TABLE_OCR}.csv", TEXT_DATASETS
         ),
     output:
         table_files("text_preservation"),
     params:
         models=MODELS,
         datasets=TEXT_DATASETS,
+        langs={d: config["datasets"][d]["lang"] for d in TEXT_DATASETS},
+        not_run=not_run(TEXT_DATASETS),
         ocr=TABLE_OCR,
         bootstrap=config["tables"]["bootstrap"],
     log:
@@ -110,21 +98,14 @@ rule model_card:
 
 rule token_table:
     input:
-        per_item=expand(
-            "results/metrics/{model}/{dataset}/tokens.csv",
-            model=MODELS,
-            dataset=TOKEN_DATASETS,
-        ),
-        set=expand(
-            "results/metrics/{model}/{dataset}/token_set.csv",
-            model=MODELS,
-            dataset=TOKEN_DATASETS,
-        ),
+        per_item=pair_files("results/metrics/{model}/{dataset}/tokens.csv", TOKEN_DATASETS),
+        set=pair_files("results/metrics/{model}/{dataset}/token_set.csv", TOKEN_DATASETS),
     output:
         table_files("token_metrics"),
     params:
         models=MODELS,
         datasets=TOKEN_DATASETS,
+        not_run=not_run(TOKEN_DATASETS),
         reference=TOKEN_REFERENCE,
         size=TOKENS["size"],
         bootstrap=config["tables"]["bootstrap"],

@@ -1,7 +1,7 @@
 """Rule merge_status: concatenate shard status files into status.csv."""
 import _bootstrap  # noqa: F401
 
-from roundtrip.reconstruct import merge_status
+from roundtrip.datasets import merge_status
 from roundtrip.workflow import setup_logging
 
 smk = snakemake  # noqa: F821 - injected by Snakemake

@@ -11,8 +11,10 @@ from roundtrip.workflow import setup_logging
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
 engine = build_ocr(smk.wildcards.ocr, smk.params.engine)
-log.info("%s version %s", smk.wildcards.ocr, engine.check([smk.params.lang]))
 manifest = read_manifest(smk.input.manifest)
+# Items may carry their own language (the multilingual sets); else the dataset's applies.
+item_lang = {r.item_id: (getattr(r, "lang", "") or smk.params.lang) for r in manifest.itertuples()}
+log.info("%s version %s", smk.wildcards.ocr, engine.check(sorted(set(item_lang.values()))))
 root = Path(smk.input.manifest).parent
 if "status" in smk.input.keys():
     status = read_item_csv(smk.input.status)
@@ -21,7 +23,7 @@ if "status" in smk.input.keys():
     paths = {i: recon / f"{i}.png" for i in manifest["item_id"] if i in ok}
 else:
     paths = {r.item_id: root / r.path for r in manifest.itertuples() if r.status == "ok"}
-items = [(i, p, smk.params.lang) for i, p in paths.items()]
+items = [(i, p, item_lang[i]) for i, p in paths.items()]
 result = ocr_items(engine, items, threads=smk.threads)
 skipped = pd.DataFrame({"item_id": [i for i in manifest["item_id"] if i not in paths],
                         "text": "", "status": "error", "reason": "no image to read"})

@@ -16,5 +16,6 @@ columns = reconstruction_columns(smk.params.datasets, smk.params.protocols,
                                  lpips=smk.params.lpips, fid=smk.params.fid)
 table = build_table("reconstruction", "Reconstruction quality by dataset (protocol)",
                     smk.params.models, columns, files, smk.params.bootstrap,
-                    unavailable=dict(smk.params.unavailable))
+                    unavailable=dict(smk.params.unavailable),
+                    not_run=dict(smk.params.not_run))
 write_table(table, Path(smk.output[0]).parent)

@@ -14,5 +14,6 @@ for kind, paths in (("tokens", smk.input.per_item), ("token_set", smk.input.set)
 title = (f"Token-space metrics in the tokens of {smk.params.reference} at "
          f"{smk.params.size}x{smk.params.size}: CHD (references vs reconstructions) and CMMS")
 table = build_table("token_metrics", title, smk.params.models,
-                    token_columns(smk.params.datasets), files, smk.params.bootstrap)
+                    token_columns(smk.params.datasets), files, smk.params.bootstrap,
+                    not_run=dict(smk.params.not_run))
 write_table(table, Path(smk.output[0]).parent)

@@ -47,6 +47,8 @@ def run(tmp_path_factory):
             "mine": {"type": "folder", "path": str(photos)},
             "crops": {"type": "skimage", "images": ["chelsea"], "protocol": "model_size",
                       "size": 128},
+            "qs": {"type": "vista_questions", "limit": 1, "styles": ["arial", "times"],
+                   "sizes": [16], "text_eval": True, "models": ["identity", "bicubic_x4"]},
         },
         "models": {"identity": {"type": "identity"},
                    "bicubic_x4": {"type": "resample", "factor": 4},
@@ -85,6 +87,25 @@ def test_tables_have_numbers_for_every_cell(run):
     assert text.loc["bicubic_x4", "scan.cer"] > 0.2
 
 
+def test_rendered_text_set_feeds_the_text_table_only(run):
+    work, _ = run
+    m = pd.read_csv(work / "results/datasets/qs/manifest.csv")
+    assert list(m["item_id"]) == ["q001__arial_16pt", "q001__times_16pt"]
+    assert (m["width"] == 800).all() and m["text"].str.startswith("Which organ").all()
+    audit = pd.read_csv(work / "results/datasets/qs/audit.csv")
+    assert (audit["cer"] <= 0.1).all() and not audit["flagged"].any()
+    text = pd.read_csv(work / "results/tables/text_preservation.csv").set_index("model")
+    assert text.loc["identity", "qs.cer"] == 0.0
+    assert text.loc["identity", "qs.cer_gt"] <= 0.1
+    assert text.loc["bicubic_x4", "qs.cer"] > text.loc["identity", "qs.cer"]
+    assert math.isnan(text.loc["small_vq", "qs.cer"])  # excluded by datasets.qs.models
+    md = (work / "results/tables/text_preservation.md").read_text()
+    assert "not run on this dataset (datasets.qs.models)" in md
+    rec = pd.read_csv(work / "results/tables/reconstruction.csv")
+    assert not any(c.startswith("qs.") for c in rec.columns)
+    assert not (work / "results/recon/small_vq/qs").exists()
+
+
 def test_perceptual_metrics_and_missing_weights(run):
     work, _ = run
     rec = pd.read_csv(work / "results/tables/reconstruction.csv").set_index("model")
@@ -118,7 +139,7 @@ def test_token_metrics_and_sensitivity(run):
 def test_detail_table_covers_every_dataset(run):
     work, _ = run
     det = pd.read_csv(work / "results/tables/detail_statistics.csv").set_index("dataset")
-    assert list(det.index) == ["tex", "scan", "mine", "crops"]
+    assert list(det.index) == ["tex", "scan", "mine", "crops", "qs"]
     assert det.loc["mine", "originals.edge_density_pct.n"] == 2  # broken file not scored
     assert det.loc["tex", "originals.hf_energy_pct"] > det.loc["mine", "originals.hf_energy_pct"]
     assert "Dataset" in (work / "results/tables/detail_statistics.md").read_text()

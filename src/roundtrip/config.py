@@ -50,6 +50,10 @@ def check_config(config: dict) -> None:
     for name, spec in config.get("datasets", {}).items():
         if spec.get("text_eval") and not config.get("ocr", {}).get("engines"):
             raise ConfigError(f"datasets.{name}.text_eval: needs at least one engine in ocr.engines")
+        unknown = [m for m in spec.get("models", []) if m not in config.get("models", {})]
+        if unknown:
+            raise ConfigError(f"datasets.{name}.models: unknown models {unknown}")
+        _check_synthetic(name, spec)
         if spec["type"] == "skimage":
             from .datasets import SKIMAGE_BUNDLED
 
@@ -58,6 +62,34 @@ def check_config(config: dict) -> None:
                 raise ConfigError(f"datasets.{name}.images: not bundled with scikit-image: {unknown}; "
                                   f"choose from {sorted(SKIMAGE_BUNDLED)}")
     _check_metrics(config)
+
+
+def _check_synthetic(name: str, spec: dict) -> None:
+    """Fonts, question files and the XeLaTeX tool chain of a synthetic dataset."""
+    from pathlib import Path
+
+    from .datasets import SYNTHETIC_TYPES
+    from .render import UnknownFont, resolve_font
+    from .render.latex import RenderError, require_xelatex
+
+    kind = spec["type"]
+    if kind not in SYNTHETIC_TYPES:
+        return
+    try:
+        require_xelatex()
+    except RenderError as exc:
+        raise ConfigError(f"datasets.{name}.type: {kind} is rendered with XeLaTeX: {exc}") from exc
+    keys = {"abstracts": ["font"], "vista_questions": ["styles", "size_sweep_style"]}.get(kind, [])
+    for key in keys:
+        values = spec.get(key, [])
+        for style in [values] if isinstance(values, str) else values:
+            try:
+                resolve_font(style)
+            except UnknownFont as exc:
+                raise ConfigError(f"datasets.{name}.{key}: {exc}") from exc
+    source = spec.get("questions", "builtin")
+    if kind == "vista_questions" and source != "builtin" and not Path(source).is_file():
+        raise ConfigError(f"datasets.{name}.questions: file {source} does not exist")
 
 
 def metric_weight_files(metrics: dict) -> dict[str, str]:

@@ -35,6 +35,10 @@ SKIMAGE_BUNDLED = {
 }
 
 
+#: Dataset types rendered by roundtrip itself (:mod:`roundtrip.synthesis`).
+SYNTHETIC_TYPES = ("abstracts", "posters", "vista_questions")
+
+
 @dataclass
 class Item:
     """One manifest row under construction."""
@@ -106,6 +110,14 @@ def read_item_csv(path: str | Path) -> pd.DataFrame:
     """Read a per-item CSV (status, OCR) keeping ids and text as strings, empty as ``""``."""
     return pd.read_csv(path, dtype={"item_id": str, "reason": str, "text": str, "status": str},
                        keep_default_na=False)
+
+
+def merge_status(shard_files: list[str | Path], out_path: str | Path) -> pd.DataFrame:
+    """Concatenate shard status files into ``status.csv`` (here, not in :mod:`.reconstruct`,
+    so that the merge job does not pay for importing torch)."""
+    df = pd.concat([read_item_csv(f) for f in shard_files], ignore_index=True)
+    df.to_csv(out_path, index=False)
+    return df
 
 
 def read_ok_images(manifest_paths: list[str | Path]) -> list[np.ndarray]:
@@ -216,8 +228,9 @@ def build_dataset(name: str, spec: dict, out_dir: str | Path) -> pd.DataFrame:
 
     Args:
         name: dataset name (config key).
-        spec: ``{"type": "skimage", "images": [...]}`` or ``{"type": "folder", "path": ...}``;
-            optional ``lang`` is written to every row.
+        spec: ``{"type": "skimage", "images": [...]}``, ``{"type": "folder", "path": ...}``,
+            or a synthetic type (:data:`SYNTHETIC_TYPES`, see :mod:`roundtrip.synthesis.build`);
+            optional ``lang`` is written to every row that has no language of its own.
 
     Raises:
         ValueError: unknown type.
@@ -227,11 +240,15 @@ def build_dataset(name: str, spec: dict, out_dir: str | Path) -> pd.DataFrame:
         items = skimage_items(spec["images"])
     elif kind == "folder":
         items = folder_items(spec["path"])
+    elif kind in SYNTHETIC_TYPES:
+        from .synthesis.build import synthesize
+
+        items = synthesize(name, spec, out_dir)
     else:
         raise ValueError(f"datasets.{name}.type: unknown dataset type '{kind}'")
     if spec.get("lang"):
-        for it in items:
-            it.extra = {**(it.extra or {}), "lang": spec["lang"]}
+        for it in items:  # an item's own language (multilingual sets) wins
+            it.extra = {"lang": spec["lang"], **(it.extra or {})}
     df = write_dataset(items, out_dir)
     n_err = int((df["status"] != "ok").sum())
     log.info("dataset %s: %d items, %d errors", name, len(df), n_err)

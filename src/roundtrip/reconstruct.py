@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .datasets import read_item_csv, read_manifest
+from .datasets import merge_status, read_item_csv, read_manifest  # noqa: F401 (re-export)
 from .imaging import ImageReadError, from_unit, read_image, write_png
 from .models import Adapter
 from .protocols import Prepared, prepare
@@ -208,8 +208,3 @@ def _write_reference(out_dir: Path, item_id: str, prep: Prepared) -> str:
     return f"ref/{item_id}.png"
 
 
-def merge_status(shard_files: list[str | Path], out_path: str | Path) -> pd.DataFrame:
-    """Concatenate shard status files into ``status.csv``."""
-    df = pd.concat([read_item_csv(f) for f in shard_files], ignore_index=True)
-    df.to_csv(out_path, index=False)
-    return df

@@ -241,7 +241,8 @@ def _set_cell(path: str | Path, metric: str, spread: str = "") -> Cell:
 
 def build_table(name: str, title: str, models: list[str], columns: list[Column],
                 files: dict[tuple[str, str, str], str], bootstrap: dict | None = None,
-                row_label: str = "Model", unavailable: dict[str, str] | None = None) -> Table:
+                row_label: str = "Model", unavailable: dict[str, str] | None = None,
+                not_run: dict[tuple[str, str], str] | None = None) -> Table:
     """Fill a :class:`Table` from metric files.
 
     Args:
@@ -252,6 +253,8 @@ def build_table(name: str, title: str, models: list[str], columns: list[Column],
         bootstrap: ``{"samples": int, "confidence": float, "seed": int}``.
         unavailable: ``file kind -> reason`` for metric files that were not computed at all
             (e.g. missing weights); their cells read n/a with the reason as footnote.
+        not_run: ``(model, dataset) -> reason`` for pairs the config does not run
+            (``datasets.<name>.models``); their cells read n/a with the reason.
     """
     b = {"samples": 1000, "confidence": 0.95, "seed": 0} | (bootstrap or {})
     table = Table(name, title, models, columns, row_label=row_label)
@@ -259,7 +262,9 @@ def build_table(name: str, title: str, models: list[str], columns: list[Column],
     for model in models:
         for j, col in enumerate(columns):
             path = files.get((model, col.dataset, col.file_kind))
-            if path is None:
+            if (model, col.dataset) in (not_run or {}):
+                cell = item_cell(None, col.metric, not_run[(model, col.dataset)])
+            elif path is None:
                 reason = (unavailable or {}).get(col.file_kind, "not computed for this dataset")
                 cell = item_cell(None, col.metric, reason)
             elif col.source == "set":
@@ -300,17 +305,24 @@ def reconstruction_columns(datasets: list[str], protocols: dict[str, str] | None
     return cols
 
 
-def text_columns(datasets: dict[str, bool]) -> list[Column]:
+def text_columns(datasets: dict[str, bool], cer_only: set[str] | frozenset = frozenset()
+                 ) -> list[Column]:
     """CER and WER vs OCR of the original, and vs ground truth where the dataset has it.
 
     Args:
         datasets: ``name -> has ground-truth text``.
+        cer_only: datasets in scripts without spaces between words (Chinese, Japanese), where
+            WER is meaningless and VTBench reports CER only.
     """
     cols = []
     for d, has_gt in datasets.items():
-        cols += [Column(d, "cer", "CER", 4), Column(d, "wer", "WER", 4)]
+        cols.append(Column(d, "cer", "CER", 4))
+        if d not in cer_only:
+            cols.append(Column(d, "wer", "WER", 4))
         if has_gt:
-            cols += [Column(d, "cer_gt", "CER (GT)", 4), Column(d, "wer_gt", "WER (GT)", 4)]
+            cols.append(Column(d, "cer_gt", "CER (GT)", 4))
+            if d not in cer_only:
+                cols.append(Column(d, "wer_gt", "WER (GT)", 4))
     return cols
 
 

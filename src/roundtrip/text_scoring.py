@@ -41,11 +41,12 @@ def score_text(manifest_path: str | Path, ocr_original: str | Path, ocr_model: s
             rows.append(row)
             continue
         hyp_text = hyp.loc[item_id, "text"]
-        c, w, why = text_errors(orig.loc[item_id, "text"], hyp_text, norm)
+        item_norm = norm.for_language(item.get("lang", ""))
+        c, w, why = text_errors(orig.loc[item_id, "text"], hyp_text, item_norm)
         row.update(cer=c, wer=w)
         reasons = [f"vs OCR of original: {why}"] if why else []
         if has_gt and item.get("text", ""):
-            c, w, why = text_errors(item["text"], hyp_text, norm)
+            c, w, why = text_errors(item["text"], hyp_text, item_norm)
             row.update(cer_gt=c, wer_gt=w)
             if why:
                 reasons.append(f"vs ground truth: {why}")

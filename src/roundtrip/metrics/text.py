@@ -11,7 +11,10 @@ Normalization (applied to both strings before scoring, configurable in ``config.
 2. optional lower-casing (default off: case errors count);
 3. optional punctuation removal (Unicode category P*; default off);
 4. whitespace collapse (default on): runs of whitespace, including line breaks, become one space
-   and the ends are stripped, so OCR layout differences do not count as errors.
+   and the ends are stripped, so OCR layout differences do not count as errors;
+5. whitespace removal for scripts written without spaces between words (Chinese, Japanese:
+   :meth:`Normalization.for_language`), where Tesseract inserts spaces between characters that
+   are not in the text.
 
 Characters include the single spaces between words, as in jiwer's ``cer``. Words are the
 whitespace-separated tokens, so WER is meaningful only for scripts that separate words by spaces
@@ -19,6 +22,7 @@ whitespace-separated tokens, so WER is meaningful only for scripts that separate
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import unicodedata
@@ -27,6 +31,8 @@ from dataclasses import dataclass
 from rapidfuzz.distance import Levenshtein
 
 _WS = re.compile(r"\s+")
+#: Tesseract codes of scripts written without spaces between words.
+NO_SPACE_LANGS = {"chi_sim", "chi_tra", "jpn"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,15 @@ class Normalization:
     lowercase: bool = False
     strip_punctuation: bool = False
     collapse_whitespace: bool = True
+    remove_whitespace: bool = False
+
+    def for_language(self, lang: str) -> "Normalization":
+        """This normalization for Tesseract language code(s) ``lang`` (e.g. ``chi_sim``,
+        ``eng+jpn``): whitespace is removed when every language is written without spaces."""
+        parts = [p for p in str(lang or "").split("+") if p]
+        if parts and all(p.split("_vert")[0] in NO_SPACE_LANGS for p in parts):
+            return dataclasses.replace(self, remove_whitespace=True)
+        return self
 
     @classmethod
     def from_config(cls, cfg: dict | None) -> "Normalization":
@@ -52,7 +67,9 @@ def normalize_text(text: str, norm: Normalization = Normalization()) -> str:
         text = text.lower()
     if norm.strip_punctuation:
         text = "".join(ch for ch in text if not unicodedata.category(ch).startswith("P"))
-    if norm.collapse_whitespace:
+    if norm.remove_whitespace:
+        text = _WS.sub("", text)
+    elif norm.collapse_whitespace:
         text = _WS.sub(" ", text).strip()
     return text
 
