@@ -216,7 +216,6 @@ def _run_xelatex(jobs: list[_Job], s: RenderSettings, workdir: Path) -> tuple[Pa
             for j in live:
                 j.result.error = f"XeLaTeX timed out after {s.timeout_s:.0f} s on this batch"
             return workdir / "batch.pdf", {}
-        logtext = (workdir / "batch.log").read_text(encoding="utf-8", errors="replace")
         if proc.returncode == 0:
             pages = {}
             for line in (workdir / "batch.pages").read_text().split("\n"):
@@ -224,6 +223,7 @@ def _run_xelatex(jobs: list[_Job], s: RenderSettings, workdir: Path) -> tuple[Pa
                     idx, n = line.split()
                     pages[int(idx)] = int(n)
             return workdir / "batch.pdf", pages
+        logtext = (workdir / "batch.log").read_text(encoding="utf-8", errors="replace")
         idx, message = _failed_item(logtext)
         bad = [j for j in live if j.index == idx]
         if not bad:  # preamble or engine failure: nothing to isolate
@@ -235,26 +235,37 @@ def _run_xelatex(jobs: list[_Job], s: RenderSettings, workdir: Path) -> tuple[Pa
 
 def _raster_batch(jobs: list[_Job], pdf: Path, pages: dict, s: RenderSettings,
                   workdir: Path) -> None:
-    """Rasterize the compiled items' pages and fill their results (image, box)."""
-    page_no, spans = 1, []
+    """Rasterize the compiled items' pages and fill their results (image, box).
+
+    One pdftoppm process per run of consecutive items of the same page width (usually the
+    whole batch), not one per item.
+    """
+    page_no, runs = 1, []  # runs: [width, first page, [(job, first, last), ...]]
     for j in sorted(jobs, key=lambda j: j.index):
-        if j.index in pages:
-            spans.append((j, page_no, page_no + pages[j.index] - 1))
-            page_no += pages[j.index]
-    for n, (j, first, last) in enumerate(spans):
+        if j.index not in pages:
+            continue
+        span = (j, page_no, page_no + pages[j.index] - 1)
+        if runs and runs[-1][0] == j.width:
+            runs[-1][2].append(span)
+        else:
+            runs.append([j.width, page_no, [span]])
+        page_no += pages[j.index]
+    for n, (width, first, spans) in enumerate(runs):
         try:
-            imgs = rasterize(pdf, first, last, j.width, s.supersample, workdir / f"p{n}",
+            imgs = rasterize(pdf, first, spans[-1][2], width, s.supersample, workdir / f"p{n}",
                              s.timeout_s)
         except (RasterError, OSError, ValueError) as exc:
-            j.result.error = f"rasterization failed: {exc}"
+            for j, _, _ in spans:
+                j.result.error = f"rasterization failed: {exc}"
             continue
-        gray = stack_pages(imgs, s.margin_tb_px)
-        box = content_box(gray, s.ink)
-        if box is None:
-            j.result.error = "the render is blank (no glyph drawn)"
-            continue
-        j.result.image, j.result.box = crop_vertical(gray, box, s.crop_margin_px)
-        j.result.pages = last - first + 1
+        for j, lo, hi in spans:
+            gray = stack_pages(imgs[lo - first:hi - first + 1], s.margin_tb_px)
+            box = content_box(gray, s.ink)
+            if box is None:
+                j.result.error = "the render is blank (no glyph drawn)"
+                continue
+            j.result.image, j.result.box = crop_vertical(gray, box, s.crop_margin_px)
+            j.result.pages = hi - lo + 1
 
 
 def _render_batch(jobs: list[_Job], s: RenderSettings) -> None:
@@ -267,11 +278,11 @@ def _render_batch(jobs: list[_Job], s: RenderSettings) -> None:
 
 def require_xelatex() -> None:
     """Raise :class:`RenderError` with the install command when XeLaTeX or pdftoppm is missing."""
-    missing = [p for p, pkg in (("xelatex", "texlive-xetex"), ("pdftoppm", "poppler-utils"))
-               if shutil.which(p) is None]
+    missing = {p: pkg for p, pkg in (("xelatex", "texlive-xetex"), ("pdftoppm", "poppler-utils"))
+               if shutil.which(p) is None}
     if missing:
         raise RenderError(f"{', '.join(missing)} not installed: apt-get install "
-                          "texlive-xetex poppler-utils")
+                          f"{' '.join(missing.values())}")
 
 
 def render_items(items: list[RenderItem], settings: RenderSettings | None = None

@@ -143,6 +143,7 @@ def code_block(code: str) -> str:
 
 
 def inline_code(code: str) -> str:
+    """Inline code in monospace, LaTeX specials escaped (``a_b`` -> ``\\texttt{a\\_b}``)."""
     return r"\texttt{" + "".join(ESCAPES.get(c, c) for c in code).replace("--", "-{}-") + "}"
 
 

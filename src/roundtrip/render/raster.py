@@ -37,9 +37,8 @@ def rasterize(pdf: Path, first: int, last: int, width_px: int, supersample: int,
     except subprocess.TimeoutExpired as exc:
         raise RasterError(f"pdftoppm timed out after {timeout:.0f} s") from exc
     # pdftoppm pads page numbers to the width of the document's last page number.
-    files = sorted(out_prefix.parent.glob(out_prefix.name + "-*.pgm"),
-                   key=lambda p: int(p.stem.rsplit("-", 1)[1]))
-    pages = {int(p.stem.rsplit("-", 1)[1]): p for p in files}
+    pages = {int(p.stem.rsplit("-", 1)[1]): p
+             for p in out_prefix.parent.glob(out_prefix.name + "-*.pgm")}
     out = []
     for n in range(first, last + 1):
         if n not in pages:

@@ -62,12 +62,12 @@ def load_corpus(language: str) -> tuple[list[str], list[str]]:
 def blocks(language: str, rng: random.Random, n_sentences: int) -> list[list[str]]:
     """Abstract blocks (``[title, sentence, ...]``) holding ``n_sentences`` sentences in all."""
     out, left = [], n_sentences
+    titles, sents = load_corpus(language) if language != "en" else ([], [])
     while left > 0:
         n = min(left, rng.randint(6, 10))
         if language == "en":
             out.append([grammar.title(rng)] + grammar.sentences(rng, n))
         else:
-            titles, sents = load_corpus(language)
             out.append([rng.choice(titles)] + rng.sample(sents, min(n, len(sents))))
         left -= len(out[-1]) - 1
     return out

@@ -13,18 +13,25 @@ from ..metrics.text import Normalization
 from ..render import RenderSettings
 from .abstracts import AbstractsSpec, build_abstracts
 from .audit import AuditSettings, audit_items, build_judge
-from .posters import GENRES, PostersSpec, build_posters
+from .posters import PostersSpec, build_posters
 from .questions import QuestionsSpec, build_questions
 
 log = logging.getLogger(__name__)
 
-#: Dataset config keys of each synthetic type (the ones that change its images).
-SYNTHETIC_KEYS = {
-    "abstracts": ("language", "count", "seed", "canvas", "font", "font_size_pt"),
-    "posters": ("count", "seed", "canvas", "genres", "title_pt", "slogan_pt"),
-    "vista_questions": ("questions", "styles", "sizes", "grid", "style_sweep_pt",
-                        "size_sweep_style", "limit"),
+#: Per synthetic type: its spec class and ``dataset config key -> spec field``. The keys are
+#: the ones that change the images; keys absent from the config keep the spec's defaults.
+SYNTHETIC_FIELDS = {
+    "abstracts": (AbstractsSpec, {"language": "language", "count": "count", "seed": "seed",
+                                  "canvas": "canvas_px", "font": "font",
+                                  "font_size_pt": "size_pt"}),
+    "posters": (PostersSpec, {"count": "count", "seed": "seed", "canvas": "size_px",
+                              "genres": "genres", "title_pt": "title_pt",
+                              "slogan_pt": "slogan_pt"}),
+    "vista_questions": (QuestionsSpec, {k: k for k in (
+        "questions", "styles", "sizes", "grid", "style_sweep_pt", "size_sweep_style", "limit")}),
 }
+#: Dataset config keys of each synthetic type (the ones that change its images).
+SYNTHETIC_KEYS = {kind: tuple(keys) for kind, (_, keys) in SYNTHETIC_FIELDS.items()}
 
 #: config key of ``render`` -> RenderSettings field
 RENDER_KEYS = {"width": "width_px", "margin_lr": "margin_lr_px", "margin_tb": "margin_tb_px",
@@ -39,23 +46,10 @@ def render_settings(cfg: dict | None) -> RenderSettings:
 
 
 def _spec(kind: str, spec: dict):
-    if kind == "abstracts":
-        return AbstractsSpec(language=spec.get("language", "en"), count=spec.get("count", 4),
-                             seed=spec.get("seed", 0), canvas_px=spec.get("canvas", 1024),
-                             font=spec.get("font", "times"),
-                             size_pt=spec.get("font_size_pt", 12))
-    if kind == "posters":
-        return PostersSpec(count=spec.get("count", 4), seed=spec.get("seed", 0),
-                           size_px=spec.get("canvas", 1024),
-                           genres=tuple(spec.get("genres", GENRES)),
-                           title_pt=spec.get("title_pt", 84), slogan_pt=spec.get("slogan_pt", 34))
-    return QuestionsSpec(questions=spec.get("questions", "builtin"),
-                         styles=tuple(spec.get("styles", QuestionsSpec.styles)),
-                         sizes=tuple(spec.get("sizes", QuestionsSpec.sizes)),
-                         grid=spec.get("grid", "paper"),
-                         style_sweep_pt=spec.get("style_sweep_pt", 16),
-                         size_sweep_style=spec.get("size_sweep_style", "arial"),
-                         limit=spec.get("limit"))
+    """The spec dataclass of a synthetic dataset's config (lists become tuples)."""
+    cls, keys = SYNTHETIC_FIELDS[kind]
+    return cls(**{field: tuple(spec[key]) if isinstance(spec[key], list) else spec[key]
+                  for key, field in keys.items() if key in spec})
 
 
 def synthesize(name: str, spec: dict, out_dir: str | Path) -> list:

@@ -178,10 +178,9 @@ def _rays(img, y, x, accent, rng):
 
 
 def _dots(img, y, x, accent, rng):
-    n = img.shape[0]
     cell = 1 / 28
     dy, dx = (y % cell) / cell - 0.5, (x % cell) / cell - 0.5
-    _blend(img, accent, ((dy ** 2 + dx ** 2) < 0.04 * (1 - y)) * 0.25 * (n > 0))
+    _blend(img, accent, ((dy ** 2 + dx ** 2) < 0.04 * (1 - y)) * 0.25)
 
 
 def _streaks(img, y, x, accent, rng):
