@@ -40,5 +40,15 @@ rule all:
         table_files("detail_statistics"),
         table_files("model_card"),
         table_files("text_preservation") if TEXT_DATASETS else [],
+        table_files("ocr_robustness") if TEXT_DATASETS else [],
         table_files("token_metrics") if TOKEN_REFERENCE else [],
         table_files("token_sensitivity") if SENSITIVITY["dataset"] else [],
+
+
+# API usage of this run, summed (report_api_usage in rules/common.smk).
+onsuccess:
+    report_api_usage()
+
+
+onerror:
+    report_api_usage()

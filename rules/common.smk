@@ -1,9 +1,13 @@
 # Shared helpers: config lookups and target lists. Checked before any job runs.
+import time
+
 from roundtrip.config import check_config
 from roundtrip.datasets import folder_fingerprint
 from roundtrip.synthesis.build import SYNTHETIC_KEYS
+from roundtrip.api.synthesis import GPT_KEYS
 from roundtrip.models import TRAINED_TYPES
 
+RUN_STARTED = time.time()
 check_config(config)
 
 MODELS = list(config["models"])
@@ -11,8 +15,12 @@ DATASETS = list(config["datasets"])
 TEXT_DATASETS = [d for d in DATASETS if config["datasets"][d].get("text_eval")]
 # Rendered text sets (roundtrip.synthesis) belong to the text-preservation table (VTBench
 # Table 3), not to the reconstruction table (Table 1).
-RECON_DATASETS = [d for d in DATASETS if config["datasets"][d]["type"] not in SYNTHETIC_KEYS]
+# GPT posters, like the rendered posters, are text sets; GPT high-res and detail sets are
+# reconstruction sets (VTBench Tasks 1 and 2).
+TEXT_ONLY_TYPES = tuple(SYNTHETIC_KEYS) + ("gpt_posters",)
+RECON_DATASETS = [d for d in DATASETS if config["datasets"][d]["type"] not in TEXT_ONLY_TYPES]
 OCR_ENGINES = list(config["ocr"]["engines"])
+
 TABLE_OCR = config["tables"].get("ocr_engine", OCR_ENGINES[0] if OCR_ENGINES else None)
 
 
@@ -41,6 +49,7 @@ def dataset_spec(wildcards):
     synthetic sets also depend on the render and audit settings and the text normalization."""
     spec = config["datasets"][wildcards.dataset]
     keys = ("type", "images", "path", "lang") + SYNTHETIC_KEYS.get(spec["type"], ())
+    keys += GPT_KEYS if spec["type"].startswith("gpt_") else ()
     out = {k: spec[k] for k in keys if k in spec}
     if spec["type"] in SYNTHETIC_KEYS:
         out |= {"render": config["render"], "audit": config["audit"],
@@ -208,3 +217,12 @@ def cmms_settings():
 
 def cmms_manifests(wildcards):
     return [f"results/datasets/{d}/manifest.csv" for d in cmms_settings()["datasets"]]
+
+
+def report_api_usage():
+    """API usage of this run (requests sent, cache hits, tokens, images) summed from the ledger
+    the API jobs append to, into results/api/usage_summary.csv; nothing when no API was used."""
+    from roundtrip.api.client import USAGE_LEDGER, write_usage_summary
+
+    for row in write_usage_summary(USAGE_LEDGER, "results/api/usage_summary.csv", RUN_STARTED):
+        print(f"API usage ({row['endpoint']}): {row}", file=sys.stderr)

@@ -15,7 +15,8 @@ rule build_dataset:
     threads: 2
     resources:
         mem_mb=4000,
-        runtime=30,
+        # API-generated sets wait on image generation (about a minute per image)
+        runtime=lambda wc: 600 if config["datasets"][wc.dataset]["type"].startswith("gpt_") else 30,
     conda:
         "../envs/roundtrip.yaml"
     script:

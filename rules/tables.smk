@@ -59,6 +59,34 @@ rule text_preservation_table:
         "../scripts/text_preservation_table.py"
 
 
+rule ocr_robustness_table:
+    input:
+        manifests=expand("results/datasets/{dataset}/manifest.csv", dataset=TEXT_DATASETS),
+        per_item=[
+            f
+            for ocr in OCR_ENGINES
+            for f in pair_files(f"results/metrics/{{model}}/{{dataset}}/text_{ocr}.csv", TEXT_DATASETS)
+        ],
+    output:
+        table_files("ocr_robustness"),
+        table_files("ocr_rank_agreement"),
+    params:
+        models=MODELS,
+        datasets=TEXT_DATASETS,
+        engines=OCR_ENGINES,
+        langs={d: config["datasets"][d]["lang"] for d in TEXT_DATASETS},
+        bootstrap=config["tables"]["bootstrap"],
+    log:
+        "logs/tables/ocr_robustness.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../envs/roundtrip.yaml"
+    script:
+        "../scripts/ocr_robustness_table.py"
+
+
 rule detail_table:
     input:
         expand("results/metrics/original/{dataset}/detail.csv", dataset=DATASETS),

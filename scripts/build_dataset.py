@@ -2,9 +2,13 @@
 import _bootstrap  # noqa: F401
 from pathlib import Path
 
+from roundtrip.api.client import USAGE_LEDGER, append_usage
 from roundtrip.datasets import build_dataset
 from roundtrip.workflow import setup_logging
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])
-build_dataset(smk.wildcards.dataset, smk.params.spec, Path(smk.output[0]).parent)
+try:
+    build_dataset(smk.wildcards.dataset, smk.params.spec, Path(smk.output[0]).parent)
+finally:  # what was paid for is recorded even when the job fails
+    append_usage(USAGE_LEDGER, f"build_dataset/{smk.wildcards.dataset}")

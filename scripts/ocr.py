@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from roundtrip.api.client import USAGE_LEDGER, append_usage
 from roundtrip.datasets import read_item_csv, read_manifest
 from roundtrip.ocr import build_ocr, ocr_items
 from roundtrip.workflow import setup_logging
@@ -24,7 +25,12 @@ if "status" in smk.input.keys():
 else:
     paths = {r.item_id: root / r.path for r in manifest.itertuples() if r.status == "ok"}
 items = [(i, p, item_lang[i]) for i, p in paths.items()]
-result = ocr_items(engine, items, threads=smk.threads)
+# a VLM engine waits on the network: as many threads as the endpoint allows requests
+try:
+    result = ocr_items(engine, items, threads=getattr(engine, "concurrency", smk.threads))
+finally:
+    append_usage(USAGE_LEDGER,
+                 f"ocr/{smk.wildcards.ocr}/{smk.wildcards.model}/{smk.wildcards.dataset}")
 skipped = pd.DataFrame({"item_id": [i for i in manifest["item_id"] if i not in paths],
                         "text": "", "status": "error", "reason": "no image to read"})
 pd.concat([result, skipped], ignore_index=True).to_csv(smk.output[0], index=False)

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import torch
 
+from roundtrip.api.client import USAGE_LEDGER, append_usage
 from roundtrip.models import build_model
 from roundtrip.reconstruct import reconstruct_shard, resolve_device
 from roundtrip.workflow import setup_logging, versions
@@ -16,11 +17,14 @@ model = build_model(smk.wildcards.model, smk.params.spec).to(device)
 if hasattr(model, "load"):
     model.load()
 log.info("model %s on %s; versions %s", smk.wildcards.model, device, versions())
-status = reconstruct_shard(
-    model, smk.input.manifest, Path(smk.output.status).parent.parent,
-    shard=int(smk.wildcards.shard), n_shards=int(smk.wildcards.nshards),
-    batch_size=smk.params.batch_size,
-    fingerprint={"model": smk.wildcards.model, "spec": dict(smk.params.spec)},
-    protocol=smk.params.protocol, size=smk.params.size,
-)
+try:
+    status = reconstruct_shard(
+        model, smk.input.manifest, Path(smk.output.status).parent.parent,
+        shard=int(smk.wildcards.shard), n_shards=int(smk.wildcards.nshards),
+        batch_size=smk.params.batch_size,
+        fingerprint={"model": smk.wildcards.model, "spec": dict(smk.params.spec)},
+        protocol=smk.params.protocol, size=smk.params.size,
+    )
+finally:
+    append_usage(USAGE_LEDGER, f"reconstruct/{smk.wildcards.model}/{smk.wildcards.dataset}")
 log.info("status counts: %s", status["status"].value_counts().to_dict())

@@ -2,20 +2,14 @@
 import _bootstrap  # noqa: F401
 from pathlib import Path
 
-from roundtrip.datasets import read_manifest
-from roundtrip.metrics.text import Normalization
 from roundtrip.tables import build_table, text_columns, write_table
+from roundtrip.text_scoring import text_dataset_kinds
 from roundtrip.workflow import setup_logging
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])
-has_gt, cer_only = {}, set()
-for dataset, manifest in zip(smk.params.datasets, smk.input.manifests):
-    m = read_manifest(manifest)
-    has_gt[dataset] = "text" in m.columns and bool((m["text"] != "").any())
-    langs = set(m["lang"]) if "lang" in m.columns else {smk.params.langs[dataset]}
-    if all(Normalization().for_language(lang).remove_whitespace for lang in langs):
-        cer_only.add(dataset)
+has_gt, cer_only = text_dataset_kinds(dict(zip(smk.params.datasets, smk.input.manifests)),
+                                      smk.params.langs)
 files = {(Path(p).parent.parent.name, Path(p).parent.name, "item"): p for p in smk.input.per_item}
 table = build_table("text_preservation",
                     f"Text preservation: CER/WER of OCR ({smk.params.ocr}) of reconstructions "

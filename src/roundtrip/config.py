@@ -2,7 +2,7 @@
 
 ``config.schema.yaml`` checks types, ranges and required keys; :func:`check_config` then builds
 every model and OCR engine once (without loading weights) and checks that every model's weights
-can be found, so a bad parameter or a missing checkpoint fails at DAG-build time with the key
+can be found and every API endpoint in use has its key in the environment, so a bad parameter or a missing checkpoint fails at DAG-build time with the key
 named, not an hour into a cluster run.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ def check_config(config: dict) -> None:
     Raises:
         ConfigError: naming the key, e.g. ``models.jpeg_q10.quality: quality must be in 1..100``.
     """
+    _check_api(config)
     if ORIGINAL in config.get("models", {}):
         raise ConfigError(f"models.{ORIGINAL}: the name '{ORIGINAL}' is reserved for the unmodified "
                           "originals; rename the model")
@@ -62,6 +63,18 @@ def check_config(config: dict) -> None:
                 raise ConfigError(f"datasets.{name}.images: not bundled with scikit-image: {unknown}; "
                                   f"choose from {sorted(SKIMAGE_BUNDLED)}")
     _check_metrics(config)
+
+
+def _check_api(config: dict) -> None:
+    """Resolve API endpoints and prompts in place (:func:`roundtrip.api.settings.resolve_api`)
+    and require the keys of the endpoints in use, before any work."""
+    from .api.settings import ApiConfigError, MissingApiKey, check_api_keys, resolve_api
+
+    try:
+        resolve_api(config)
+        check_api_keys(config)
+    except (ApiConfigError, MissingApiKey) as exc:
+        raise ConfigError(str(exc)) from exc
 
 
 def _check_synthetic(name: str, spec: dict) -> None:

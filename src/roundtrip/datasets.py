@@ -37,6 +37,8 @@ SKIMAGE_BUNDLED = {
 
 #: Dataset types rendered by roundtrip itself (:mod:`roundtrip.synthesis`).
 SYNTHETIC_TYPES = ("abstracts", "posters", "vista_questions")
+#: Dataset types generated through an image API (:mod:`roundtrip.api.synthesis`).
+GPT_TYPES = ("gpt_highres", "gpt_detail", "gpt_posters")
 
 
 @dataclass
@@ -229,7 +231,8 @@ def build_dataset(name: str, spec: dict, out_dir: str | Path) -> pd.DataFrame:
     Args:
         name: dataset name (config key).
         spec: ``{"type": "skimage", "images": [...]}``, ``{"type": "folder", "path": ...}``,
-            or a synthetic type (:data:`SYNTHETIC_TYPES`, see :mod:`roundtrip.synthesis.build`);
+            a synthetic type (:data:`SYNTHETIC_TYPES`, see :mod:`roundtrip.synthesis.build`)
+            or an API-generated type (:data:`GPT_TYPES`, see :mod:`roundtrip.api.synthesis`);
             optional ``lang`` is written to every row that has no language of its own.
 
     Raises:
@@ -240,6 +243,10 @@ def build_dataset(name: str, spec: dict, out_dir: str | Path) -> pd.DataFrame:
         items = skimage_items(spec["images"])
     elif kind == "folder":
         items = folder_items(spec["path"])
+    elif kind in GPT_TYPES:
+        from .api.synthesis import GptSetSpec, build_gpt_set
+
+        items = build_gpt_set(GptSetSpec.from_config(spec))
     elif kind in SYNTHETIC_TYPES:
         from .synthesis.build import synthesize
 

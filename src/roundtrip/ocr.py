@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from .api.vlm import VlmOCR
 from .imaging import ImageReadError, read_image
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,8 @@ class TesseractOCR:
         return pytesseract.image_to_string(Image.fromarray(image), lang=lang, config=cfg)
 
 
-OCR_TYPES = {"tesseract": TesseractOCR}
+#: OCR ``type`` -> engine class; ``vlm`` reads through an OpenAI-compatible chat endpoint.
+OCR_TYPES = {"tesseract": TesseractOCR, "vlm": VlmOCR}
 
 
 def build_ocr(name: str, spec: dict):

@@ -195,9 +195,10 @@ def _run_batch(model: Adapter, batch, out_dir: Path, journal: _Journal) -> None:
         return
     out = (y.float().cpu().permute(0, 2, 3, 1).numpy() + 1.0) / 2.0
     seconds = (time.perf_counter() - t0) / len(batch)
-    for (item_id, dtype, prep), rec in zip(batch, out):
+    notes = model.take_notes(len(batch))
+    for (item_id, dtype, prep), rec, note in zip(batch, out, notes):
         write_png(out_dir / f"{item_id}.png", from_unit(prep.restore(rec), dtype))
-        journal.record(item_id, "ok", "", seconds, _write_reference(out_dir, item_id, prep))
+        journal.record(item_id, "ok", note, seconds, _write_reference(out_dir, item_id, prep))
 
 
 def _write_reference(out_dir: Path, item_id: str, prep: Prepared) -> str:

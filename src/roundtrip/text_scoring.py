@@ -70,3 +70,24 @@ def _unscorable(item_id, status, orig, hyp) -> str:
             return f"OCR of the {name} failed: {table.loc[item_id, 'reason']}"
     return ""
 
+
+
+def text_dataset_kinds(manifests: dict[str, str | Path], default_langs: dict[str, str]
+                       ) -> tuple[dict[str, bool], set[str]]:
+    """Which text datasets have ground truth, and which are in scripts without word spaces.
+
+    Args:
+        manifests: ``dataset -> manifest path``.
+        default_langs: ``dataset -> datasets.<name>.lang`` for manifests without a ``lang`` column.
+
+    Returns:
+        ``(dataset -> has ground-truth text, datasets where WER is undefined)``.
+    """
+    has_gt, cer_only = {}, set()
+    for dataset, path in manifests.items():
+        m = read_manifest(path)
+        has_gt[dataset] = "text" in m.columns and bool((m["text"] != "").any())
+        langs = set(m["lang"]) if "lang" in m.columns else {default_langs[dataset]}
+        if all(Normalization().for_language(lang).remove_whitespace for lang in langs):
+            cer_only.add(dataset)
+    return has_gt, cer_only

@@ -1,6 +1,7 @@
 """Model zoo: the registry that turns a ``models:`` config entry into an :class:`Adapter`."""
 from __future__ import annotations
 
+from .api_backend import ApiImageModel
 from .base import FAMILIES, Adapter, ModelInfo
 from .codecs import Identity, Jpeg, Resample, Webp
 from .custom import StateDictModel, TorchScriptModel
@@ -22,6 +23,7 @@ MODEL_TYPES: dict[str, type[Adapter]] = {
     "torchscript": TorchScriptModel,
     "state_dict": StateDictModel,
     "small": SmallTokenizer,
+    "api_image": ApiImageModel,
 }
 
 #: Types whose weights the workflow trains itself (rule train_tokenizer).

@@ -89,6 +89,11 @@ class Adapter(ABC):
             return (h, w) in [tuple(s) for s in info.native_sizes]
         return True
 
+    def take_notes(self, n: int) -> list[str]:
+        """Per-item remarks on the last batch of ``n`` items (e.g. an API answer that had to be
+        resized), recorded in the ``reason`` column of ok items. Default: none."""
+        return [""] * n
+
     @torch.no_grad()
     def reconstruct(self, x: torch.Tensor) -> torch.Tensor:
         """``decode(encode(x))``, clamped to ``[-1, 1]``."""

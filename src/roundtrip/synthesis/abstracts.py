@@ -35,6 +35,9 @@ class AbstractsSpec:
         canvas_px: side of the square canvas.
         font: font style for Latin text (:data:`roundtrip.render.fonts.FONT_STYLES`).
         size_pt: font size (pt = px).
+        translate: for a non-English set, translate the English grammar text through an API
+            (resolved ``endpoint``, ``model``, ``prompt``; :func:`roundtrip.api.synthesis.
+            translate_blocks`) instead of drawing from the hand-written corpus.
     """
     language: str = "en"
     count: int = 4
@@ -42,6 +45,7 @@ class AbstractsSpec:
     canvas_px: int = 1024
     font: str = "times"
     size_pt: float = 12
+    translate: dict | None = None
 
 
 def load_corpus(language: str) -> tuple[list[str], list[str]]:
@@ -84,6 +88,25 @@ def page_text(language: str, page: list[list[str]], n_sentences: int) -> str:
     return "\n\n".join(paras)
 
 
+#: ISO code -> language name for translation prompts.
+LANGUAGE_NAMES = {"zh": "Simplified Chinese", "ja": "Japanese", "ko": "Korean", "hi": "Hindi"}
+
+
+def _translated_pages(spec: AbstractsSpec, n_sentences: int) -> list[list[list[str]]]:
+    """English grammar pages (same seeds as the English set) translated block by block."""
+    from ..api.synthesis import translate_blocks
+
+    english = [blocks("en", random.Random(spec.seed * 1000 + i), n_sentences)
+               for i in range(spec.count)]
+    flat = translate_blocks([b for page in english for b in page],
+                            LANGUAGE_NAMES.get(spec.language, spec.language), spec.translate)
+    pages, k = [], 0
+    for page in english:
+        pages.append(flat[k:k + len(page)])
+        k += len(page)
+    return pages
+
+
 def build_abstracts(spec: AbstractsSpec, settings: RenderSettings, max_rounds: int = 8) -> list:
     """Render ``spec.count`` canvases.
 
@@ -107,8 +130,11 @@ def build_abstracts(spec: AbstractsSpec, settings: RenderSettings, max_rounds: i
     lines = (spec.canvas_px - 2 * s.crop_margin_px) / (spec.size_pt * s.line_spread)
     sentence_chars = 95 if spec.language == "en" else 45
     first = max(2, math.ceil(1.4 * per_line * lines / sentence_chars))
-    pages = [blocks(spec.language, random.Random(spec.seed * 1000 + i), first)
-             for i in range(spec.count)]
+    if spec.translate and spec.language != "en":
+        pages = _translated_pages(spec, first)
+    else:
+        pages = [blocks(spec.language, random.Random(spec.seed * 1000 + i), first)
+                 for i in range(spec.count)]
     n = [first] * spec.count
     done: dict[int, object] = {}
     for _ in range(max_rounds):

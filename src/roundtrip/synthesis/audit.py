@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from ..api.vlm import VlmJudge
 from ..metrics.text import Normalization, text_errors
 from ..ocr import TesseractOCR
 
@@ -53,8 +54,8 @@ class RenderJudge(Protocol):
     def judge(self, image: np.ndarray, reference: str) -> JudgeVerdict: ...
 
 
-#: judge type -> factory(**config) ; the OpenAI-compatible VLM judge registers itself here.
-JUDGES: dict[str, type] = {}
+#: judge type -> factory(**config): ``vlm`` is the OpenAI-compatible VLM judge.
+JUDGES: dict[str, type] = {"vlm": VlmJudge}
 
 
 @dataclass(frozen=True)
@@ -153,5 +154,5 @@ def build_judge(spec: dict | None) -> RenderJudge | None:
     kind = spec.pop("type", None)
     if kind not in JUDGES:
         raise ValueError(f"audit.judge.type: unknown judge {kind!r}; registered: "
-                         f"{sorted(JUDGES) or 'none (the VLM judge comes with the API backend)'}")
+                         f"{sorted(JUDGES)}")
     return JUDGES[kind](**spec)

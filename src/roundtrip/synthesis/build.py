@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 SYNTHETIC_FIELDS = {
     "abstracts": (AbstractsSpec, {"language": "language", "count": "count", "seed": "seed",
                                   "canvas": "canvas_px", "font": "font",
-                                  "font_size_pt": "size_pt"}),
+                                  "font_size_pt": "size_pt", "translate": "translate"}),
     "posters": (PostersSpec, {"count": "count", "seed": "seed", "canvas": "size_px",
                               "genres": "genres", "title_pt": "title_pt",
                               "slogan_pt": "slogan_pt"}),

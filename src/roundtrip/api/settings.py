@@ -1,0 +1,97 @@
+"""Where the config uses an API, and how those uses are resolved before any job runs.
+
+Components name an endpoint (``endpoint: openai``) and may carry their own prompt template;
+:func:`resolve_api` replaces the name by the endpoint's settings (a dict with ``name``, never a
+key) and fills missing prompts from ``api.prompts``, so that every rule's params are
+self-contained. :func:`check_api_keys` then fails, naming the environment variable, when a used
+endpoint's key is missing: before any work, not at the first request an hour in.
+
+Uses (config path -> prompt fields and their default template in ``api.prompts``):
+
+- ``models.<m>`` with ``type: api_image``: ``prompt`` <- ``recreate``
+- ``ocr.engines.<e>`` with ``type: vlm``: ``prompt`` <- ``ocr``
+- ``audit.judge`` with ``type: vlm``: ``prompt`` <- ``judge``
+- ``datasets.<d>`` with ``type: gpt_highres|gpt_detail|gpt_posters``: ``scenes_prompt`` <-
+  ``{kind}_scenes``, ``image_prompt`` <- ``{kind}_image`` (kind without ``gpt_``)
+- ``datasets.<d>.translate`` of an ``abstracts`` set: ``prompt`` <- ``translate``
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..datasets import GPT_TYPES
+from .client import Endpoint, MissingApiKey
+
+
+
+class ApiConfigError(ValueError):
+    """A bad API use in the config; the message starts with the config key."""
+
+
+def api_uses(config: dict) -> Iterator[tuple[str, dict, dict[str, str]]]:
+    """``(config path, spec dict, {prompt field: default template name})`` of every API use."""
+    for name, spec in config.get("models", {}).items():
+        if spec.get("type") == "api_image":
+            yield f"models.{name}", spec, {"prompt": "recreate"}
+    for name, spec in config.get("ocr", {}).get("engines", {}).items():
+        if spec.get("type") == "vlm":
+            yield f"ocr.engines.{name}", spec, {"prompt": "ocr"}
+    judge = (config.get("audit") or {}).get("judge")
+    if judge and judge.get("type") == "vlm":
+        yield "audit.judge", judge, {"prompt": "judge"}
+    for name, spec in config.get("datasets", {}).items():
+        if spec.get("type") in GPT_TYPES:
+            kind = spec["type"].removeprefix("gpt_")
+            yield f"datasets.{name}", spec, {"scenes_prompt": f"{kind}_scenes",
+                                             "image_prompt": f"{kind}_image"}
+        if spec.get("type") == "abstracts" and spec.get("translate"):
+            yield f"datasets.{name}.translate", spec["translate"], {"prompt": "translate"}
+
+
+def resolve_api(config: dict) -> list[str]:
+    """Resolve endpoint names and default prompts in place; returns the used endpoint names.
+
+    Raises:
+        ApiConfigError: an unknown endpoint, bad endpoint settings, or a prompt that is neither
+            given nor in ``api.prompts``.
+    """
+    api = config.get("api") or {}
+    endpoints, prompts = api.get("endpoints") or {}, api.get("prompts") or {}
+    used = []
+    for path, spec, fields in api_uses(config):
+        ref = spec.get("endpoint")
+        if isinstance(ref, dict):  # already resolved (config resolved twice)
+            ref = ref["name"]
+        if ref not in endpoints:
+            raise ApiConfigError(f"{path}.endpoint: unknown endpoint {ref!r}; define it under "
+                                 f"api.endpoints (known: {sorted(endpoints)})")
+        try:
+            Endpoint.from_config(ref, endpoints[ref])
+        except TypeError as exc:
+            raise ApiConfigError(f"api.endpoints.{ref}: {exc}") from exc
+        spec["endpoint"] = {"name": ref, **endpoints[ref]}
+        for field, default in fields.items():
+            if not spec.get(field):
+                if default not in prompts:
+                    raise ApiConfigError(f"{path}.{field}: no prompt given and no default template "
+                                         f"api.prompts.{default}")
+                spec[field] = prompts[default]
+        used.append(ref)
+    return sorted(set(used))
+
+
+def check_api_keys(config: dict) -> None:
+    """Every used endpoint's key is in the environment.
+
+    Raises:
+        MissingApiKey: the message names the variable (and the endpoint's config key).
+    """
+    endpoints = (config.get("api") or {}).get("endpoints") or {}
+    for name in sorted({spec["endpoint"]["name"] if isinstance(spec.get("endpoint"), dict)
+                        else spec.get("endpoint") for _, spec, _ in api_uses(config)}):
+        if name in endpoints:
+            Endpoint.from_config(name, endpoints[name]).api_key()
+
+
+__all__ = ["GPT_TYPES", "ApiConfigError", "MissingApiKey", "api_uses", "check_api_keys",
+           "resolve_api"]

@@ -1,0 +1,90 @@
+"""GPT-image as a reconstruction row (family ``api``; VTBench Section 4, "GPT-4o as a reference").
+
+Each image is sent to ``images.edit`` with a "recreate it exactly, same resolution" prompt (a
+template, ``api.prompts.recreate``); the first successful answer is kept (and cached, see
+:mod:`roundtrip.api.client`). When the API answers at another size than the input (gpt-image-1
+only produces 1024x1024, 1536x1024 and 1024x1536), the answer is resized to the input size with
+Lanczos and the item's status records it, so no one mistakes the resize for the model's output.
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import torch
+from PIL import Image
+
+from .base import Adapter, ModelInfo
+from .codecs import _from_uint8, _to_uint8
+
+
+class ApiImageModel(Adapter):
+    """Reconstruction through an image-edit API (config ``type: api_image``).
+
+    Args:
+        endpoint: resolved ``api.endpoints`` entry (:func:`roundtrip.api.settings.resolve_api`).
+        model: image model at the endpoint (``gpt-image-1``).
+        prompt: template; ``{width}`` and ``{height}`` become the input size in pixels.
+        size: the ``size`` request parameter (``auto`` lets the API choose; the answer is resized
+            to the input size if it differs).
+        params: further ``images.edit`` parameters (e.g. ``{"quality": "high"}``).
+
+    Raises:
+        ValueError: the endpoint is not resolved or the prompt is empty.
+    """
+
+    def __init__(self, endpoint: dict, model: str = "gpt-image-1", prompt: str = "",
+                 size: str = "auto", params: dict | None = None):
+        if not isinstance(endpoint, dict):
+            raise ValueError("endpoint: not resolved; name an entry of api.endpoints")
+        if not prompt:
+            raise ValueError("prompt: empty (set it, or api.prompts.recreate)")
+        self.endpoint, self.model, self.prompt = endpoint, model, prompt
+        self.size, self.params = size, dict(params or {})
+        self._notes: list[str] = []
+
+    def info(self) -> ModelInfo:
+        return ModelInfo(family="api")
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        """Sends each item of ``x`` (``[B, 3, H, W]`` in ``[-1, 1]``) to the API; the "latent" is
+        the returned image batch (the API's tokens are not observable).
+
+        Raises:
+            ApiError: any item failed after retries (the harness then retries items one by one,
+                answered from the cache where they succeeded).
+        """
+        from ..api.client import client_for
+
+        client = client_for(self.endpoint)
+        h, w = x.shape[-2:]
+        prompt = self.prompt.format(width=w, height=h)
+        pngs = []
+        for arr in _to_uint8(x):
+            buf = io.BytesIO()
+            Image.fromarray(arr, "RGB").save(buf, format="PNG")
+            pngs.append(buf.getvalue())
+        params = {"size": self.size, **self.params} if self.size else dict(self.params)
+        replies = client.map(lambda png: client.edit_image(self.model, png, prompt, **params), pngs)
+        errors = [r for r in replies if isinstance(r, Exception)]
+        if errors:
+            raise errors[0]
+        out, notes = [], []
+        for reply in replies:
+            img = Image.open(io.BytesIO(reply.image_bytes())).convert("RGB")
+            note = ""
+            if img.size != (w, h):
+                note = f"API returned {img.size[0]}x{img.size[1]}; resized to {w}x{h} (Lanczos)"
+                img = img.resize((w, h), Image.LANCZOS)
+            out.append(np.asarray(img))
+            notes.append(note)
+        self._notes = notes
+        return _from_uint8(np.stack(out)).to(x.device)
+
+    def decode(self, latent: torch.Tensor) -> torch.Tensor:
+        return latent
+
+    def take_notes(self, n: int) -> list[str]:
+        """Per-item notes of the last batch (resizes), then cleared."""
+        notes, self._notes = self._notes, []
+        return notes if len(notes) == n else [""] * n

@@ -1,0 +1,210 @@
+"""A small OpenAI-compatible HTTP server on loopback, for tests of the real client code path.
+
+Endpoints: ``POST /v1/chat/completions`` (text and image parts), ``/v1/images/generations``,
+``/v1/images/edits`` (multipart). Answers are deterministic:
+
+- chat with an image: Tesseract's reading of the image (a stand-in VLM that really reads), or a
+  JSON verdict when the prompt asks for a ``score``;
+- chat without an image: JSONL of scene descriptions or of movie titles and slogans (as many as
+  the prompt's first number), or, for a translation request, the text upper-cased;
+- images.generate: a picture derived from the prompt, with any double-quoted strings drawn large;
+- images.edit: the input with its low bits cleared (a mildly lossy "recreation").
+
+Faults are queued with :meth:`FakeOpenAI.inject` and consumed one per request in order: ``429``
+(with Retry-After), ``500``, ``timeout`` (answers after ``slow_s``), ``malformed`` (200 with broken
+JSON), ``wrong_size`` (an image at half the size). Requests whose body contains ``FAIL-ALWAYS``
+(or whose input image is in ``fail_images``) always get 500. Every request is counted.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import re
+import threading
+import time
+from collections import Counter, deque
+from email.parser import BytesParser
+from email.policy import HTTP
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+
+def _png(img: Image.Image) -> str:
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+class FakeOpenAI:
+    """Start with ``with FakeOpenAI(key="sk-test") as srv:``; ``srv.base_url`` is the ``/v1`` URL."""
+
+    def __init__(self, key: str = "sk-test-key", slow_s: float = 2.0):
+        self.key, self.slow_s = key, slow_s
+        self.faults: deque[str] = deque()
+        self.fail_images: set[str] = set()
+        self.counts: Counter = Counter()
+        self.requests: list[dict] = []  # headers and paths (bodies too large to keep)
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def inject(self, *faults: str) -> None:
+        self.faults.extend(faults)
+
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+
+    # -- request handling --------------------------------------------------------------------
+    def _handler(self):
+        srv = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):  # noqa: N802 - http.server API
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                path = self.path.split("?")[0]
+                with srv._lock:
+                    srv.counts[path] += 1
+                    srv.requests.append({"path": path, "auth": self.headers.get("Authorization")})
+                    fault = srv.faults.popleft() if srv.faults else None
+                if self.headers.get("Authorization") != f"Bearer {srv.key}":
+                    return self._json(401, {"error": {"message": "invalid api key"}})
+                if fault == "429":
+                    return self._json(429, {"error": {"message": "slow down"}},
+                                      {"Retry-After": "0.2"})
+                if fault == "500" or b"FAIL-ALWAYS" in body:
+                    return self._json(500, {"error": {"message": "internal error"}})
+                if fault == "timeout":
+                    time.sleep(srv.slow_s)
+                if fault == "malformed":
+                    return self._raw(200, b'{"choices": [ {"message": ')
+                try:
+                    answer = srv._answer(path, self.headers, body, fault)
+                except KeyError as exc:
+                    return self._json(404, {"error": {"message": f"unknown endpoint {exc}"}})
+                if answer is None:
+                    return self._json(500, {"error": {"message": "image marked to fail"}})
+                return self._json(200, answer)
+
+            def _json(self, code, obj, headers=None):
+                self._raw(code, json.dumps(obj).encode(), headers)
+
+            def _raw(self, code, data, headers=None):
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # client timed out first
+                    pass
+
+        return Handler
+
+    def _answer(self, path, headers, body, fault):
+        if path == "/v1/chat/completions":
+            return self._chat(json.loads(body))
+        if path == "/v1/images/generations":
+            req = json.loads(body)
+            w, h = (int(v) for v in (req.get("size") or "1024x1024").split("x"))
+            if fault == "wrong_size":
+                w, h = w // 2, h // 2
+            return self._image_response(self._picture(req["prompt"], w, h))
+        if path == "/v1/images/edits":
+            form = _multipart(headers, body)
+            raw = form["image"]
+            if hashlib.sha256(raw).hexdigest() in self.fail_images:
+                return None
+            img = Image.open(io.BytesIO(raw)).convert("RGB")
+            arr = (np.asarray(img) & 0xF8) | 0x04  # lossy: 5 bits per channel kept
+            out = Image.fromarray(arr.astype(np.uint8))
+            if fault == "wrong_size":
+                out = out.resize((max(1, img.width // 2), max(1, img.height // 2)))
+            return self._image_response(out)
+        raise KeyError(path)
+
+    @staticmethod
+    def _image_response(img):
+        return {"created": 1700000000, "data": [{"b64_json": _png(img)}],
+                "usage": {"input_tokens": 50, "output_tokens": 1000, "total_tokens": 1050}}
+
+    def _chat(self, req):
+        parts = req["messages"][-1]["content"]
+        if isinstance(parts, str):
+            parts = [{"type": "text", "text": parts}]
+        text = " ".join(p.get("text", "") for p in parts if p["type"] == "text")
+        images = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
+        if images:
+            img = Image.open(io.BytesIO(base64.b64decode(images[0].split(",", 1)[1])))
+            if "score" in text:
+                ink = (np.asarray(img.convert("L")) < 128).mean()
+                score = 2 if ink > 0.001 else 0
+                answer = json.dumps({"score": score, "explanation": f"fake judge: ink {ink:.4f}"})
+            else:
+                import pytesseract
+                answer = pytesseract.image_to_string(img.convert("RGB"), config="--psm 6")
+        elif "translat" in text.lower():
+            answer = text.split("\n\n", 1)[-1].upper()
+        else:
+            n = int((re.findall(r"\d+", text) or ["3"])[0])
+            seed = hashlib.sha256(text.encode()).hexdigest()[:6]
+            if "title" in text.lower():
+                answer = "\n".join(json.dumps({"title": f"Moon Harbor {seed[:3].upper()} {i}",
+                                               "slogan": f"Every tide returns {i}"})
+                                   for i in range(n))
+            else:
+                answer = "```jsonl\n" + "\n".join(
+                    json.dumps({"description": f"Scene {seed}-{i}: a lighthouse on a cliff"})
+                    for i in range(n)) + "\n```"
+        return {"id": "chatcmpl-fake", "object": "chat.completion", "created": 1700000000,
+                "model": req["model"],
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": answer}}],
+                "usage": {"prompt_tokens": len(text) // 4, "completion_tokens": len(answer) // 4,
+                          "total_tokens": (len(text) + len(answer)) // 4}}
+
+    @staticmethod
+    def _picture(prompt: str, w: int, h: int) -> Image.Image:
+        digest = hashlib.sha256(prompt.encode()).digest()
+        rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+        yy, xx = np.mgrid[0:h, 0:w] / max(h, w)
+        base = np.stack([127 + 120 * np.sin(2 * np.pi * (f * xx + g * yy))
+                         for f, g in rng.uniform(0.5, 6, (3, 2))], -1)
+        img = Image.fromarray(base.clip(0, 255).astype(np.uint8))
+        quoted = re.findall(r'"([^"]+)"', prompt)
+        if quoted:
+            draw = ImageDraw.Draw(img)
+            y = h // 8
+            for i, s in enumerate(quoted[:2]):
+                font = ImageFont.load_default(size=max(12, h // (12 if i == 0 else 20)))
+                draw.rectangle([w // 16, y - 4, w - w // 16, y + font.size + 8], fill="white")
+                draw.text((w // 12, y), s, fill="black", font=font)
+                y += font.size * 2
+        return img
+
+
+def _multipart(headers, body: bytes) -> dict[str, bytes]:
+    msg = BytesParser(policy=HTTP).parsebytes(
+        f"Content-Type: {headers['Content-Type']}\r\n\r\n".encode() + body)
+    return {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+            for part in msg.iter_parts()}
