@@ -89,7 +89,8 @@ def ssim_batch(x: torch.Tensor, y: torch.Tensor, data_range: float = 1.0,
 
     Args:
         x, y: ``[B, C, H, W]`` tensors in ``[0, data_range]``; H and W at least 11.
-        dtype: computation precision (float64 matches scikit-image to ~1e-12; float32 to ~1e-6).
+        dtype: computation precision: float64 matches scikit-image to ~1e-12, float32 to
+            ~1e-5 at about 4x the speed (the workflow's scoring uses float32).
 
     Returns:
         ``[B]`` float64 tensor of mean SSIM over channels and the valid region.
@@ -106,10 +107,17 @@ def ssim_batch(x: torch.Tensor, y: torch.Tensor, data_range: float = 1.0,
         raise ValueError(f"image {h}x{w} smaller than the {win}x{win} SSIM window")
     x = x.to(dtype).reshape(b * c, h, w)
     y = y.to(dtype).reshape(b * c, h, w)
-    mx, my = _blur_valid(x, k), _blur_valid(y, k)
-    vx = _blur_valid(x * x, k) - mx * mx
-    vy = _blur_valid(y * y, k) - my * my
-    cxy = _blur_valid(x * y, k) - mx * my
+    # Variances as E[z^2] - E[z]^2 cancel catastrophically in float32 where the image is flat
+    # and bright (white paper: 1 - 1). They are shift-invariant, so compute them on values
+    # centered by the pair's per-channel mean; the means get the shift back for the luminance
+    # term. float32 then agrees with float64 to ~1e-5 (test) at 4x the speed.
+    shift = ((x.mean(dim=(1, 2)) + y.mean(dim=(1, 2))) / 2)[:, None, None]
+    x, y = x - shift, y - shift
+    mx0, my0 = _blur_valid(x, k), _blur_valid(y, k)
+    vx = _blur_valid(x * x, k) - mx0 * mx0
+    vy = _blur_valid(y * y, k) - my0 * my0
+    cxy = _blur_valid(x * y, k) - mx0 * my0
+    mx, my = mx0 + shift, my0 + shift
     c1, c2 = (SSIM_K1 * data_range) ** 2, (SSIM_K2 * data_range) ** 2
     s = ((2 * mx * my + c1) * (2 * cxy + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
     return s.mean(dim=(1, 2)).view(b, c).mean(dim=1).to(torch.float64)
