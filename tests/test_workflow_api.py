@@ -38,6 +38,10 @@ def config_for(base_url):
             "scenes": {"type": "gpt_highres", "endpoint": "fake", "image_size": "256x256", **small},
             "movie_posters": {"type": "gpt_posters", "endpoint": "fake", "image_size": "512x512",
                               "text_eval": True, **small},
+            # the server fails every request carrying FAIL-ALWAYS: this item's image never comes
+            "broken": {"type": "gpt_detail", "endpoint": "fake", "rounds": 1, "per_round": 1,
+                       "max_attempts": 1, "image_prompt": "FAIL-ALWAYS {description}",
+                       "image_size": "64x64", "models": ["identity"]},
         },
         "models": {"identity": {"type": "identity"},
                    "jpeg_q30": {"type": "jpeg", "quality": 30},
@@ -71,7 +75,8 @@ def chain(tmp_path_factory):
 
 def test_full_chain_fills_the_tables(chain):
     work, srv, counts, *_ = chain
-    assert counts["/v1/chat/completions"] > 0 and counts["/v1/images/generations"] == 4
+    # 4 images, plus 5 attempts (max_retries 4) at the one that always fails
+    assert counts["/v1/chat/completions"] > 0 and counts["/v1/images/generations"] == 4 + 5
     assert counts["/v1/images/edits"] >= 4
     posters = pd.read_csv(work / "results/datasets/movie_posters/manifest.csv")
     assert (posters["status"] == "ok").all()
@@ -101,20 +106,33 @@ def test_ocr_robustness_table_has_both_engines_and_tau(chain):
     assert "tesseract" in md and "vlm" in md
 
 
+def test_a_failing_item_is_recorded_and_the_run_goes_on(chain):
+    work = chain[0]
+    broken = pd.read_csv(work / "results/datasets/broken/manifest.csv")
+    assert list(broken["status"]) == ["error"]
+    assert "no image after 1 attempts" in broken.loc[0, "reason"]
+    assert "HTTP 500" in broken.loc[0, "reason"]
+    md = (work / "results/tables/reconstruction.md").read_text()
+    assert "0 of 1 items scored" in md and "no image after 1 attempts" in md
+
+
 def test_faults_were_retried_and_usage_summed(chain):
     work, _, _, first, *_ = chain
     assert "429 rate limited" in first.logs and "HTTP 500" in first.logs
     usage = first.usage
     assert usage.loc[0, "endpoint"] == "fake" and usage.loc[0, "images"] >= 8
-    assert usage.loc[0, "retries"] >= 2 and usage.loc[0, "failures"] == 0
+    assert usage.loc[0, "retries"] >= 2 + 4 and usage.loc[0, "failures"] == 1
     assert "API usage (fake)" in first.stderr
 
 
 def test_second_run_sends_no_request_and_gives_the_same_tables(chain):
     work, srv, counts, _, second, snapshot = chain
-    assert dict(srv.counts) == counts
+    # only the failed image is asked for again (failures are not cached): its 5 attempts
+    expected = dict(counts) | {"/v1/images/generations": counts["/v1/images/generations"] + 5}
+    assert dict(srv.counts) == expected
     usage = pd.read_csv(work / "results/api/usage_summary.csv")
     assert usage.loc[0, "requests"] == 0 and usage.loc[0, "cache_hits"] > 0
+    assert usage.loc[0, "failures"] == 1
     for path, data in snapshot.items():
         assert path.read_bytes() == data, path.name
 

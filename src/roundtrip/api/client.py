@@ -105,9 +105,9 @@ class Endpoint:
 
 @dataclass
 class Usage:
-    """What a client spent: requests actually sent (``requests``), answers served from the cache
-    (``cache_hits``), ``retries``, ``failures`` (items given up on), tokens of sent requests,
-    and images received from sent requests."""
+    """What a client spent: ``requests`` answered by the endpoint (what is billed), answers
+    served from the cache (``cache_hits``), ``retries`` (failed attempts that were retried),
+    ``failures`` (requests given up on), tokens of answered requests, and images received."""
     requests: int = 0
     cache_hits: int = 0
     retries: int = 0
