@@ -295,3 +295,23 @@ def test_rank_agreement_measures_kendall_tau():
     assert few["kendall_tau"].isna().all() and "at least 3 models" in few["note"].iloc[0]
     one = rank_agreement(means[["a.cer"]], metrics=("cer",))
     assert "needs two OCR engines" in one["note"].iloc[0]
+
+
+def test_translated_multilingual_set_renders_the_translation(server, tmp_path):
+    """datasets.<name>.translate: the English grammar text of the same seed, translated (the
+    fake server upper-cases), is what the Korean canvas shows and what its ground truth says."""
+    from roundtrip.render import RenderSettings
+    from roundtrip.synthesis.abstracts import AbstractsSpec, build_abstracts
+
+    translate = {"endpoint": endpoint(server, tmp_path), "model": "m",
+                 "prompt": PROMPTS["translate"]}
+    (item,) = build_abstracts(AbstractsSpec(language="ko", count=1, canvas_px=384, size_pt=14,
+                                            translate=translate), RenderSettings())
+    english = build_abstracts(AbstractsSpec(language="en", count=1, canvas_px=384, size_pt=14),
+                              RenderSettings())[0]
+    assert item.image is not None and item.extra["lang"] == "kor"
+    text = item.extra["text"]
+    assert text and text == text.upper()
+    first_title = english.extra["text"].split("\n")[0]
+    assert text.split("\n")[0] == first_title.upper()
+    assert server.counts["/v1/chat/completions"] >= 1
