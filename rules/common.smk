@@ -20,7 +20,6 @@ TEXT_DATASETS = [d for d in DATASETS if config["datasets"][d].get("text_eval")]
 TEXT_ONLY_TYPES = tuple(SYNTHETIC_KEYS) + ("gpt_posters",)
 RECON_DATASETS = [d for d in DATASETS if config["datasets"][d]["type"] not in TEXT_ONLY_TYPES]
 OCR_ENGINES = list(config["ocr"]["engines"])
-
 TABLE_OCR = config["tables"].get("ocr_engine", OCR_ENGINES[0] if OCR_ENGINES else None)
 
 

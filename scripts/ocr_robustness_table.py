@@ -1,14 +1,12 @@
 """Rule ocr_robustness_table: CER/WER per model under each OCR engine, pooled over the text
 datasets (VTBench Table 5), and Kendall's tau between the engines' model rankings."""
 import _bootstrap  # noqa: F401
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-import pandas as pd
-
 from roundtrip.ocr_robustness import engine_of, pooled_items, rank_agreement
-from roundtrip.tables import Column, build_table, to_csv_frame, write_frame, write_table
+from roundtrip.tables import (Column, build_table, read_per_item, to_csv_frame, write_frame,
+                              write_table)
 from roundtrip.text_scoring import text_dataset_kinds
 from roundtrip.workflow import setup_logging
 
@@ -17,26 +15,19 @@ log = setup_logging(smk.log[0])
 _, cer_only = text_dataset_kinds(dict(zip(smk.params.datasets, smk.input.manifests)),
                                  smk.params.langs)
 frames = defaultdict(dict)  # (model, engine) -> dataset -> per-item rows
-for p in smk.input.per_item:
-    p = Path(p)
-    frames[(p.parent.parent.name, engine_of(p))][p.parent.name] = pd.read_csv(
-        p, dtype={"item_id": str, "reason": str, "status": str}, keep_default_na=False,
-        na_values=[""])
+for p in map(Path, smk.input.per_item):
+    frames[(p.parent.parent.name, engine_of(p))][p.parent.name] = read_per_item(p)
 engines = list(smk.params.engines)
 out_dir = Path(smk.output[0]).parent
-with tempfile.TemporaryDirectory() as tmp:
-    files = {}
-    for (model, engine), per_dataset in frames.items():
-        path = Path(tmp) / f"{model}.{engine}.csv"
-        pooled_items(per_dataset, cer_only).to_csv(path, index=False)
-        files[(model, engine, "item")] = str(path)
-    columns = [c for e in engines for c in (Column(e, "cer", "CER", 4), Column(e, "wer", "WER", 4))]
-    not_run = {(m, e): "not run on any text dataset (datasets.<name>.models)"
-               for m in smk.params.models for e in engines if (m, e) not in frames}
-    table = build_table("ocr_robustness",
-                        "OCR robustness: CER/WER of reconstructions vs originals under each OCR "
-                        f"engine, pooled over the text datasets ({', '.join(smk.params.datasets)})",
-                        smk.params.models, columns, files, smk.params.bootstrap, not_run=not_run)
+files = {(model, engine, "item"): pooled_items(per_dataset, cer_only)
+         for (model, engine), per_dataset in frames.items()}
+columns = [c for e in engines for c in (Column(e, "cer", "CER", 4), Column(e, "wer", "WER", 4))]
+not_run = {(m, e): "not run on any text dataset (datasets.<name>.models)"
+           for m in smk.params.models for e in engines if (m, e) not in frames}
+table = build_table("ocr_robustness",
+                    "OCR robustness: CER/WER of reconstructions vs originals under each OCR "
+                    f"engine, pooled over the text datasets ({', '.join(smk.params.datasets)})",
+                    smk.params.models, columns, files, smk.params.bootstrap, not_run=not_run)
 write_table(table, out_dir)
 means = to_csv_frame(table).set_index(table.row_label.lower())
 means = means[[f"{e}.{m}" for e in engines for m in ("cer", "wer")]]

@@ -2,8 +2,9 @@
 
 ``config.schema.yaml`` checks types, ranges and required keys; :func:`check_config` then builds
 every model and OCR engine once (without loading weights) and checks that every model's weights
-can be found and every API endpoint in use has its key in the environment, so a bad parameter or a missing checkpoint fails at DAG-build time with the key
-named, not an hour into a cluster run.
+can be found and every API endpoint in use has its key in the environment, so a bad parameter,
+a missing checkpoint or a missing key fails at DAG-build time with the key named, not an hour
+into a cluster run.
 """
 from __future__ import annotations
 
@@ -71,8 +72,7 @@ def _check_api(config: dict) -> None:
     from .api.settings import ApiConfigError, MissingApiKey, check_api_keys, resolve_api
 
     try:
-        resolve_api(config)
-        check_api_keys(config)
+        check_api_keys(config, resolve_api(config))
     except (ApiConfigError, MissingApiKey) as exc:
         raise ConfigError(str(exc)) from exc
 

@@ -218,7 +218,8 @@ def write_table(table: Table, out_dir: str | Path) -> list[Path]:
     return paths
 
 
-def _read_per_item(path: str | Path) -> pd.DataFrame:
+def read_per_item(path: str | Path) -> pd.DataFrame:
+    """A per-item metric CSV: ids, status and reason as strings, empty metric cells as NaN."""
     return pd.read_csv(path, dtype={"item_id": str, "reason": str, "status": str},
                        keep_default_na=False, na_values=[""])
 
@@ -240,7 +241,8 @@ def _set_cell(path: str | Path, metric: str, spread: str = "") -> Cell:
 
 
 def build_table(name: str, title: str, models: list[str], columns: list[Column],
-                files: dict[tuple[str, str, str], str], bootstrap: dict | None = None,
+                files: dict[tuple[str, str, str], str | pd.DataFrame],
+                bootstrap: dict | None = None,
                 row_label: str = "Model", unavailable: dict[str, str] | None = None,
                 not_run: dict[tuple[str, str], str] | None = None) -> Table:
     """Fill a :class:`Table` from metric files.
@@ -249,7 +251,8 @@ def build_table(name: str, title: str, models: list[str], columns: list[Column],
         files: ``(model, dataset, kind) -> path``; kind is a column's :attr:`Column.file_kind`:
             ``item`` (the per-item image-quality CSV; its status column also explains empty set
             cells), ``set`` (``metric, value, n[, note]`` CSV), or any other per-item or set
-            file named by columns (``lpips``, ``distribution``, ...).
+            file named by columns (``lpips``, ``distribution``, ...). A per-item entry may be
+            the frame itself instead of its path (e.g. rows pooled over datasets).
         bootstrap: ``{"samples": int, "confidence": float, "seed": int}``.
         unavailable: ``file kind -> reason`` for metric files that were not computed at all
             (e.g. missing weights); their cells read n/a with the reason as footnote.
@@ -259,6 +262,14 @@ def build_table(name: str, title: str, models: list[str], columns: list[Column],
     b = {"samples": 1000, "confidence": 0.95, "seed": 0} | (bootstrap or {})
     table = Table(name, title, models, columns, row_label=row_label)
     cache: dict[str, pd.DataFrame] = {}
+
+    def per_item(source: str | pd.DataFrame) -> pd.DataFrame:
+        if isinstance(source, pd.DataFrame):
+            return source
+        if source not in cache:  # read each file once (setdefault would read it every time)
+            cache[source] = read_per_item(source)
+        return cache[source]
+
     for model in models:
         for j, col in enumerate(columns):
             path = files.get((model, col.dataset, col.file_kind))
@@ -271,12 +282,12 @@ def build_table(name: str, title: str, models: list[str], columns: list[Column],
                 cell = _set_cell(path, col.metric, col.spread)
                 item_path = files.get((model, col.dataset, "item"))
                 if item_path is not None and cell.summary.n == 0:
-                    df = cache.setdefault(item_path, _read_per_item(item_path))
+                    df = per_item(item_path)
                     if len(df) and (df["status"] == "unsupported").all():
                         cell = Cell(cell.summary, [f"0 of {len(df)} items scored; not scored: "
                                                    + _reason_summary(df, None)], dash=True)
             else:
-                df = cache.setdefault(path, _read_per_item(path))
+                df = per_item(path)
                 cell = item_cell(df, col.metric, n_boot=b["samples"],
                                  confidence=b["confidence"], seed=b["seed"])
             table.cells[(model, j)] = cell

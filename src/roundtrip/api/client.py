@@ -29,7 +29,7 @@ import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -117,6 +117,8 @@ class Usage:
     images: int = 0
 
     def add_response(self, response: dict, images: int = 0) -> None:
+        """Count one answered request: its ``usage`` block (chat: prompt/completion tokens;
+        images: input/output tokens) and ``images`` images received."""
         u = response.get("usage") or {}
         self.requests += 1
         self.input_tokens += int(u.get("prompt_tokens", u.get("input_tokens", 0)) or 0)
@@ -153,13 +155,16 @@ class ResponseCache:
         self.root = Path(root)
 
     @staticmethod
-    def key(request: dict) -> str:
-        return _sha256(json.dumps(_canonical(request), sort_keys=True).encode())
+    def key(canonical: dict) -> str:
+        """Key of a request already passed through :func:`_canonical`."""
+        return _sha256(json.dumps(canonical, sort_keys=True).encode())
 
     def path(self, key: str) -> Path:
+        """File of the entry ``key`` (a hex SHA-256)."""
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
+        """The cached response dict, or None when absent or damaged."""
         p = self.path(key)
         if not p.is_file():
             return None
@@ -169,11 +174,12 @@ class ResponseCache:
             log.warning("ignoring damaged cache entry %s", p)
             return None
 
-    def put(self, key: str, request: dict, response: dict) -> None:
+    def put(self, key: str, canonical: dict, response: dict) -> None:
+        """Store ``response`` with its canonical request (no key, no image bytes), atomically."""
         p = self.path(key)
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps({"request": _canonical(request), "response": response,
+        tmp.write_text(json.dumps({"request": canonical, "response": response,
                                    "cached_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
         os.replace(tmp, p)
 
@@ -185,7 +191,6 @@ class Reply:
     response: dict
     cached: bool
     attempts: int = 0
-    extra: dict = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -256,16 +261,13 @@ class ApiClient:
         self._sleep = sleep
         self._slots = threading.Semaphore(max(1, endpoint.concurrency))
         self._lock = threading.Lock()
-        self.waits: list[float] = []  # every backoff delay, for the log and the tests
 
     # -- public requests ---------------------------------------------------------------------
     def chat(self, model: str, messages: list[dict], **params) -> Reply:
         """``chat.completions.create``; ``messages`` may hold image parts with data URLs."""
         request = {"kind": "chat", "model": model, "messages": messages, "params": params}
-        reply = self._request(request, lambda: self._sdk.chat.completions.create(
+        return self._request(request, lambda: self._sdk.chat.completions.create(
             model=model, messages=messages, **params))
-        reply.text  # noqa: B018 - validate before the answer is trusted (raises)
-        return reply
 
     def generate_image(self, model: str, prompt: str, **params) -> Reply:
         """``images.generate`` asking for base64 output (``b64_json``)."""
@@ -296,14 +298,17 @@ class ApiClient:
 
     # -- machinery ---------------------------------------------------------------------------
     def _request(self, request: dict, send: Callable[[], Any], images: int = 0) -> Reply:
-        key = ResponseCache.key(request)
+        """The cached answer, else ``send()`` with retries; answers are validated (text or
+        image present) before they are cached, so a cached answer needs no second check."""
+        canonical = _canonical(request)  # hashes image payloads once, for key and entry
+        key = ResponseCache.key(canonical)
         cached = self.cache.get(key)
         if cached is not None:
             with self._lock:
                 self.usage.cache_hits += 1
             return Reply(cached, cached=True)
         response, attempts = self._with_retries(send, request)
-        self.cache.put(key, request, response)  # before anything can go wrong downstream
+        self.cache.put(key, canonical, response)  # before anything can go wrong downstream
         with self._lock:
             self.usage.add_response(response, images=images)
         return Reply(response, cached=False, attempts=attempts)
@@ -345,7 +350,6 @@ class ApiClient:
                         self.endpoint.max_retries, delay)
             with self._lock:
                 self.usage.retries += 1
-                self.waits.append(delay)
             self._sleep(delay)
         with self._lock:
             self.usage.failures += 1
@@ -418,8 +422,7 @@ def image_data_url(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
-USAGE_FIELDS = ("requests", "cache_hits", "retries", "failures", "input_tokens", "output_tokens",
-                "images")
+USAGE_FIELDS = tuple(f.name for f in fields(Usage))
 
 
 def summarize_usage(ledger: str | Path, since: float = 0.0) -> list[dict]:

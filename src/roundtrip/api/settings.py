@@ -80,17 +80,15 @@ def resolve_api(config: dict) -> list[str]:
     return sorted(set(used))
 
 
-def check_api_keys(config: dict) -> None:
-    """Every used endpoint's key is in the environment.
+def check_api_keys(config: dict, used: list[str]) -> None:
+    """The key of every endpoint in ``used`` (as returned by :func:`resolve_api`) is in the
+    environment.
 
     Raises:
         MissingApiKey: the message names the variable (and the endpoint's config key).
     """
-    endpoints = (config.get("api") or {}).get("endpoints") or {}
-    for name in sorted({spec["endpoint"]["name"] if isinstance(spec.get("endpoint"), dict)
-                        else spec.get("endpoint") for _, spec, _ in api_uses(config)}):
-        if name in endpoints:
-            Endpoint.from_config(name, endpoints[name]).api_key()
+    for name in used:  # resolve_api found each of them under api.endpoints
+        Endpoint.from_config(name, config["api"]["endpoints"][name]).api_key()
 
 
 __all__ = ["GPT_TYPES", "ApiConfigError", "MissingApiKey", "api_uses", "check_api_keys",

@@ -16,16 +16,14 @@ the multilingual sets (VTBench Section 3.3), as an alternative to the hand-writt
 """
 from __future__ import annotations
 
-import io
 import json
 import logging
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from PIL import Image
-
 from .client import ApiError, client_for
+from .images import decode_at_size
 from .vlm import strip_fences
 
 log = logging.getLogger(__name__)
@@ -146,17 +144,13 @@ def generate_image(spec: GptSetSpec, prompt: str) -> tuple[np.ndarray, dict]:
         try:
             reply = client.generate_image(spec.image_model, prompt, size=spec.size,
                                           **spec.image_params)
-            img = Image.open(io.BytesIO(reply.image_bytes())).convert("RGB")
+            image, note = decode_at_size(reply.image_bytes(), w, h)
         except (ApiError, OSError) as exc:
             last = exc
             log.warning("image attempt %d/%d failed: %s", attempt, spec.max_attempts, exc)
             continue
-        note = ""
-        if img.size != (w, h):
-            note = f"API returned {img.size[0]}x{img.size[1]}; resized to {w}x{h} (Lanczos)"
-            img = img.resize((w, h), Image.LANCZOS)
         created = reply.response.get("created") or time.time()
-        return np.asarray(img), {
+        return image, {
             "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created)),
             "attempts": attempt, "note": note}
     raise ApiError(f"no image after {spec.max_attempts} attempts: {last}")

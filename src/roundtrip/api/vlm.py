@@ -7,27 +7,17 @@ VTBench Section 4.3 and Appendix G).
 """
 from __future__ import annotations
 
-import io
 import json
 import re
 
 import numpy as np
-from PIL import Image
 
 from .client import MalformedResponse, client_for, image_data_url
+from .images import png_bytes
 
 #: Tesseract language code -> language name for prompts (``{language}``).
 LANGUAGE_NAMES = {"eng": "English", "chi_sim": "Simplified Chinese", "chi_tra": "Traditional Chinese",
                   "jpn": "Japanese", "kor": "Korean", "hin": "Hindi"}
-
-
-def png_bytes(image: np.ndarray) -> bytes:
-    """``(H, W, 3)`` uint8/uint16 (or ``(H, W)``) image -> PNG bytes (16-bit reduced to 8-bit)."""
-    if image.dtype == np.uint16:
-        image = (image // 257).astype(np.uint8)
-    buf = io.BytesIO()
-    Image.fromarray(image).save(buf, format="PNG")
-    return buf.getvalue()
 
 
 def _image_message(prompt: str, image: np.ndarray) -> list[dict]:

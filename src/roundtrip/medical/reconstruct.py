@@ -15,11 +15,10 @@ model's downsample factor (MONAI ``DivisiblePad``) and cropped back after decodi
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
+from ..metrics.image_quality import mse, psnr_from_mse
 from ..models import Adapter
 
 
@@ -163,8 +162,7 @@ def fidelity(x01: np.ndarray, y01: np.ndarray, spatial_dims: int) -> dict[str, f
     if min(x01.shape[:spatial_dims]) < 11:
         raise ValueError(f"side {min(x01.shape[:spatial_dims])} is shorter than the 11-voxel "
                          "SSIM window")
-    mse = float(np.mean((x01.astype(np.float64) - y01.astype(np.float64)) ** 2))
-    psnr = math.inf if mse == 0 else 10.0 * math.log10(1.0 / mse)
+    m = mse(x01, y01)
 
     def as_batch(a: np.ndarray) -> torch.Tensor:  # -> [1, C, *spatial]
         t = torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
@@ -172,4 +170,4 @@ def fidelity(x01: np.ndarray, y01: np.ndarray, spatial_dims: int) -> dict[str, f
 
     metric = SSIMMetric(spatial_dims=spatial_dims, data_range=1.0)
     ssim = float(metric(as_batch(x01), as_batch(y01)).mean())
-    return {"psnr": psnr, "ssim": ssim, "mse": mse}
+    return {"psnr": psnr_from_mse(m), "ssim": ssim, "mse": m}

@@ -8,11 +8,8 @@ Lanczos and the item's status records it, so no one mistakes the resize for the 
 """
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import torch
-from PIL import Image
 
 from .base import Adapter, ModelInfo
 from .codecs import _from_uint8, _to_uint8
@@ -55,31 +52,20 @@ class ApiImageModel(Adapter):
                 answered from the cache where they succeeded).
         """
         from ..api.client import client_for
+        from ..api.images import decode_at_size, png_bytes
 
         client = client_for(self.endpoint)
         h, w = x.shape[-2:]
         prompt = self.prompt.format(width=w, height=h)
-        pngs = []
-        for arr in _to_uint8(x):
-            buf = io.BytesIO()
-            Image.fromarray(arr, "RGB").save(buf, format="PNG")
-            pngs.append(buf.getvalue())
+        pngs = [png_bytes(arr) for arr in _to_uint8(x)]
         params = {"size": self.size, **self.params} if self.size else dict(self.params)
         replies = client.map(lambda png: client.edit_image(self.model, png, prompt, **params), pngs)
         errors = [r for r in replies if isinstance(r, Exception)]
         if errors:
             raise errors[0]
-        out, notes = [], []
-        for reply in replies:
-            img = Image.open(io.BytesIO(reply.image_bytes())).convert("RGB")
-            note = ""
-            if img.size != (w, h):
-                note = f"API returned {img.size[0]}x{img.size[1]}; resized to {w}x{h} (Lanczos)"
-                img = img.resize((w, h), Image.LANCZOS)
-            out.append(np.asarray(img))
-            notes.append(note)
-        self._notes = notes
-        return _from_uint8(np.stack(out)).to(x.device)
+        decoded = [decode_at_size(reply.image_bytes(), w, h) for reply in replies]
+        self._notes = [note for _, note in decoded]
+        return _from_uint8(np.stack([img for img, _ in decoded])).to(x.device)
 
     def decode(self, latent: torch.Tensor) -> torch.Tensor:
         return latent

@@ -88,18 +88,16 @@ def page_text(language: str, page: list[list[str]], n_sentences: int) -> str:
     return "\n\n".join(paras)
 
 
-#: ISO code -> language name for translation prompts.
-LANGUAGE_NAMES = {"zh": "Simplified Chinese", "ja": "Japanese", "ko": "Korean", "hi": "Hindi"}
-
-
 def _translated_pages(spec: AbstractsSpec, n_sentences: int) -> list[list[list[str]]]:
     """English grammar pages (same seeds as the English set) translated block by block."""
     from ..api.synthesis import translate_blocks
+    from ..api.vlm import LANGUAGE_NAMES  # keyed by Tesseract code
 
+    *_, tess = LANGUAGE_FONTS[spec.language]
     english = [blocks("en", random.Random(spec.seed * 1000 + i), n_sentences)
                for i in range(spec.count)]
     flat = translate_blocks([b for page in english for b in page],
-                            LANGUAGE_NAMES.get(spec.language, spec.language), spec.translate)
+                            LANGUAGE_NAMES[tess], spec.translate)
     pages, k = [], 0
     for page in english:
         pages.append(flat[k:k + len(page)])
