@@ -23,6 +23,7 @@ include: "rules/train.smk"
 include: "rules/reconstruct.smk"
 include: "rules/metrics.smk"
 include: "rules/ocr.smk"
+include: "rules/medical.smk"
 
 
 if TOKEN_REFERENCE:
@@ -43,6 +44,8 @@ rule all:
         table_files("ocr_robustness") if TEXT_DATASETS else [],
         table_files("token_metrics") if TOKEN_REFERENCE else [],
         table_files("token_sensitivity") if SENSITIVITY["dataset"] else [],
+        [table_files(name) for name in MEDIBENCH_TABLES] if MEDICAL_DATASETS else [],
+        expand("results/figures/medical/{dataset}.png", dataset=MEDICAL_DATASETS),
 
 
 # API usage of this run, summed (report_api_usage in rules/common.smk).

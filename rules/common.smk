@@ -1,4 +1,5 @@
 # Shared helpers: config lookups and target lists. Checked before any job runs.
+import re
 import time
 
 from roundtrip.config import check_config
@@ -6,6 +7,7 @@ from roundtrip.datasets import folder_fingerprint
 from roundtrip.synthesis.build import SYNTHETIC_KEYS
 from roundtrip.api.synthesis import GPT_KEYS
 from roundtrip.models import TRAINED_TYPES
+from roundtrip.medical.sources import is_medical_spec, is_volume_spec, path_fingerprint
 
 RUN_STARTED = time.time()
 check_config(config)
@@ -18,7 +20,15 @@ TEXT_DATASETS = [d for d in DATASETS if config["datasets"][d].get("text_eval")]
 # GPT posters, like the rendered posters, are text sets; GPT high-res and detail sets are
 # reconstruction sets (VTBench Tasks 1 and 2).
 TEXT_ONLY_TYPES = tuple(SYNTHETIC_KEYS) + ("gpt_posters",)
-RECON_DATASETS = [d for d in DATASETS if config["datasets"][d]["type"] not in TEXT_ONLY_TYPES]
+# The medical branch (rules/medical.smk, MediBench) has its own tables; 2D medical sets reuse
+# the reconstruction and image-quality rules, volume sets have their own.
+MEDICAL_DATASETS = [d for d in DATASETS if is_medical_spec(config["datasets"][d])]
+VOLUME_DATASETS = [d for d in MEDICAL_DATASETS if is_volume_spec(config["datasets"][d])]
+MEDICAL_2D = [d for d in MEDICAL_DATASETS if d not in VOLUME_DATASETS]
+GENERAL_DATASETS = [d for d in DATASETS if d not in MEDICAL_DATASETS]
+RECON_DATASETS = [
+    d for d in GENERAL_DATASETS if config["datasets"][d]["type"] not in TEXT_ONLY_TYPES
+]
 OCR_ENGINES = list(config["ocr"]["engines"])
 TABLE_OCR = config["tables"].get("ocr_engine", OCR_ENGINES[0] if OCR_ENGINES else None)
 
@@ -48,12 +58,30 @@ def dataset_spec(wildcards):
     synthetic sets also depend on the render and audit settings and the text normalization."""
     spec = config["datasets"][wildcards.dataset]
     keys = ("type", "images", "path", "lang") + SYNTHETIC_KEYS.get(spec["type"], ())
+    keys += MEDICAL_KEYS
     keys += GPT_KEYS if spec["type"].startswith("gpt_") else ()
     out = {k: spec[k] for k in keys if k in spec}
     if spec["type"] in SYNTHETIC_KEYS:
         out |= {"render": config["render"], "audit": config["audit"],
                 "normalization": config["ocr"]["normalization"]}
     return out
+
+
+MEDICAL_KEYS = ("modality", "labels_csv", "splits", "dims", "limit", "bundled", "suffix",
+                "label_column", "sequence", "count", "volume_size", "seed", "intensity",
+                "volume_index", "nonfinite")
+
+
+def dataset_has_labels(dataset):
+    """Whether a medical dataset's items carry class labels (latent utility needs them)."""
+    spec = config["datasets"][dataset]
+    return (spec["type"] in ("skimage_medical", "medmnist", "synthetic_volumes")
+            or bool(spec.get("labels_csv")) or bool(spec.get("label_column")))
+
+
+def regex_of(names):
+    """A wildcard constraint matching exactly ``names`` (nothing when empty)."""
+    return "|".join(re.escape(n) for n in names) if names else "(?!)"
 
 
 def models_on(dataset):
@@ -77,7 +105,9 @@ def not_run(datasets):
 def dataset_fingerprint(wildcards):
     """Changes when a folder dataset's files change, so the dataset is rebuilt."""
     spec = config["datasets"][wildcards.dataset]
-    return folder_fingerprint(spec["path"]) if spec["type"] == "folder" else ""
+    if spec["type"] == "folder":
+        return folder_fingerprint(spec["path"]) + path_fingerprint(spec.get("labels_csv"))
+    return path_fingerprint(spec.get("path")) if is_medical_spec(spec) else ""
 
 
 def table_files(name):
@@ -110,10 +140,15 @@ def model_spec(wildcards):
     return spec_of(wildcards.model)
 
 
-def model_weights(wildcards):
-    if config["models"][wildcards.model]["type"] in TRAINED_TYPES:
-        return [f"results/weights/{wildcards.model}/model.pt"]
+def weights_of(model):
+    """The checkpoint the workflow trains for ``model`` (type: small), else nothing."""
+    if config["models"][model]["type"] in TRAINED_TYPES:
+        return [f"results/weights/{model}/model.pt"]
     return []
+
+
+def model_weights(wildcards):
+    return weights_of(wildcards.model)
 
 
 def train_settings(wildcards):

@@ -89,11 +89,11 @@ rule ocr_robustness_table:
 
 rule detail_table:
     input:
-        expand("results/metrics/original/{dataset}/detail.csv", dataset=DATASETS),
+        expand("results/metrics/original/{dataset}/detail.csv", dataset=GENERAL_DATASETS),
     output:
         table_files("detail_statistics"),
     params:
-        datasets=DATASETS,
+        datasets=GENERAL_DATASETS,
         bootstrap=config["tables"]["bootstrap"],
     log:
         "logs/tables/detail_statistics.log",

@@ -26,6 +26,7 @@ def check_config(config: dict) -> None:
         ConfigError: naming the key, e.g. ``models.jpeg_q10.quality: quality must be in 1..100``.
     """
     _check_api(config)
+    _check_medical(config)
     if ORIGINAL in config.get("models", {}):
         raise ConfigError(f"models.{ORIGINAL}: the name '{ORIGINAL}' is reserved for the unmodified "
                           "originals; rename the model")
@@ -75,6 +76,37 @@ def _check_api(config: dict) -> None:
         check_api_keys(config, resolve_api(config))
     except (ApiConfigError, MissingApiKey) as exc:
         raise ConfigError(str(exc)) from exc
+
+
+def _check_medical(config: dict) -> None:
+    """Medical datasets name bundled images and paths that exist, and the segmenter can run."""
+    from pathlib import Path
+
+    from .medical.segment import SegmenterUnavailable, build_segmenter
+    from .medical.sources import SKIMAGE_MODALITIES, is_medical_spec, is_volume_spec
+
+    medical = [n for n, s in config.get("datasets", {}).items() if is_medical_spec(s)]
+    for name in medical:
+        spec = config["datasets"][name]
+        if spec["type"] == "skimage_medical":
+            unknown = [i for i in spec.get("images", []) if i not in SKIMAGE_MODALITIES]
+            if unknown:
+                raise ConfigError(f"datasets.{name}.images: {unknown} are not bundled medical "
+                                  f"images; choose from {sorted(SKIMAGE_MODALITIES)}")
+        for key in ("path", "labels_csv"):
+            if spec.get(key) and not Path(spec[key]).exists():
+                raise ConfigError(f"datasets.{name}.{key}: {spec[key]} does not exist")
+        if spec.get("patch") and is_volume_spec(spec):
+            raise ConfigError(f"datasets.{name}.patch: patches are for 2D sets only")
+    if not medical:
+        return
+    seg = config.get("medical", {}).get("segmenter", {"type": "gmm"})
+    try:
+        segmenter = build_segmenter(seg)
+        if hasattr(segmenter, "check"):
+            segmenter.check()
+    except (SegmenterUnavailable, KeyError, ValueError) as exc:
+        raise ConfigError(f"medical.segmenter: {exc}") from exc
 
 
 def _check_synthetic(name: str, spec: dict) -> None:

@@ -32,6 +32,7 @@ SKIMAGE_BUNDLED = {
     "moon": "moon", "immunohistochemistry": "ihc", "retina": "retina", "cell": "cell",
     "microaneurysms": "microaneurysms", "brick": "brick", "grass": "grass", "gravel": "gravel",
     "page": "page", "text": "text", "colorwheel": "color", "logo": "logo",
+    "shepp_logan_phantom": "phantom",
 }
 
 
@@ -232,17 +233,32 @@ def build_dataset(name: str, spec: dict, out_dir: str | Path) -> pd.DataFrame:
         name: dataset name (config key).
         spec: ``{"type": "skimage", "images": [...]}``, ``{"type": "folder", "path": ...}``,
             a synthetic type (:data:`SYNTHETIC_TYPES`, see :mod:`roundtrip.synthesis.build`)
-            or an API-generated type (:data:`GPT_TYPES`, see :mod:`roundtrip.api.synthesis`);
+            an API-generated type (:data:`GPT_TYPES`, see :mod:`roundtrip.api.synthesis`) or a
+            medical type (:mod:`roundtrip.medical.sources`; volume sets write NIfTI volumes);
             optional ``lang`` is written to every row that has no language of its own.
 
     Raises:
         ValueError: unknown type.
     """
+    from .medical import sources as medical
+
     kind = spec["type"]
+    if medical.is_volume_spec(spec):
+        return medical.write_volume_dataset(
+            medical.volume_sources(name, spec), out_dir, spec.get("modality", kind),
+            spec.get("intensity"), spec.get("volume_index", 0), spec.get("nonfinite", "error"))
     if kind == "skimage":
         items = skimage_items(spec["images"])
+    elif kind == "skimage_medical":
+        items = medical.skimage_medical_items(spec["images"])
+    elif kind == "medmnist":
+        items = medical.medmnist_items(spec["path"], spec.get("splits", ["train", "test"]),
+                                       spec.get("modality", "medmnist"), spec.get("limit"))
     elif kind == "folder":
         items = folder_items(spec["path"])
+        if spec.get("labels_csv"):
+            items = medical.attach_labels(items, medical.read_labels_csv(spec["labels_csv"]),
+                                          spec.get("modality", ""))
     elif kind in GPT_TYPES:
         from .api.synthesis import GptSetSpec, build_gpt_set
 

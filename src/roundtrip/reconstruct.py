@@ -52,12 +52,13 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
-def _check_fingerprint(out_dir: Path, fingerprint: dict) -> None:
+def _check_fingerprint(out_dir: Path, fingerprint: dict, outputs: str = "*.png") -> None:
+    """Clear ``outputs`` and journals in ``out_dir`` when the model settings changed."""
     path = out_dir / "model.json"
     text = json.dumps(fingerprint, sort_keys=True, indent=1)
     if path.exists() and path.read_text() != text:
         log.info("model settings changed since the last run: clearing %s", out_dir)
-        for f in list(out_dir.glob("*.png")) + list((out_dir / "shards").glob("*.journal.csv")):
+        for f in list(out_dir.glob(outputs)) + list((out_dir / "shards").glob("*.journal.csv")):
             f.unlink()
     path.write_text(text)
 

@@ -358,12 +358,15 @@ def detail_columns(group: str = "originals") -> list[Column]:
 
 
 def write_frame(df: pd.DataFrame, name: str, title: str, notes: list[str], out_dir: str | Path,
-                digits: dict[str, int] | None = None) -> list[Path]:
+                digits: dict[str, int] | None = None, csv_frame: pd.DataFrame | None = None
+                ) -> list[Path]:
     """Write a descriptive table (no confidence intervals) as CSV, Markdown and LaTeX.
 
     Args:
         df: one row per entry; numbers are formatted with ``digits[column]`` decimals in md/tex.
         notes: footnotes printed under the table (numbered).
+        csv_frame: numbers for the CSV when ``df`` holds formatted cells (e.g. "31.2/0.871");
+            default ``df`` itself.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -376,7 +379,7 @@ def write_frame(df: pd.DataFrame, name: str, title: str, notes: list[str], out_d
 
     cells = [[fmt(c, v) for c, v in zip(df.columns, row)] for row in df.itertuples(index=False)]
     paths = [out_dir / f"{name}.{ext}" for ext in ("csv", "md", "tex")]
-    df.to_csv(paths[0], index=False)
+    (df if csv_frame is None else csv_frame).to_csv(paths[0], index=False)
     md = [f"### {title}", "", "| " + " | ".join(df.columns) + " |",
           "|" + "|".join("---" for _ in df.columns) + "|"]
     md += ["| " + " | ".join(r) + " |" for r in cells]

@@ -55,6 +55,9 @@ REGISTRY: dict[str, WeightFile] = {w.name: w for w in [
                "https://github.com/toshas/torch-fidelity/releases/download/v0.2.0/"
                "weights-inception-2015-12-05-6726825d.pth",
                "weights-inception-2015-12-05-6726825d.pth", "6726825d", "FID and KID"),
+    # torchvision's ImageNet ResNet-18: the 2D image baseline of MediBench's latent utility.
+    WeightFile("resnet18-imagenet", "https://download.pytorch.org/models/resnet18-f37072fd.pth",
+               "resnet18-f37072fd.pth", "f37072fd", "MediBench 2D baseline (ResNet-18 + MLP)"),
 ]}
 
 

@@ -1,0 +1,10 @@
+"""Rule medical_panel: originals, reconstructions and subtraction maps per modality (PNG)."""
+import _bootstrap  # noqa: F401
+
+from roundtrip.medical.panels import write_panel
+from roundtrip.workflow import setup_logging
+
+smk = snakemake  # noqa: F821 - injected by Snakemake
+setup_logging(smk.log[0])
+write_panel(smk.input.manifest, smk.params.models, smk.wildcards.dataset, smk.output[0],
+            smk.params.axis)
