@@ -55,15 +55,20 @@ def write_panel(manifest_path: str | Path, models: list[str], dataset: str, out:
         ax.axis("off")
     for i, (_, row) in enumerate(firsts.iterrows()):
         x = _load(manifest_path.parent / row["path"], axis)
-        recons = {}
+        recons, refs = {}, {}
         for mod in models:
             st = status[mod].loc[row["item_id"]] if row["item_id"] in status[mod].index else None
             if st is not None and st["status"] == "ok":
                 recons[mod] = _load(_recon_path(mod, dataset, row["item_id"], st), axis)
+                # a protocol that resizes (model_size) scores against its stored reference
+                ref = str(st.get("reference", "") or "")
+                refs[mod] = _load(Path(f"results/recon/{mod}/{dataset}") / ref, axis) if ref else x
             else:
                 recons[mod] = "no reconstruction" if st is None else f"{st['status']}: {st['reason']}"
-        diffs = {k: np.abs(v - x).mean(axis=-1) if v.ndim == 3 else np.abs(v - x)
-                 for k, v in recons.items() if isinstance(v, np.ndarray) and v.shape == x.shape}
+        if refs:
+            x = next(iter(refs.values()))
+        diffs = {k: np.abs(v - refs[k]).mean(axis=-1) if v.ndim == 3 else np.abs(v - refs[k])
+                 for k, v in recons.items() if isinstance(v, np.ndarray) and v.shape == refs[k].shape}
         vmax = max([float(d.max()) for d in diffs.values()] + [1e-6])
         top, bottom = axes[2 * i], axes[2 * i + 1]
         top[0].imshow(x, cmap="gray", vmin=0, vmax=1)
