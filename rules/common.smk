@@ -69,7 +69,7 @@ def dataset_spec(wildcards):
 
 MEDICAL_KEYS = ("modality", "labels_csv", "splits", "dims", "limit", "bundled", "suffix",
                 "label_column", "sequence", "count", "volume_size", "seed", "intensity",
-                "volume_index", "nonfinite")
+                "volume_index", "nonfinite", "spacing")
 
 
 def dataset_has_labels(dataset):

@@ -121,3 +121,16 @@ def test_synthetic_volumes_alternate_classes(tmp_path):
     assert list(df["label"]) == ["few", "many", "few", "many"]
     seg = np.asarray(nib.load(tmp_path / df["seg"][1]).dataobj)
     assert seg.shape == (24, 24, 24) and seg.max() > 0
+
+
+def test_resampling_to_a_spacing_keeps_labels_integer(tmp_path):
+    data = np.random.default_rng(0).random((20, 20, 8)).astype(np.float32)
+    _nifti(tmp_path / "in/aniso.nii.gz", data, np.diag([1.0, 1.0, 2.5, 1.0]))
+    df = build_dataset("r", {"type": "nifti", "path": str(tmp_path / "in"), "spacing": [1, 1, 1]},
+                       tmp_path / "o")
+    assert (df.loc[0, "width"], df.loc[0, "depth"]) == (20, 18) and df.loc[0, "spacing"] == "1 x 1 x 1"
+    assert "resampled from 1 x 1 x 2.5 mm" in df.loc[0, "notes"]
+    syn = build_dataset("s", {"type": "synthetic_volumes", "count": 1, "volume_size": 24,
+                              "spacing": [2, 2, 2]}, tmp_path / "s")
+    seg = np.asarray(nib.load(tmp_path / "s" / syn.loc[0, "seg"]).dataobj)
+    assert seg.shape == (12, 12, 12) and set(np.unique(seg)) <= {0, 1, 2, 3}

@@ -246,7 +246,8 @@ def build_dataset(name: str, spec: dict, out_dir: str | Path) -> pd.DataFrame:
     if medical.is_volume_spec(spec):
         return medical.write_volume_dataset(
             medical.volume_sources(name, spec), out_dir, spec.get("modality", kind),
-            spec.get("intensity"), spec.get("volume_index", 0), spec.get("nonfinite", "error"))
+            spec.get("intensity"), spec.get("volume_index", 0), spec.get("nonfinite", "error"),
+            spec.get("spacing"))
     if kind == "skimage":
         items = skimage_items(spec["images"])
     elif kind == "skimage_medical":

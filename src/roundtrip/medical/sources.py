@@ -282,9 +282,25 @@ def _load(src: VolumeSource, volume_index: int, nonfinite: str):
     return data, src.affine, (1.0, 1.0, 1.0), str(src.array.dtype), []
 
 
+def resample(data: np.ndarray, affine: np.ndarray, spacing, nearest: bool = False
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Resample ``(X, Y, Z)`` voxels to ``spacing`` mm with MONAI ``Spacing`` (trilinear, or
+    nearest for label maps); returns ``(data, affine)``."""
+    import torch
+    from monai.data import MetaTensor
+    from monai.transforms import Spacing
+
+    t = MetaTensor(torch.from_numpy(np.ascontiguousarray(data))[None],
+                   affine=torch.as_tensor(affine, dtype=torch.float64))
+    out = Spacing(pixdim=tuple(float(v) for v in spacing),
+                  mode="nearest" if nearest else "bilinear")(t)
+    return np.asarray(out[0]), np.asarray(out.affine, dtype=np.float64)
+
+
 def write_volume_dataset(sources: list[VolumeSource], out_dir: str | Path, modality: str,
                          intensity: dict | None = None, volume_index: int = 0,
-                         nonfinite: str = "error") -> pd.DataFrame:
+                         nonfinite: str = "error", spacing: list[float] | None = None
+                         ) -> pd.DataFrame:
     """Load, normalize and store volumes; write ``manifest.csv`` (kind ``volume``).
 
     Each volume is stored as ``volumes/{item_id}.nii.gz``: float32 in ``[0, 1]`` on the grid,
@@ -294,6 +310,8 @@ def write_volume_dataset(sources: list[VolumeSource], out_dir: str | Path, modal
     Args:
         intensity: ``{"mode": "minmax" | "percentiles" | "window", "window": [lo, hi]}``
             (:func:`~roundtrip.medical.reconstruct.to_unit_range`; CT windows in HU).
+        spacing: resample every volume (and its label map, nearest) to this voxel size in mm
+            (MONAI ``Spacing``); ``None`` keeps the source grid.
 
     Raises:
         ValueError: duplicate item ids.
@@ -315,7 +333,12 @@ def write_volume_dataset(sources: list[VolumeSource], out_dir: str | Path, modal
                "reason": "", "notes": "", "modality": modality, "label": "", "subject": "",
                "split": "", "seg": "", "spacing": ""} | src.extra
         try:
-            data, affine, spacing, dtype, notes = _load(src, volume_index, nonfinite)
+            data, affine, vox, dtype, notes = _load(src, volume_index, nonfinite)
+            source_affine = affine
+            if spacing:
+                data, affine = resample(data, affine, spacing)
+                notes.append("resampled from " + " x ".join(f"{v:.3g}" for v in vox) + " mm")
+                vox = tuple(float(v) for v in spacing)
             unit = to_unit_range(data, intensity.get("mode", "minmax"),
                                  tuple(intensity["window"]) if intensity.get("window") else None)
             rel = f"volumes/{src.item_id}.nii.gz"
@@ -323,11 +346,12 @@ def write_volume_dataset(sources: list[VolumeSource], out_dir: str | Path, modal
             row.update(path=rel, width=unit.shape[0], height=unit.shape[1], depth=unit.shape[2],
                        sha256=sha256_file(out_dir / rel), status="ok",
                        notes="; ".join([f"source dtype {dtype}"] + notes),
-                       spacing=" x ".join(f"{s:.4g}" for s in spacing))
+                       spacing=" x ".join(f"{v:.4g}" for v in vox))
             if src.seg is not None:
-                row["seg"] = _write_seg(src.seg, affine, unit.shape, out_dir, src.item_id)
+                row["seg"] = _write_seg(src.seg, source_affine, affine, spacing, unit.shape,
+                                        out_dir, src.item_id)
         except (VolumeError, ValueError) as exc:
-            row["reason"] = str(exc)
+            row.update(status="error", reason=str(exc))  # also when only the label map failed
             log.warning("volume %s: %s", src.item_id, exc)
         rows.append(row)
     df = pd.DataFrame(rows)
@@ -337,16 +361,20 @@ def write_volume_dataset(sources: list[VolumeSource], out_dir: str | Path, modal
     return df
 
 
-def _write_seg(seg, affine, shape, out_dir: Path, item_id: str) -> str:
+def _write_seg(seg, source_affine, affine, spacing, shape, out_dir: Path, item_id: str) -> str:
     import nibabel as nib
 
     from .volumes import to_ras
 
     if isinstance(seg, (str, Path)):
         img = nib.load(str(seg))
-        labels, _ = to_ras(np.asarray(img.dataobj).astype(np.int16), np.asarray(img.affine))
+        labels, source_affine = to_ras(np.asarray(img.dataobj).astype(np.int16),
+                                       np.asarray(img.affine))
     else:
         labels = np.asarray(seg, dtype=np.int16)
+    if spacing:
+        labels, _ = resample(labels.astype(np.float32), source_affine, spacing, nearest=True)
+        labels = np.rint(labels).astype(np.int16)
     if labels.shape != tuple(shape):
         raise VolumeError(f"label map shape {labels.shape} differs from the volume {tuple(shape)}")
     rel = f"labels/{item_id}.nii.gz"
