@@ -1,8 +1,6 @@
 # MediBench (rules for the medical branch): 2D medical sets go through reconstruct and
 # image_quality like any image set; volume sets are reconstructed slice-wise (2D models) or
 # natively (3D models), segmented, and scored here; latent utility for both; MediBench tables.
-from roundtrip.medical.segment import build_segmenter
-
 MEDICAL = config["medical"]
 SEGMENTER = MEDICAL["segmenter"]["type"]
 LATENT_SETTINGS = MEDICAL["latent_utility"]

@@ -5,16 +5,13 @@ from pathlib import Path
 import torch
 
 from roundtrip.codes import extract_codes
-from roundtrip.models import build_model
-from roundtrip.reconstruct import resolve_device
+from roundtrip.reconstruct import load_model
 from roundtrip.workflow import setup_logging
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
 torch.set_num_threads(smk.threads)
-model = build_model(smk.wildcards.model, smk.params.spec).to(resolve_device(smk.params.device))
-if hasattr(model, "load"):
-    model.load()
+model = load_model(smk.wildcards.model, smk.params.spec, smk.params.device)
 df = extract_codes(model, smk.input.manifest, Path(smk.output.tokens).parent,
                    protocol=smk.params.protocol, size=smk.params.size,
                    batch_size=smk.params.batch_size)

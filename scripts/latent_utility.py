@@ -5,8 +5,7 @@ import _bootstrap  # noqa: F401
 import torch
 
 from roundtrip.medical.harness import latent_utility
-from roundtrip.models import build_model
-from roundtrip.reconstruct import resolve_device
+from roundtrip.reconstruct import load_model
 from roundtrip.workflow import setup_logging
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
@@ -14,9 +13,7 @@ log = setup_logging(smk.log[0])
 torch.set_num_threads(smk.threads)
 model = None
 if smk.params.spec is not None:
-    model = build_model(smk.wildcards.model, smk.params.spec).to(resolve_device(smk.params.device))
-    if hasattr(model, "load"):
-        model.load()
+    model = load_model(smk.wildcards.model, smk.params.spec, smk.params.device)
 settings = dict(smk.params.settings)
 baselines = {"resnet18_weights": smk.input.resnet18[0] if smk.input.resnet18 else None,
              "resnet18_missing": smk.params.resnet18_missing,

@@ -5,18 +5,14 @@ from pathlib import Path
 import torch
 
 from roundtrip.api.client import USAGE_LEDGER, append_usage
-from roundtrip.models import build_model
-from roundtrip.reconstruct import reconstruct_shard, resolve_device
+from roundtrip.reconstruct import load_model, reconstruct_shard
 from roundtrip.workflow import setup_logging, versions
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
 torch.set_num_threads(smk.threads)
-device = resolve_device(smk.params.device)
-model = build_model(smk.wildcards.model, smk.params.spec).to(device)
-if hasattr(model, "load"):
-    model.load()
-log.info("model %s on %s; versions %s", smk.wildcards.model, device, versions())
+model = load_model(smk.wildcards.model, smk.params.spec, smk.params.device)
+log.info("model %s on %s; versions %s", smk.wildcards.model, model.device, versions())
 try:
     status = reconstruct_shard(
         model, smk.input.manifest, Path(smk.output.status).parent.parent,

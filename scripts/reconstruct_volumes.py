@@ -4,16 +4,13 @@ import _bootstrap  # noqa: F401
 import torch
 
 from roundtrip.medical.harness import reconstruct_volume_set
-from roundtrip.models import build_model
-from roundtrip.reconstruct import resolve_device
+from roundtrip.reconstruct import load_model
 from roundtrip.workflow import setup_logging, versions
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
 torch.set_num_threads(smk.threads)
-model = build_model(smk.wildcards.model, smk.params.spec).to(resolve_device(smk.params.device))
-if hasattr(model, "load"):
-    model.load()
+model = load_model(smk.wildcards.model, smk.params.spec, smk.params.device)
 log.info("model %s on %s; versions %s", smk.wildcards.model, model.device, versions())
 status = reconstruct_volume_set(
     model, smk.input.manifest, f"results/recon/{smk.wildcards.model}/{smk.wildcards.dataset}",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,10 +77,7 @@ def write_dataset(items: list[Item], out_dir: str | Path) -> pd.DataFrame:
     """
     out_dir = Path(out_dir)
     (out_dir / "images").mkdir(parents=True, exist_ok=True)
-    ids = [it.item_id for it in items]
-    dup = sorted({i for i in ids if ids.count(i) > 1})
-    if dup:
-        raise ValueError(f"duplicate item ids: {dup[:5]}")
+    check_unique_ids([it.item_id for it in items])
     rows = []
     for it in items:
         row = {"item_id": it.item_id, "kind": "image", "depth": "", "source": it.source}
@@ -92,10 +90,24 @@ def write_dataset(items: list[Item], out_dir: str | Path) -> pd.DataFrame:
             row.update(path="", width="", height="", sha256="", status="error", reason=it.reason)
         row.update(it.extra or {})
         rows.append(row)
+    return write_manifest(rows, out_dir)
+
+
+def check_unique_ids(ids: list[str]) -> None:
+    """Raises ValueError naming up to 5 item ids that occur more than once."""
+    counts = Counter(ids)
+    dup = sorted(i for i, n in counts.items() if n > 1)
+    if dup:
+        raise ValueError(f"duplicate item ids: {dup[:5]}")
+
+
+def write_manifest(rows: list[dict], out_dir: str | Path) -> pd.DataFrame:
+    """Write ``out_dir/manifest.csv``: :data:`MANIFEST_COLUMNS` first, then any extra columns in
+    order of first appearance; returns the frame written."""
     df = pd.DataFrame(rows)
     cols = MANIFEST_COLUMNS + [c for c in df.columns if c not in MANIFEST_COLUMNS]
     df = df.reindex(columns=cols)
-    df.to_csv(out_dir / "manifest.csv", index=False)
+    df.to_csv(Path(out_dir) / "manifest.csv", index=False)
     return df
 
 

@@ -24,7 +24,7 @@ import torch
 
 from .datasets import merge_status, read_item_csv, read_manifest  # noqa: F401 (re-export)
 from .imaging import ImageReadError, from_unit, read_image, write_png
-from .models import Adapter
+from .models import Adapter, build_model
 from .protocols import Prepared, prepare
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,20 @@ def resolve_device(device: str) -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
+
+
+def load_model(name: str, spec: dict, device: str) -> Adapter:
+    """The adapter of config entry ``spec`` on ``device`` (``auto``, ``cpu``, ``cuda``...), with
+    its weights loaded when the adapter loads lazily (``load()``).
+
+    Raises:
+        ValueError: a bad spec (from :func:`roundtrip.models.build_model`); WeightsMissing:
+            the weights are not where the spec says.
+    """
+    model = build_model(name, spec).to(resolve_device(device))
+    if hasattr(model, "load"):
+        model.load()
+    return model
 
 
 def _check_fingerprint(out_dir: Path, fingerprint: dict, outputs: str = "*.png") -> None:

@@ -137,6 +137,7 @@ def score_volumes(manifest_path: str | Path, status_path: str | Path, recon_dir:
         q = {"item_id": item, "status": st["status"], "reason": st["reason"]}
         s = dict(q, segmenter=segmenter.name)
         if st["status"] == "ok":
+            y = None  # read once, for fidelity and structure
             try:
                 x = read_volume(manifest_path.parent / manifest.loc[item, "path"])
                 y = read_volume(recon_dir / f"{item}.nii.gz")
@@ -144,14 +145,16 @@ def score_volumes(manifest_path: str | Path, status_path: str | Path, recon_dir:
             except Exception as exc:  # noqa: BLE001
                 q.update(status="error", reason=f"{type(exc).__name__}: {exc}")
             s |= _structure(item, manifest.loc[item], seg_status, Path(original_seg_dir),
-                            recon_dir, segmenter, seg_out_dir)
+                            recon_dir, segmenter, seg_out_dir, y)
         quality.append(q)
         structure.append(s)
     return pd.DataFrame(quality), pd.DataFrame(structure)
 
 
 def _structure(item, mrow, seg_status, seg_dir: Path, recon_dir: Path, segmenter: Segmenter,
-               seg_out_dir: Path) -> dict:
+               seg_out_dir: Path, recon: np.ndarray | None = None) -> dict:
+    """Segment the reconstruction ``recon`` (read from ``recon_dir`` when None) with the
+    original's fitted parameters and compare it with the original's labels."""
     if item not in seg_status.index or seg_status.loc[item, "status"] != "ok":
         reason = seg_status.loc[item, "reason"] if item in seg_status.index else "not segmented"
         return {"status": "error", "reason": reason}
@@ -160,7 +163,8 @@ def _structure(item, mrow, seg_status, seg_dir: Path, recon_dir: Path, segmenter
 
         ref = np.asarray(nib.load(str(seg_dir / f"{item}.nii.gz")).dataobj).astype(np.int16)
         path = recon_dir / f"{item}.nii.gz"
-        labels, qc = segmenter.segment(read_volume(path), load_params(seg_dir / f"{item}.json"), path)
+        volume = read_volume(path) if recon is None else recon
+        labels, qc = segmenter.segment(volume, load_params(seg_dir / f"{item}.json"), path)
         _save_like(labels.astype(np.int16), path, seg_out_dir / f"{item}.nii.gz")
         return {"segqc": qc} | structure_metrics(ref, labels, _spacing(mrow))
     except Exception as exc:  # noqa: BLE001
@@ -286,10 +290,9 @@ def latent_utility(manifest_path: str | Path, kind: str, settings: dict,
     if kind == "volume":
         import torch
 
-        xs = torch.stack([torch.from_numpy(v)[None] for v in vols]) if len({v.shape for v in vols}) == 1 \
-            else None
-        pix = lu.pixel_features(xs, pixel_size) if xs is not None else \
-            np.stack([lu.pixel_features(torch.from_numpy(v)[None, None], pixel_size)[0] for v in vols])
+        # each volume resized on its own: the sizes of a set may differ
+        pix = np.concatenate([lu.pixel_features(torch.from_numpy(v)[None, None], pixel_size)
+                              for v in vols])
         rows += _rows_for("pixels", pix, "", y, multilabel, folds, seed, note)
         net = settings.get("cnn_3d", "SEResNet152")
         w = baselines.get("seresnet_weights")

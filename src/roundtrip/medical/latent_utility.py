@@ -204,8 +204,7 @@ def volume_latent_features(model: Adapter, volume01: np.ndarray, axis: int = 2,
 def pixel_features(x: torch.Tensor, size: int) -> np.ndarray:
     """Raw pixels resized (area) to ``size`` per spatial side, flattened: ``(N, C * size^d)``."""
     spatial = x.dim() - 2
-    mode = "area"
-    y = torch.nn.functional.interpolate(x.float(), size=(size,) * spatial, mode=mode)
+    y = torch.nn.functional.interpolate(x.float(), size=(size,) * spatial, mode="area")
     return y.flatten(1).numpy()
 
 

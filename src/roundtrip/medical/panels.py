@@ -26,7 +26,7 @@ def _load(path: Path, axis: int) -> np.ndarray:
     return to_unit(read_image(path))
 
 
-def _recon_path(model: str, dataset: str, item: str, status_row) -> Path:
+def _recon_path(model: str, dataset: str, item: str) -> Path:
     base = Path(f"results/recon/{model}/{dataset}")
     ext = ".nii.gz" if (base / f"{item}.nii.gz").exists() else ".png"
     return base / f"{item}{ext}"
@@ -59,7 +59,7 @@ def write_panel(manifest_path: str | Path, models: list[str], dataset: str, out:
         for mod in models:
             st = status[mod].loc[row["item_id"]] if row["item_id"] in status[mod].index else None
             if st is not None and st["status"] == "ok":
-                recons[mod] = _load(_recon_path(mod, dataset, row["item_id"], st), axis)
+                recons[mod] = _load(_recon_path(mod, dataset, row["item_id"]), axis)
                 # a protocol that resizes (model_size) scores against its stored reference
                 ref = str(st.get("reference", "") or "")
                 refs[mod] = _load(Path(f"results/recon/{mod}/{dataset}") / ref, axis) if ref else x

@@ -323,8 +323,10 @@ def build_segmenter(spec: dict | None) -> Segmenter:
 
 
 def save_params(path: str | Path, params: dict) -> None:
+    """Write a segmenter's fitted parameters (:meth:`Segmenter.fit`) as JSON."""
     Path(path).write_text(json.dumps(params))
 
 
 def load_params(path: str | Path) -> dict:
+    """Read parameters written by :func:`save_params`. Raises OSError/ValueError on a bad file."""
     return json.loads(Path(path).read_text())

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..datasets import MANIFEST_COLUMNS, Item, safe_item_id, sha256_file
+from ..datasets import Item, check_unique_ids, safe_item_id, sha256_file, write_manifest
 from .reconstruct import on_grid, to_unit_range
 from .volumes import VolumeError, bundled_nifti, load_volume, synthetic_volume
 
@@ -321,10 +321,7 @@ def write_volume_dataset(sources: list[VolumeSource], out_dir: str | Path, modal
     out_dir = Path(out_dir)
     for sub in ("volumes", "labels"):
         (out_dir / sub).mkdir(parents=True, exist_ok=True)
-    ids = [s.item_id for s in sources]
-    dup = sorted({i for i in ids if ids.count(i) > 1})
-    if dup:
-        raise ValueError(f"duplicate item ids: {dup[:5]}")
+    check_unique_ids([s.item_id for s in sources])
     intensity = intensity or {}
     rows = []
     for src in sources:
@@ -354,11 +351,7 @@ def write_volume_dataset(sources: list[VolumeSource], out_dir: str | Path, modal
             row.update(status="error", reason=str(exc))  # also when only the label map failed
             log.warning("volume %s: %s", src.item_id, exc)
         rows.append(row)
-    df = pd.DataFrame(rows)
-    cols = MANIFEST_COLUMNS + [c for c in df.columns if c not in MANIFEST_COLUMNS]
-    df = df.reindex(columns=cols)
-    df.to_csv(out_dir / "manifest.csv", index=False)
-    return df
+    return write_manifest(rows, out_dir)
 
 
 def _write_seg(seg, source_affine, affine, spacing, shape, out_dir: Path, item_id: str) -> str:

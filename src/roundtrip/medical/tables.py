@@ -54,8 +54,11 @@ def _avg(values: list[float]) -> float:
 
 
 def _write(name, title, row_label, rows, columns, cells, numbers, notes, out_dir, avg_models,
-           fmt):
-    """Assemble a matrix table: ``cells[(row, col)] = (values tuple, note text or "")``."""
+           fmt, empty_note: str):
+    """Assemble a matrix table: ``cells[(row, col)] = (values tuple, note text or "")``; with no
+    rows, a one-cell ``n/a`` table whose footnote is ``empty_note``."""
+    if not rows:
+        return write_frame(pd.DataFrame({row_label: ["n/a"]}), name, title, [empty_note], out_dir)
     display, csv_rows = [], []
     for r in rows:
         drow, nrow = {row_label: r}, {row_label: r}
@@ -132,20 +135,22 @@ def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str,
 
 
 def write_fidelity(name: str, title: str, datasets, models, specs, modalities, not_run, out_dir):
+    """PSNR (dB) / SSIM per modality x model (MediBench Tables 1 and 3) from the
+    ``image_quality.csv`` files under ``results/metrics``; returns the written paths."""
     rows, cells = fidelity_cells(datasets, models, modalities, not_run)
     notes = Notes(["Cells: PSNR (dB) / SSIM, means over items in [0, 1] intensities "
                    "(MediBench Sec. 3.1); inf = exact reconstruction. Avg leaves out identity "
                    "(a reference row)."])
-    if not rows:
-        return write_frame(pd.DataFrame({"Modality": ["n/a"]}), name, title,
-                           ["n/a: no dataset of this kind in the config"], out_dir)
     return _write(name, title, "Modality", rows, models, cells, ("psnr", "ssim"), notes, out_dir,
-                  _avg_models(models, specs), _fmt_pair())
+                  _avg_models(models, specs), _fmt_pair(),
+                  "n/a: no dataset of this kind in the config")
 
 
 # -- structure ---------------------------------------------------------------------------------
 def write_structure(name, title, datasets, models, specs, modalities, not_run, segmenter: dict,
                     qc_note: str, out_dir):
+    """SegQC / SegSim / mean Dice per volume dataset x model, all in [0, 1] (MediBench Table 4),
+    from ``structure.csv``; the footnote names the segmenter and what its SegQC is."""
     cells, rows = {}, []
     for d in datasets:
         rows.append(modalities[d])
@@ -165,11 +170,9 @@ def write_structure(name, title, datasets, models, specs, modalities, not_run, s
     notes = Notes([f"Cells: SegQC / SegSim / mean Dice over labels, in [0, 1] (MediBench Sec. 3.2, "
                    f"Eq. 4). Segmenter: {seg}; {qc_note}. HD95 (mm) per volume is in "
                    "results/metrics/{model}/{dataset}/structure.csv."])
-    if not rows:
-        return write_frame(pd.DataFrame({"Modality": ["n/a"]}), name, title,
-                           ["n/a: no volume dataset in the config"], out_dir)
     return _write(name, title, "Modality", rows, models, cells, ("segqc", "segsim", "dice"), notes,
-                  out_dir, _avg_models(models, specs), _fmt_pair((3, 3, 3)))
+                  out_dir, _avg_models(models, specs), _fmt_pair((3, 3, 3)),
+                  "n/a: no volume dataset in the config")
 
 
 # -- latent utility ----------------------------------------------------------------------------
@@ -190,6 +193,8 @@ def latent_rows(datasets, models, not_run) -> pd.DataFrame:
 
 def write_latent(name, title, datasets, models, specs, modalities, rows: pd.DataFrame, out_dir,
                  head: str = "mlp"):
+    """Macro-AUC in [0, 1] of ``head`` per task x (model latents, then image baselines)
+    (MediBench Tables 2 and 5) from the rows of :func:`latent_rows`."""
     baselines = [f for f in dict.fromkeys(rows["features"]) if f not in models] if len(rows) else []
     cells = {}
     for _, r in rows[rows["head"] == head].iterrows():
@@ -201,15 +206,13 @@ def write_latent(name, title, datasets, models, specs, modalities, rows: pd.Data
                    "(MediBench Sec. 3.3), pooled over held-out folds; model columns classify the "
                    "model's latent, the last columns are image baselines. Avg: models only. "
                    "All metrics and the linear head: medibench_classifiers."])
-    if not datasets:
-        return write_frame(pd.DataFrame({"Task": ["n/a"]}), name, title,
-                           ["n/a: no labeled dataset of this kind in the config"], out_dir)
     return _write(name, title, "Task", [modalities[d] for d in datasets], models + baselines,
                   cells, ("auc",), notes, out_dir, _avg_models(models, specs),
-                  lambda v: _fmt(v[0], 3))
+                  lambda v: _fmt(v[0], 3), "n/a: no labeled dataset of this kind in the config")
 
 
 def write_classifiers(rows: pd.DataFrame, out_dir):
+    """Every classifier row (dataset, features, head, the five metrics in [0, 1], n_test)."""
     cols = ["dataset", "features", "head", *METRIC_LABELS, "n_test", "status", "reason"]
     df = rows.reindex(columns=cols).rename(columns=METRIC_LABELS)
     notes = ["Accuracy (exact match for multi-label), macro F1/precision/recall and macro AUC "
@@ -226,13 +229,13 @@ VOLUME_3D = (128, 128, 36)
 def latent_shapes(models) -> pd.DataFrame:
     """Latent shape, element count and compression ratio per model at 256^2/512^2 (3 channels)
     and for a 128x128x36 volume (2D models slice-wise along the last axis)."""
-    from ..model_card import compression_ratio
+    from ..model_card import CARD_SIZES, compression_ratio
 
     rows = []
     for model in models:
         info = model.info()
         row = {"model": model.name, "family": info.family}
-        for s in (256, 512):
+        for s in CARD_SIZES:
             shape = model.latent_shape(s, s)
             row[f"latent_{s}"] = "x".join(map(str, shape)) if shape else "–"
             row[f"elements_{s}"] = math.prod(shape) if shape else math.nan
@@ -249,6 +252,7 @@ def latent_shapes(models) -> pd.DataFrame:
 
 
 def write_latent_shapes(models, out_dir):
+    """:func:`latent_shapes` as the ``medibench_latent_shapes`` table (MediBench Table 6)."""
     df = latent_shapes(models)
     notes = ["Compression ratio = latent elements / input elements (MediBench Table 6); 2D inputs "
              "have 3 channels, the 3D example is 128x128x36 voxels with one channel (2D models "
