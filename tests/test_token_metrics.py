@@ -3,6 +3,7 @@ the sensitivity experiment (CHD paper, Figure 2) on bundled photographs with a t
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from scipy.stats import spearmanr
@@ -10,7 +11,8 @@ from scipy.stats import spearmanr
 from roundtrip import cmms as C
 from roundtrip.metrics.tokens import TokenHistogram, chd, hellinger
 from roundtrip.models.small import SmallTokenizer, train_small_tokenizer
-from roundtrip.token_sensitivity import KINDS, degrade, run_sensitivity, summarize
+from roundtrip.token_sensitivity import (KINDS, degrade, degraded_tokens, run_sensitivity,
+                                         score_sensitivity, summarize)
 
 
 def _hist(grids, vocab, **kw):
@@ -166,3 +168,22 @@ def test_sensitivity_chd_rises_monotonically(vq_tokenizer, photos):
     assert df[df["level"] == 10]["chd"].min() > 0.05
     g = df[df["level"] > 0]
     assert spearmanr(g["level"], g["chd_2d"]).statistic > 0.5
+
+
+def test_sensitivity_scores_every_set_with_the_given_scorer(vq_tokenizer, photos):
+    """One tokenization, many scorers: the CMMS column is the scorer's mean over each set."""
+    sets = degraded_tokens(vq_tokenizer, list(photos.values()), 128, levels=4, crops_per_image=1)
+    assert sorted(sets) == sorted([("clean", 0)] + [(k, lv) for k in KINDS for lv in (1, 2, 3, 4)])
+    clean = sets[("clean", 0)]
+    # a stand-in scorer with a known answer: the share of tokens still equal to the clean ones
+    def kept(grids):
+        return (grids == clean).mean(axis=(1, 2))
+
+    df = score_sensitivity(sets, 256, kept)
+    assert df[df["level"] == 0]["cmms"].tolist() == [1.0, 1.0, 1.0]
+    for row in df[df["level"] > 0].itertuples():
+        assert row.cmms == pytest.approx(kept(sets[(row.kind, row.level)]).mean())
+    assert (df[df["kind"] == "blur"]["cmms"].iloc[-1] < 1.0)
+    direct = run_sensitivity(vq_tokenizer, kept, list(photos.values()), 128, levels=4,
+                             crops_per_image=1)
+    pd.testing.assert_frame_equal(direct, df)

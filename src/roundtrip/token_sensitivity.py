@@ -86,29 +86,52 @@ def _histogram(grids: np.ndarray, vocab_size: int) -> TokenHistogram:
     return h
 
 
-def run_sensitivity(tokenizer: Adapter, cmms: CMMS | None, images: list[np.ndarray], size: int,
-                    levels: int = 10, crops_per_image: int = 4, seed: int = 0) -> pd.DataFrame:
-    """CHD vs the clean set and mean CMMS per (kind, level).
+def degraded_tokens(tokenizer: Adapter, images: list[np.ndarray], size: int, levels: int = 10,
+                    crops_per_image: int = 4, seed: int = 0) -> dict[tuple[str, int], np.ndarray]:
+    """Token grids of the clean sample and of every (kind, level) version of it.
+
+    Returns:
+        ``{("clean", 0): grids, (kind, level): grids, ...}``, int64 ``[N, h, w(, Q)]`` each.
+    """
+    clean = sample_images(images, size, crops_per_image, np.random.default_rng(seed))
+    sets = {("clean", 0): tokenize(tokenizer, clean)}
+    for kind in KINDS:
+        for level in range(1, levels + 1):
+            sets[(kind, level)] = tokenize(tokenizer, degrade(clean, kind, level, levels, seed))
+    return sets
+
+
+def score_sensitivity(sets: dict[tuple[str, int], np.ndarray], vocab_size: int,
+                      cmms: CMMS | None) -> pd.DataFrame:
+    """CHD vs the clean set and mean CMMS per (kind, level) of :func:`degraded_tokens` output.
+
+    ``cmms`` is any callable from token grids to per-item scores (``None``: CMMS column NaN).
 
     Returns:
         Rows ``kind, level, parameter, chd, chd_1d, chd_2d, cmms, n_images`` (level 0 = clean).
     """
-    vocab = tokenizer.info().codebook_size
-    clean = sample_images(images, size, crops_per_image, np.random.default_rng(seed))
-    clean_tokens = tokenize(tokenizer, clean)
-    reference = _histogram(clean_tokens, vocab)
+    clean_tokens = sets[("clean", 0)]
+    reference = _histogram(clean_tokens, vocab_size)
     clean_cmms = float(np.mean(cmms(clean_tokens))) if cmms else np.nan
+    levels = max(level for _, level in sets)
     rows = []
     for kind in KINDS:
         rows.append({"kind": kind, "level": 0, "parameter": 0.0, "chd": 0.0, "chd_1d": 0.0,
-                     "chd_2d": 0.0, "cmms": clean_cmms, "n_images": len(clean)})
+                     "chd_2d": 0.0, "cmms": clean_cmms, "n_images": len(clean_tokens)})
         for level in range(1, levels + 1):
-            tokens = tokenize(tokenizer, degrade(clean, kind, level, levels, seed))
-            d = chd(reference, _histogram(tokens, vocab))
+            tokens = sets[(kind, level)]
+            d = chd(reference, _histogram(tokens, vocab_size))
             rows.append({"kind": kind, "level": level, "parameter": parameter(kind, level, levels),
                          **d, "cmms": float(np.mean(cmms(tokens))) if cmms else np.nan,
-                         "n_images": len(clean)})
+                         "n_images": len(clean_tokens)})
     return pd.DataFrame(rows)
+
+
+def run_sensitivity(tokenizer: Adapter, cmms: CMMS | None, images: list[np.ndarray], size: int,
+                    levels: int = 10, crops_per_image: int = 4, seed: int = 0) -> pd.DataFrame:
+    """:func:`degraded_tokens` then :func:`score_sensitivity` (the rule's one call)."""
+    sets = degraded_tokens(tokenizer, images, size, levels, crops_per_image, seed)
+    return score_sensitivity(sets, tokenizer.info().codebook_size, cmms)
 
 
 def summarize(df: pd.DataFrame) -> pd.DataFrame:
