@@ -30,7 +30,7 @@ from snakemake.utils import validate
 
 from roundtrip import cmms
 from roundtrip.datasets import read_ok_images
-from roundtrip.models import build_model
+from roundtrip.models import TRAINED_TYPES, build_model
 from roundtrip.token_sensitivity import KINDS, degraded_tokens, score_sensitivity, summarize
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,25 +41,21 @@ def reference_tokenizer(config: dict):
     """The configured reference tokenizer, loaded from the workflow's checkpoint when trained."""
     name = config["metrics"]["tokens"]["reference"]
     spec = dict(config["models"][name])
-    if spec["type"] == "small":
+    if spec["type"] in TRAINED_TYPES:  # the path rules/common.smk (spec_of) gives the rule
         spec["checkpoint"] = f"results/weights/{name}/model.pt"
     return name, build_model(name, spec)
 
 
-def one_seed(tokenizer, images, sets, vocab: int, size: int, s: dict, seed: int) -> dict:
+def one_seed(tokenizer, images, sets, size: int, s: dict, seed: int) -> dict:
     """Train one regressor with ``seed`` and score it on the sensitivity sets."""
-    settings = cmms.TrainSettings(**{k: s[k] for k in ("steps", "batch_size", "lr", "weight_decay",
-                                                       "crops", "pixel_variants")}, seed=seed)
     t = time.perf_counter()
-    tokens, p = cmms.build_training_tokens(tokenizer, images, size, settings)
-    levels = tokens.shape[-1] if tokens.ndim == 5 else 1
-    cfg = cmms.CMMSConfig(vocab, levels, s["d_model"], s["layers"], s["heads"])
-    model, history = cmms.train_cmms(tokens, p, cfg, settings)
+    model, history = cmms.fit_cmms(tokenizer, images, size, s, seed=seed)
     seconds = time.perf_counter() - t
+    # scored through a saved checkpoint, the way the token_sensitivity rule loads it
     with tempfile.TemporaryDirectory() as tmp:
         cmms.save_cmms(model, Path(tmp) / "model.pt", {"seed": seed})
         scorer = cmms.CMMS(Path(tmp) / "model.pt")
-    df = score_sensitivity(sets, vocab, scorer)
+    df = score_sensitivity(sets, tokenizer.info().codebook_size, scorer)
     rho = {r.kind: round(r.spearman_cmms, 3) for r in summarize(df).itertuples()}
     return {"seed": seed, "train_s": round(seconds, 1), "spearman_cmms": rho,
             "meets_target": all(v <= TARGET for v in rho.values()),
@@ -85,17 +81,15 @@ def main() -> None:
         if getattr(args, key) is not None:
             s[key] = getattr(args, key)
     name, tokenizer = reference_tokenizer(config)
-    model_train = config["models"][name].get("train", {}).get("datasets", ["natural"])
     images = read_ok_images([f"results/datasets/{d}/manifest.csv"
-                             for d in s.get("datasets", model_train)])
+                             for d in cmms.training_datasets(config)])
     sens = tok_cfg["sensitivity"]
     sens_images = read_ok_images([f"results/datasets/{sens['dataset']}/manifest.csv"])
     sets = degraded_tokens(tokenizer, sens_images, tok_cfg["size"], sens["levels"],
                            sens["crops_per_image"], sens["seed"])
-    vocab = tokenizer.info().codebook_size
     runs = []
     for seed in range(args.seeds):
-        runs.append(one_seed(tokenizer, images, sets, vocab, tok_cfg["size"], s, seed))
+        runs.append(one_seed(tokenizer, images, sets, tok_cfg["size"], s, seed))
         print(json.dumps(runs[-1]), flush=True)
     result = {
         "reference": name, "settings": s, "seeds": args.seeds, "target": TARGET,
@@ -105,10 +99,11 @@ def main() -> None:
                                  for k in KINDS},
         "seeds_meeting_target_per_kind": {k: sum(r["spearman_cmms"][k] <= TARGET for r in runs)
                                           for k in KINDS},
-        "machine": {"cpu_count": torch.get_num_threads(), "platform": platform.platform(),
+        "machine": {"torch_threads": torch.get_num_threads(), "platform": platform.platform(),
                     "torch": torch.__version__},
     }
-    out = REPO / "benchmarks" / "results" / f"cmms_seed_robustness{'_' + args.tag if args.tag else ''}.json"
+    suffix = f"_{args.tag}" if args.tag else ""
+    out = REPO / "benchmarks" / "results" / f"cmms_seed_robustness{suffix}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: result[k] for k in ("seeds_meeting_target", "median_spearman_cmms",
                                              "seeds_meeting_target_per_kind")}))

@@ -2,6 +2,7 @@
 import re
 import time
 
+from roundtrip.cmms import training_datasets
 from roundtrip.config import check_config
 from roundtrip.datasets import folder_fingerprint
 from roundtrip.synthesis.build import SYNTHETIC_KEYS
@@ -242,11 +243,7 @@ def reference_weights(wildcards):
 
 
 def cmms_settings():
-    settings = dict(TOKENS["cmms"])
-    if "datasets" not in settings:
-        spec = config["models"][TOKEN_REFERENCE]
-        settings["datasets"] = spec.get("train", {}).get("datasets", [DATASETS[0]])
-    return settings
+    return {**TOKENS["cmms"], "datasets": training_datasets(config)}
 
 
 def cmms_manifests(wildcards):

@@ -15,15 +15,8 @@ device = resolve_device(smk.params.device)
 tokenizer = build_model(smk.wildcards.reference, smk.params.spec).to(device)
 images = read_ok_images(smk.input.manifests)
 s = dict(smk.params.settings)
-settings = cmms.TrainSettings(**{k: s[k] for k in ("steps", "batch_size", "lr", "weight_decay",
-                                                    "crops", "pixel_variants", "seed")})
-info = tokenizer.info()
-tokens, p = cmms.build_training_tokens(tokenizer, images, smk.params.size, settings)
-levels = tokens.shape[-1] if tokens.ndim == 5 else 1
-cfg = cmms.CMMSConfig(info.codebook_size, levels, s["d_model"], s["layers"], s["heads"])
-log.info("CMMS on %s tokens %s from %d images; %s; versions %s", smk.wildcards.reference,
-         tokens.shape, len(images), cfg, versions())
-model, history = cmms.train_cmms(tokens, p, cfg, settings, device)
+log.info("CMMS for %s; versions %s", smk.wildcards.reference, versions())
+model, history = cmms.fit_cmms(tokenizer, images, smk.params.size, s, device)
 cmms.save_cmms(model, smk.output[0], {"reference": smk.wildcards.reference,
                                       "size": smk.params.size, "settings": s,
                                       "loss_first": history[:20], "loss_last": history[-20:]})

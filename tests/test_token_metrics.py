@@ -187,3 +187,33 @@ def test_sensitivity_scores_every_set_with_the_given_scorer(vq_tokenizer, photos
     direct = run_sensitivity(vq_tokenizer, kept, list(photos.values()), 128, levels=4,
                              crops_per_image=1)
     pd.testing.assert_frame_equal(direct, df)
+
+
+def test_cmms_training_datasets_default_chain():
+    """cmms.datasets, else the reference tokenizer's train.datasets, else the first dataset."""
+    config = {"datasets": {"a": {}, "b": {}, "c": {}},
+              "models": {"vq": {"type": "small", "train": {"datasets": ["b", "c"]}},
+                         "ext": {"type": "diffusers_vq"}},
+              "metrics": {"tokens": {"reference": "vq", "cmms": {"datasets": ["c"]}}}}
+    assert C.training_datasets(config) == ["c"]
+    del config["metrics"]["tokens"]["cmms"]["datasets"]
+    assert C.training_datasets(config) == ["b", "c"]
+    config["metrics"]["tokens"]["reference"] = "ext"
+    assert C.training_datasets(config) == ["a"]
+
+
+def test_fit_cmms_equals_the_steps_it_wraps(vq_tokenizer, photos):
+    """fit_cmms = build_training_tokens + train_cmms with the options' settings; seed overrides."""
+    images = list(photos.values())
+    options = {"d_model": 16, "layers": 1, "heads": 2, "steps": 3, "batch_size": 4, "lr": 1e-3,
+               "weight_decay": 0.01, "crops": 3, "pixel_variants": 2, "seed": 5}
+    settings = C.TrainSettings(steps=3, batch_size=4, lr=1e-3, crops=3, pixel_variants=2, seed=5)
+    tokens, p = C.build_training_tokens(vq_tokenizer, images, 64, settings)
+    cfg = C.CMMSConfig(256, 1, 16, 1, 2)
+    expect, expect_history = C.train_cmms(tokens, p, cfg, settings)
+    model, history = C.fit_cmms(vq_tokenizer, images, 64, options)
+    assert history == expect_history and len(history) == 3
+    for a, b in zip(model.state_dict().values(), expect.state_dict().values()):
+        assert torch.equal(a, b)
+    _, other = C.fit_cmms(vq_tokenizer, images, 64, {**options, "seed": 0}, seed=5)
+    assert other == expect_history

@@ -25,7 +25,7 @@ from __future__ import annotations
 import io
 import logging
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -321,6 +321,49 @@ def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
         if step % 100 == 0 or step == settings.steps - 1:
             log.info("CMMS step %d/%d: loss %.5f", step + 1, settings.steps, history[-1])
     return model.eval(), history
+
+
+def training_datasets(config: dict) -> list[str]:
+    """The datasets CMMS trains on: ``metrics.tokens.cmms.datasets``, else the reference
+    tokenizer's ``train.datasets``, else the first configured dataset.
+
+    Raises:
+        KeyError: ``metrics.tokens.reference`` or the model it names is missing.
+    """
+    tokens = config["metrics"]["tokens"]
+    if "datasets" in tokens.get("cmms", {}):
+        return list(tokens["cmms"]["datasets"])
+    spec = config["models"][tokens["reference"]]
+    return list(spec.get("train", {}).get("datasets", [next(iter(config["datasets"]))]))
+
+
+def fit_cmms(tokenizer: Adapter, images: list[np.ndarray], size: int, options: dict,
+             device: str | torch.device = "cpu", seed: int | None = None
+             ) -> tuple[CMMSRegressor, list[float]]:
+    """Training tokens from ``images`` and a regressor trained on them, from the config's
+    ``metrics.tokens.cmms`` options (schema defaults filled in).
+
+    Args:
+        tokenizer: the discrete reference tokenizer.
+        images: uint8/uint16 ``(H, W, 3)`` training images.
+        size: tokenizer input side in pixels.
+        options: ``d_model, layers, heads`` and the :class:`TrainSettings` fields.
+        seed: overrides ``options["seed"]`` (crops, distortions, batches, initial weights).
+
+    Returns:
+        ``(model in eval mode, per-step training loss)`` as :func:`train_cmms`.
+    """
+    settings = TrainSettings(**{f.name: options[f.name] for f in fields(TrainSettings)
+                                if f.name in options})
+    if seed is not None:
+        settings = replace(settings, seed=seed)
+    tokens, p = build_training_tokens(tokenizer, images, size, settings)
+    levels = tokens.shape[-1] if tokens.ndim == 5 else 1
+    cfg = CMMSConfig(tokenizer.info().codebook_size, levels, options["d_model"],
+                     options["layers"], options["heads"])
+    log.info("CMMS training tokens %s from %d images; %s; %s", tokens.shape, len(images), cfg,
+             settings)
+    return train_cmms(tokens, p, cfg, settings, device)
 
 
 def save_cmms(model: CMMSRegressor, path: str | Path, meta: dict) -> None:
