@@ -352,6 +352,11 @@ def fit_cmms(tokenizer: Adapter, images: list[np.ndarray], size: int, options: d
 
     Returns:
         ``(model in eval mode, per-step training loss)`` as :func:`train_cmms`.
+
+    Raises:
+        ValueError: the tokenizer has no discrete tokens, or a bad architecture
+            (``d_model`` odd or not divisible by ``heads``).
+        KeyError: ``d_model``, ``layers`` or ``heads`` missing from ``options``.
     """
     settings = TrainSettings(**{f.name: options[f.name] for f in fields(TrainSettings)
                                 if f.name in options})

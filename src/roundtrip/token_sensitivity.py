@@ -88,10 +88,19 @@ def _histogram(grids: np.ndarray, vocab_size: int) -> TokenHistogram:
 
 def degraded_tokens(tokenizer: Adapter, images: list[np.ndarray], size: int, levels: int = 10,
                     crops_per_image: int = 4, seed: int = 0) -> dict[tuple[str, int], np.ndarray]:
-    """Token grids of the clean sample and of every (kind, level) version of it.
+    """Token grids of the clean sample and of every (kind, level) version of it (the sets of the
+    CHD paper's Figure 2; degradations as in the module docstring).
+
+    Args:
+        images: uint8/uint16 ``(H, W, 3)`` originals; each gives itself plus
+            ``crops_per_image`` random square crops, resized to ``size`` x ``size`` pixels.
+        levels: number of levels per kind (level ``k`` of ``levels``).
 
     Returns:
         ``{("clean", 0): grids, (kind, level): grids, ...}``, int64 ``[N, h, w(, Q)]`` each.
+
+    Raises:
+        ValueError: the tokenizer has no discrete tokens.
     """
     clean = sample_images(images, size, crops_per_image, np.random.default_rng(seed))
     sets = {("clean", 0): tokenize(tokenizer, clean)}
