@@ -68,6 +68,7 @@ def main() -> None:
     ap.add_argument("--config", default=str(REPO / "config.yaml"))
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--steps", type=int)
+    ap.add_argument("--bypass-steps", type=int)
     ap.add_argument("--crops", type=int)
     ap.add_argument("--lr", type=float)
     ap.add_argument("--batch-size", type=int)
@@ -77,7 +78,7 @@ def main() -> None:
     validate(config, str(REPO / "config.schema.yaml"))  # fills the schema's defaults, as the run does
     tok_cfg = config["metrics"]["tokens"]
     s = dict(tok_cfg["cmms"])
-    for key in ("steps", "crops", "lr", "batch_size"):
+    for key in ("steps", "bypass_steps", "crops", "lr", "batch_size"):
         if getattr(args, key) is not None:
             s[key] = getattr(args, key)
     name, tokenizer = reference_tokenizer(config)

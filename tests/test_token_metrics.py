@@ -133,6 +133,35 @@ def test_cmms_learns_token_injection():
     assert ((0 <= clean) & (clean <= 1)).all()
 
 
+def test_cmms_bypass_phase_trains_the_same_model():
+    """Blocks start as identity maps, so bypassing them is exact; the bypass phase leaves them
+    untouched and trains embedding and head; the full phase then trains the blocks too."""
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, 64, (12, 1, 8, 8))
+    cfg = C.CMMSConfig(vocab_size=64, d_model=16, layers=2, heads=2)
+    torch.manual_seed(0)
+    fresh = C.CMMSRegressor(cfg).eval()
+    grids = torch.from_numpy(tokens[:, 0])
+    with torch.no_grad():
+        torch.testing.assert_close(fresh(grids, bypass_blocks=True), fresh(grids))
+    torch.manual_seed(0)  # train_cmms seeds torch the same way before building its model
+    init = {k: v.clone() for k, v in C.CMMSRegressor(cfg).state_dict().items()}
+    settings = C.TrainSettings(steps=0, bypass_steps=6, batch_size=8, lr=1e-2, seed=0)
+    bypassed, history = C.train_cmms(tokens, np.zeros((12, 1)), cfg, settings)
+    assert len(history) == 6
+    after = bypassed.state_dict()
+    blocks = [k for k in after if k.startswith("encoder.")]
+    assert blocks and all(torch.equal(after[k], init[k]) for k in blocks)
+    assert not torch.equal(after["embed.weight"], init["embed.weight"])
+    assert not torch.equal(after["head.0.weight"], init["head.0.weight"])
+    full, history = C.train_cmms(tokens, np.zeros((12, 1)), cfg,
+                                 C.TrainSettings(steps=3, bypass_steps=6, batch_size=8, lr=1e-2))
+    assert len(history) == 9
+    changed = full.state_dict()
+    assert not torch.equal(changed["encoder.layers.0.linear2.weight"],
+                           init["encoder.layers.0.linear2.weight"])
+
+
 def test_cmms_checkpoint_roundtrip(tmp_path):
     cfg = C.CMMSConfig(vocab_size=32, levels=2, d_model=16, layers=1, heads=2)
     model = C.CMMSRegressor(cfg).eval()

@@ -18,7 +18,9 @@ What the paper leaves open and roundtrip fixes (documented choices): pixel-space
 parameters are mapped linearly from a severity ``s`` in [0, 1] to their range and the target uses
 ``p = 0.3 s``; for fragment swapping, ``p`` is the share of tokens replaced; each training
 sequence carries one degradation family drawn uniformly; grids are flattened in raster order;
-residual models' levels are embedded separately and summed per position.
+residual models' levels are embedded separately and summed per position. Each Transformer block's
+residual branches are zero-initialized, and training may begin with steps that bypass the blocks
+(:func:`train_cmms`): a budget choice for small CPU runs, off by default.
 """
 from __future__ import annotations
 
@@ -212,11 +214,26 @@ class CMMSRegressor(nn.Module):
         layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.heads, 4 * cfg.d_model, dropout=0.0,
                                            batch_first=True, norm_first=True)
         self.encoder = nn.TransformerEncoder(layer, cfg.layers, enable_nested_tensor=False)
+        for block in self.encoder.layers:
+            # Each residual branch ends in a zero map, so every block starts as the identity
+            # (Fixup/ReZero-style): bypassing the blocks (see forward) is then exact.
+            for out in (block.self_attn.out_proj, block.linear2):
+                nn.init.zeros_(out.weight)
+                nn.init.zeros_(out.bias)
         self.norm = nn.LayerNorm(cfg.d_model)
         self.head = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_model), nn.GELU(),
                                   nn.Linear(cfg.d_model, 1))
 
-    def forward(self, grids: torch.Tensor) -> torch.Tensor:
+    def forward(self, grids: torch.Tensor, bypass_blocks: bool = False) -> torch.Tensor:
+        """Scores in [0, 1] of int64 ``[B, h, w]`` / ``[B, h, w, Q]`` grids -> float32 ``[B]``.
+
+        ``bypass_blocks`` skips the Transformer blocks (the first training phase, see
+        :func:`train_cmms`); it equals the full forward pass while the blocks are at their
+        identity initialization.
+
+        Raises:
+            ValueError: the grids' token levels differ from ``cfg.levels``.
+        """
         if grids.ndim == 3:
             grids = grids[..., None]
         b, h, w, q = grids.shape
@@ -226,14 +243,21 @@ class CMMSRegressor(nn.Module):
         # scaled as in Vaswani et al. so token identity, not the (constant) positions, dominates
         x = self.embed(grids.reshape(b, h * w, q) + offsets).sum(dim=2) * math.sqrt(self.cfg.d_model)
         x = x + sinusoidal_positions(h * w, self.cfg.d_model).to(x.device)
-        pooled = self.norm(self.encoder(x)).mean(dim=1)  # normalize per token, then pool
+        if not bypass_blocks:
+            x = self.encoder(x)
+        pooled = self.norm(x).mean(dim=1)  # normalize per token, then pool
         return torch.sigmoid(self.head(pooled)).squeeze(-1)
 
 
 @dataclass
 class TrainSettings:
-    """CMMS training (config ``metrics.tokens.cmms``)."""
+    """CMMS training (config ``metrics.tokens.cmms``).
+
+    ``bypass_steps`` optimizer steps with the Transformer blocks bypassed come before ``steps``
+    full steps (see :func:`train_cmms`); 0 trains the full model throughout, as the paper does.
+    """
     steps: int = 2000
+    bypass_steps: int = 0
     batch_size: int = 64
     lr: float = 1e-4
     weight_decay: float = 0.01
@@ -301,8 +325,25 @@ def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
                ) -> tuple[CMMSRegressor, list[float]]:
     """Train the regressor on degraded token sequences (MSE to ``exp(-20 p)``, AdamW).
 
+    Two phases on one optimizer and one stream of batches:
+
+    1. ``settings.bypass_steps`` steps with the Transformer blocks bypassed. The blocks are
+       identity maps at initialization, so this trains the token embedding, final LayerNorm and
+       MLP head of the very model that phase 2 continues from, at a small fraction of a full
+       step's cost (no attention over the sequence). roundtrip's choice, not the paper's: at a CPU
+       budget it buys the many steps that the embedding needs (docs/design.md, "CMMS training in
+       two phases").
+    2. ``settings.steps`` steps of the full model.
+
+    Args:
+        tokens: int ``[crops, 1 + variants, h, w(, Q)]`` from :func:`build_training_tokens`.
+        p_pixel: float ``[crops, 1 + variants]`` severities (column 0 clean).
+
     Returns:
-        ``(model in eval mode, per-step training loss)``.
+        ``(model in eval mode, per-step training loss of both phases)``.
+
+    Raises:
+        ValueError: bad architecture (see :class:`CMMSRegressor`).
     """
     torch.manual_seed(settings.seed)
     rng = np.random.default_rng(settings.seed + 1)
@@ -310,16 +351,19 @@ def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
     opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
     history = []
     model.train()
-    for step in range(settings.steps):
+    total = settings.bypass_steps + settings.steps
+    for step in range(total):
         grids, target = _training_batch(tokens, p_pixel, cfg.vocab_size, settings.batch_size, rng)
-        pred = model(torch.from_numpy(grids).to(device))
+        pred = model(torch.from_numpy(grids).to(device),
+                     bypass_blocks=step < settings.bypass_steps)
         loss = torch.mean((pred - torch.from_numpy(target).float().to(device)) ** 2)
         opt.zero_grad()
         loss.backward()
         opt.step()
         history.append(float(loss.detach()))
-        if step % 100 == 0 or step == settings.steps - 1:
-            log.info("CMMS step %d/%d: loss %.5f", step + 1, settings.steps, history[-1])
+        if step % 500 == 0 or step == total - 1:
+            log.info("CMMS step %d/%d%s: loss %.5f", step + 1, total,
+                     " (blocks bypassed)" if step < settings.bypass_steps else "", history[-1])
     return model.eval(), history
 
 
