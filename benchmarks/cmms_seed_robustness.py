@@ -9,7 +9,8 @@ seed's Spearman correlations, how many seeds meet the target for all three kinds
 
 Needs a finished default run in the working directory (the reference tokenizer's checkpoint and
 the dataset manifests under ``results/``). Training settings come from the config's
-``metrics.tokens.cmms``; ``--steps``, ``--crops``, ``--lr``, ``--batch-size`` override them.
+``metrics.tokens.cmms``; ``--steps``, ``--bypass-steps``, ``--crops``, ``--lr``, ``--batch-size``
+override them.
 Writes ``benchmarks/results/cmms_seed_robustness[_<tag>].json``.
 
 Usage: ``python benchmarks/cmms_seed_robustness.py [--seeds 5] [--steps 600] [--tag name]``

@@ -134,7 +134,7 @@ def test_cmms_learns_token_injection():
 
 
 def test_cmms_bypass_phase_trains_the_same_model():
-    """Blocks start as identity maps, so bypassing them is exact; the bypass phase leaves them
+    """Blocks set to identity maps make bypassing them exact; the bypass phase leaves them
     untouched and trains embedding and head; the full phase then trains the blocks too."""
     rng = np.random.default_rng(0)
     tokens = rng.integers(0, 64, (12, 1, 8, 8))
@@ -143,9 +143,11 @@ def test_cmms_bypass_phase_trains_the_same_model():
     fresh = C.CMMSRegressor(cfg).eval()
     grids = torch.from_numpy(tokens[:, 0])
     with torch.no_grad():
+        assert not torch.allclose(fresh(grids, bypass_blocks=True), fresh(grids))
+        C.identity_blocks(fresh)
         torch.testing.assert_close(fresh(grids, bypass_blocks=True), fresh(grids))
     torch.manual_seed(0)  # train_cmms seeds torch the same way before building its model
-    init = {k: v.clone() for k, v in C.CMMSRegressor(cfg).state_dict().items()}
+    init = {k: v.clone() for k, v in C.identity_blocks(C.CMMSRegressor(cfg)).state_dict().items()}
     settings = C.TrainSettings(steps=0, bypass_steps=6, batch_size=8, lr=1e-2, seed=0)
     bypassed, history = C.train_cmms(tokens, np.zeros((12, 1)), cfg, settings)
     assert len(history) == 6

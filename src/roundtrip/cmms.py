@@ -18,9 +18,9 @@ What the paper leaves open and roundtrip fixes (documented choices): pixel-space
 parameters are mapped linearly from a severity ``s`` in [0, 1] to their range and the target uses
 ``p = 0.3 s``; for fragment swapping, ``p`` is the share of tokens replaced; each training
 sequence carries one degradation family drawn uniformly; grids are flattened in raster order;
-residual models' levels are embedded separately and summed per position. Each Transformer block's
-residual branches are zero-initialized, and training may begin with steps that bypass the blocks
-(:func:`train_cmms`): a budget choice for small CPU runs, off by default.
+residual models' levels are embedded separately and summed per position. Training may begin with
+steps that bypass the Transformer blocks, set to identity maps (:func:`train_cmms`): a budget
+choice for CPU runs, off by default.
 """
 from __future__ import annotations
 
@@ -214,12 +214,6 @@ class CMMSRegressor(nn.Module):
         layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.heads, 4 * cfg.d_model, dropout=0.0,
                                            batch_first=True, norm_first=True)
         self.encoder = nn.TransformerEncoder(layer, cfg.layers, enable_nested_tensor=False)
-        for block in self.encoder.layers:
-            # Each residual branch ends in a zero map, so every block starts as the identity
-            # (Fixup/ReZero-style): bypassing the blocks (see forward) is then exact.
-            for out in (block.self_attn.out_proj, block.linear2):
-                nn.init.zeros_(out.weight)
-                nn.init.zeros_(out.bias)
         self.norm = nn.LayerNorm(cfg.d_model)
         self.head = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_model), nn.GELU(),
                                   nn.Linear(cfg.d_model, 1))
@@ -228,8 +222,8 @@ class CMMSRegressor(nn.Module):
         """Scores in [0, 1] of int64 ``[B, h, w]`` / ``[B, h, w, Q]`` grids -> float32 ``[B]``.
 
         ``bypass_blocks`` skips the Transformer blocks (the first training phase, see
-        :func:`train_cmms`); it equals the full forward pass while the blocks are at their
-        identity initialization.
+        :func:`train_cmms`); it equals the full forward pass while the blocks are identity maps
+        (:func:`identity_blocks`).
 
         Raises:
             ValueError: the grids' token levels differ from ``cfg.levels``.
@@ -247,6 +241,17 @@ class CMMSRegressor(nn.Module):
             x = self.encoder(x)
         pooled = self.norm(x).mean(dim=1)  # normalize per token, then pool
         return torch.sigmoid(self.head(pooled)).squeeze(-1)
+
+
+def identity_blocks(model: CMMSRegressor) -> CMMSRegressor:
+    """Zero the last layer of every residual branch (attention output projection, second FFN
+    layer), so each Transformer block is the identity map (Fixup/ReZero-style). Returns ``model``."""
+    with torch.no_grad():
+        for block in model.encoder.layers:
+            for out in (block.self_attn.out_proj, block.linear2):
+                out.weight.zero_()
+                out.bias.zero_()
+    return model
 
 
 @dataclass
@@ -328,7 +333,7 @@ def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
     Two phases on one optimizer and one stream of batches:
 
     1. ``settings.bypass_steps`` steps with the Transformer blocks bypassed. The blocks are
-       identity maps at initialization, so this trains the token embedding, final LayerNorm and
+       first made identity maps (:func:`identity_blocks`), so this trains the token embedding, final LayerNorm and
        MLP head of the very model that phase 2 continues from, at a small fraction of a full
        step's cost (no attention over the sequence). roundtrip's choice, not the paper's: at a CPU
        budget it buys the many steps that the embedding needs (docs/design.md, "CMMS training in
@@ -348,6 +353,8 @@ def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
     torch.manual_seed(settings.seed)
     rng = np.random.default_rng(settings.seed + 1)
     model = CMMSRegressor(cfg).to(device)
+    if settings.bypass_steps:
+        identity_blocks(model)  # so that phase 1 trains the same function phase 2 starts from
     opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
     history = []
     model.train()
