@@ -245,7 +245,12 @@ class CMMSRegressor(nn.Module):
 
 def identity_blocks(model: CMMSRegressor) -> CMMSRegressor:
     """Zero the last layer of every residual branch (attention output projection, second FFN
-    layer), so each Transformer block is the identity map (Fixup/ReZero-style). Returns ``model``."""
+    layer), in place, so each pre-norm Transformer block maps its input to itself (the zero-init
+    residual branches of Fixup, Zhang et al. 2019, and ReZero, Bachlechner et al. 2020).
+
+    Returns:
+        ``model`` itself, for chaining.
+    """
     with torch.no_grad():
         for block in model.encoder.layers:
             for out in (block.self_attn.out_proj, block.linear2):
@@ -333,11 +338,11 @@ def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
     Two phases on one optimizer and one stream of batches:
 
     1. ``settings.bypass_steps`` steps with the Transformer blocks bypassed. The blocks are
-       first made identity maps (:func:`identity_blocks`), so this trains the token embedding, final LayerNorm and
-       MLP head of the very model that phase 2 continues from, at a small fraction of a full
-       step's cost (no attention over the sequence). roundtrip's choice, not the paper's: at a CPU
-       budget it buys the many steps that the embedding needs (docs/design.md, "CMMS training in
-       two phases").
+       first made identity maps (:func:`identity_blocks`), so this trains the token embedding,
+       final LayerNorm and MLP head of the very model that phase 2 continues from, at a small
+       fraction of a full step's cost (no attention over the sequence). roundtrip's choice, not
+       the paper's: at a CPU budget it buys the many steps that the embedding needs
+       (docs/design.md, "CMMS training in two phases").
     2. ``settings.steps`` steps of the full model.
 
     Args:
