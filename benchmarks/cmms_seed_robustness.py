@@ -10,7 +10,9 @@ seed's Spearman correlations, how many seeds meet the target for all three kinds
 Needs a finished default run in the working directory (the reference tokenizer's checkpoint and
 the dataset manifests under ``results/``). Training settings come from the config's
 ``metrics.tokens.cmms``; ``--steps``, ``--bypass-steps``, ``--crops``, ``--lr``, ``--batch-size``
-override them.
+override them. Training runs on ``--threads`` torch threads (default: half the CPUs, what the
+``train_cmms`` rule claims under ``--cores all``): floating-point sums, and so the trained
+weights, differ slightly with the thread count.
 Writes ``benchmarks/results/cmms_seed_robustness[_<tag>].json``.
 
 Usage: ``python benchmarks/cmms_seed_robustness.py [--seeds 5] [--steps 600] [--tag name]``
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import tempfile
@@ -73,8 +76,11 @@ def main() -> None:
     ap.add_argument("--crops", type=int)
     ap.add_argument("--lr", type=float)
     ap.add_argument("--batch-size", type=int)
+    ap.add_argument("--threads", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                    help="torch threads; default: what train_cmms claims under --cores all")
     ap.add_argument("--tag", default="")
     args = ap.parse_args()
+    torch.set_num_threads(args.threads)
     config = yaml.safe_load(Path(args.config).read_text())
     validate(config, str(REPO / "config.schema.yaml"))  # fills the schema's defaults, as the run does
     tok_cfg = config["metrics"]["tokens"]

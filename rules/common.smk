@@ -4,7 +4,7 @@ import time
 
 from roundtrip.cmms import training_datasets
 from roundtrip.config import check_config
-from roundtrip.datasets import folder_fingerprint
+from roundtrip.datasets import expected_item_count, folder_fingerprint
 from roundtrip.synthesis.build import SYNTHETIC_KEYS
 from roundtrip.api.synthesis import GPT_KEYS
 from roundtrip.models import TRAINED_TYPES
@@ -40,6 +40,27 @@ wildcard_constraints:
     ocr=r"[A-Za-z0-9][A-Za-z0-9_-]*",
     shard=r"\d+",
     nshards=r"\d+",
+
+
+def item_threads(cap):
+    """``threads:`` of a rule that spreads a dataset's items over up to ``cap`` workers
+    (Tesseract processes): no more than the dataset has items, where the config says how many.
+    A one-item set claiming two cores would hold the second one idle (docs/design.md,
+    "Threads")."""
+
+    def threads(wildcards):
+        n = expected_item_count(config["datasets"][wildcards.dataset])
+        return cap if n is None else max(1, min(cap, n))
+
+    return threads
+
+
+def build_threads(wildcards):
+    """Rendered text sets read every render back with ``audit.threads`` Tesseract processes;
+    every other set is built by one process."""
+    if config["datasets"][wildcards.dataset]["type"] not in SYNTHETIC_KEYS:
+        return 1
+    return item_threads(config["audit"]["threads"])(wildcards)
 
 
 def n_shards(dataset):

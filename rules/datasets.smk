@@ -12,7 +12,7 @@ rule build_dataset:
         "logs/build_dataset/{dataset}.log",
     benchmark:
         "results/benchmarks/build_dataset/{dataset}.tsv"
-    threads: 2
+    threads: build_threads
     resources:
         mem_mb=4000,
         # API-generated sets wait on image generation (about a minute per image)

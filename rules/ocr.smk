@@ -13,7 +13,7 @@ rule ocr:
         "logs/ocr/{ocr}/{model}/{dataset}.log",
     benchmark:
         "results/benchmarks/ocr/{ocr}/{model}/{dataset}.tsv"
-    threads: 2
+    threads: item_threads(2)
     resources:
         mem_mb=2000,
         runtime=60,

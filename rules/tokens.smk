@@ -17,7 +17,8 @@ rule train_cmms:
         "logs/train_cmms/{reference}.log",
     benchmark:
         "results/benchmarks/train_cmms/{reference}.tsv"
-    threads: workflow.cores
+    # half the cores: the rest of the DAG keeps the others busy (docs/design.md, "Threads")
+    threads: max(1, workflow.cores // 2)
     resources:
         mem_mb=4000,
         runtime=240,

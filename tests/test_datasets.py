@@ -6,8 +6,8 @@ import pytest
 import skimage.data
 from PIL import Image
 
-from roundtrip.datasets import (MANIFEST_COLUMNS, build_dataset, folder_fingerprint,
-                                read_manifest, safe_item_id)
+from roundtrip.datasets import (MANIFEST_COLUMNS, build_dataset, expected_item_count,
+                                folder_fingerprint, read_manifest, safe_item_id)
 from roundtrip.imaging import read_image, write_png
 
 
@@ -24,6 +24,16 @@ def test_skimage_dataset_manifest(tmp_path):
     assert np.array_equal(stored[..., 0], skimage.data.coins())
     digest = hashlib.sha256((tmp_path / row["path"]).read_bytes()).hexdigest()
     assert row["sha256"] == digest and row["source"] == "skimage:coins"
+
+
+def test_expected_item_count_matches_the_built_manifest(tmp_path):
+    spec = {"type": "skimage", "images": ["astronaut", "coins", "camera"]}
+    assert expected_item_count(spec) == len(build_dataset("nat", spec, tmp_path)) == 3
+    assert expected_item_count({"type": "nifti", "bundled": ["anatomical.nii"]}) == 1
+    assert expected_item_count({"type": "abstracts", "count": 2}) == 2
+    # only the built manifest can tell
+    assert expected_item_count({"type": "folder", "path": str(tmp_path)}) is None
+    assert expected_item_count({"type": "vista_questions", "limit": 4}) is None
 
 
 def test_unknown_bundled_name_is_rejected(tmp_path):

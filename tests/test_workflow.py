@@ -214,6 +214,26 @@ def test_adding_a_model_runs_only_its_jobs_and_the_tables(run):
     assert rec.loc["jpeg_q10", "tex.psnr"] < rec.loc["identity", "tex.psnr"]
 
 
+def test_jobs_claim_no_more_threads_than_they_can_use(run):
+    """A job's threads hold cores the scheduler could give to others: one per item at most for
+    the Tesseract rules, one for sets built by a single process, half the cores for CMMS."""
+    work, _ = run
+    plan = smk(work, "-n", "--forceall")
+    claims = {}
+    for block in re.split(r"\n(?=(?:local)?rule )", plan):
+        rule = re.match(r"(?:local)?rule (\w+):", block)
+        if rule:
+            wildcards = re.search(r"wildcards: (.*)", block)
+            threads = re.search(r"threads: (\d+)", block)
+            claims[(rule.group(1), wildcards.group(1) if wildcards else "")] = \
+                int(threads.group(1)) if threads else 1
+    assert claims[("build_dataset", "dataset=tex")] == 1  # bundled photographs: no workers
+    assert claims[("build_dataset", "dataset=qs")] == 2  # rendered: audit.threads readers
+    assert claims[("ocr", "ocr=tesseract, model=original, dataset=scan")] == 1  # one page
+    assert claims[("ocr", "ocr=tesseract, model=original, dataset=qs")] == 2  # count unknown
+    assert claims[("train_cmms", "reference=small_vq")] == 1  # --cores 2 // 2
+
+
 def test_lint_is_clean():
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=REPO,
                           capture_output=True, text=True)

@@ -238,6 +238,22 @@ def folder_fingerprint(root: str | Path) -> str:
     return h.hexdigest()[:16]
 
 
+def expected_item_count(spec: dict) -> int | None:
+    """Number of items a dataset spec will hold, where the config alone fixes it.
+
+    Exact for lists of bundled images or volumes (``images``, ``bundled``) and for generated
+    sets with a ``count``; ``None`` where only the built manifest can tell (folders, BIDS,
+    MedMNIST files, question files, whose size also depends on ``limit`` and the style grid).
+    The workflow uses it to claim no more threads than a job has items to spread them over.
+    """
+    for key in ("images", "bundled"):
+        if isinstance(spec.get(key), list):
+            return len(spec[key])
+    if isinstance(spec.get("count"), int):
+        return spec["count"]
+    return None
+
+
 def build_dataset(name: str, spec: dict, out_dir: str | Path) -> pd.DataFrame:
     """Build the dataset ``name`` described by its config ``spec`` into ``out_dir``.
 
