@@ -11,6 +11,7 @@ Goal (issue 2): under 10 minutes and 4 GB on the 2-core reference machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -47,8 +48,20 @@ def tree_memory(proc: psutil.Process) -> tuple[int, int, list[tuple[str, float]]
     return pss, rss, breakdown
 
 
-def one_run(cores: str, keep: str | None = None) -> dict:
-    with tempfile.TemporaryDirectory(prefix="roundtrip-bench-") as work:
+def one_run(cores: str, keep: str | None = None, workdir: str | None = None) -> dict:
+    """One timed run in a fresh folder: a temporary one, or ``workdir`` (kept afterwards, so
+    that benchmarks which need a finished run, such as ``cmms_seed_robustness.py``, can use it).
+
+    Raises:
+        FileExistsError: ``workdir`` already holds results (the run would not be fresh).
+        RuntimeError: Snakemake failed.
+    """
+    if workdir is not None:
+        if Path(workdir, "results").exists():
+            raise FileExistsError(f"{workdir}/results exists: the run would not start fresh")
+        Path(workdir).mkdir(parents=True, exist_ok=True)
+    with (contextlib.nullcontext(workdir) if workdir is not None
+          else tempfile.TemporaryDirectory(prefix="roundtrip-bench-")) as work:
         shutil.copy(REPO / "config.yaml", Path(work) / "config.yaml")
         cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
                "--configfile", "config.yaml", "--cores", cores, "--quiet", "all"]
@@ -79,10 +92,14 @@ def main() -> None:
     ap.add_argument("--cores", default="all")
     ap.add_argument("--out", default=str(REPO / "benchmarks/results/default_run.json"))
     ap.add_argument("--keep-tables", default=None, help="copy the last run's tables here")
+    ap.add_argument("--workdir", default=None,
+                    help="run in this new folder and keep it (with --runs 1)")
     args = ap.parse_args()
+    if args.workdir and args.runs != 1:
+        ap.error("--workdir keeps one run's results: use it with --runs 1")
     runs = []
     for k in range(args.runs):
-        runs.append(one_run(args.cores, args.keep_tables))
+        runs.append(one_run(args.cores, args.keep_tables, args.workdir))
         print(f"run {k + 1}/{args.runs}: {runs[-1]}", flush=True)
     result = {
         "benchmark": "default config.yaml, snakemake --cores " + args.cores,
