@@ -15,7 +15,8 @@ override them. Training runs on ``--threads`` torch threads (default: half the C
 weights, differ slightly with the thread count.
 Writes ``benchmarks/results/cmms_seed_robustness[_<tag>].json``.
 
-Usage: ``python benchmarks/cmms_seed_robustness.py [--seeds 5] [--steps 600] [--tag name]``
+Usage: ``python benchmarks/cmms_seed_robustness.py [--seeds 5] [--first-seed 0] [--steps 600]
+[--tag name]``
 """
 from __future__ import annotations
 
@@ -71,6 +72,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", default=str(REPO / "config.yaml"))
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds run from here on")
     ap.add_argument("--steps", type=int)
     ap.add_argument("--bypass-steps", type=int)
     ap.add_argument("--crops", type=int)
@@ -96,7 +98,7 @@ def main() -> None:
     sets = degraded_tokens(tokenizer, sens_images, tok_cfg["size"], sens["levels"],
                            sens["crops_per_image"], sens["seed"])
     runs = []
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         runs.append(one_seed(tokenizer, images, sets, tok_cfg["size"], s, seed))
         print(json.dumps(runs[-1]), flush=True)
     result = {

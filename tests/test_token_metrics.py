@@ -116,6 +116,23 @@ def test_degradations_keep_shape_and_hurt_with_severity(photos):
         assert np.abs(lo.astype(int) - imgs).mean() < np.abs(hi.astype(int) - imgs).mean(), kind
 
 
+def test_pixel_kinds_are_stratified():
+    """Each crop's pixel versions cover every kind once per round, the rest without repeats."""
+    rng = np.random.default_rng(0)
+    orders = set()
+    for n in (6, 8, 12, 3):
+        for _ in range(20):
+            kinds = C._pixel_kinds(n, rng)
+            counts = pd.Series(kinds).value_counts()
+            assert len(kinds) == n and set(kinds) <= set(C.PIXEL_KINDS)
+            assert counts.max() - (counts.min() if len(counts) == 6 else 0) <= 1, kinds
+            assert counts.max() == -(-n // 6)  # ceil: 1 for n <= 6, 2 for 8 and 12
+            if n == 6:
+                orders.add(tuple(kinds))
+    assert len(orders) > 1  # shuffled, not a fixed cycle
+    assert C._pixel_kinds(6, np.random.default_rng(3)) == C._pixel_kinds(6, np.random.default_rng(3))
+
+
 def test_cmms_learns_token_injection():
     """A few hundred steps on structured grids: injected sequences score below clean ones."""
     rng = np.random.default_rng(0)
