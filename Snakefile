@@ -17,35 +17,30 @@ configfile: "config.yaml"
 validate(config, "config.schema.yaml")
 
 
+# The plan (roundtrip.workflow.plan) and the helpers every rule file uses.
 include: "rules/common.smk"
-include: "rules/datasets.smk"
-include: "rules/train.smk"
-include: "rules/reconstruct.smk"
-include: "rules/metrics.smk"
-include: "rules/ocr.smk"
-include: "rules/medical.smk"
+# Pipeline stages shared by the evaluations.
+include: "rules/stages/datasets.smk"
+include: "rules/stages/train.smk"
+include: "rules/stages/reconstruct.smk"
+# One rule file per paper's evaluation; each writes its tables.
+include: "rules/evals/vtbench.smk"
 
 
-if TOKEN_REFERENCE:
+if PLAN.token_reference:
 
-    include: "rules/tokens.smk"
+    include: "rules/evals/chd.smk"
 
 
-include: "rules/tables.smk"
+if PLAN.medical_datasets:
+
+    include: "rules/evals/medibench.smk"
 
 
 rule all:
     default_target: True
     input:
-        table_files("reconstruction"),
-        table_files("detail_statistics"),
-        table_files("model_card"),
-        table_files("text_preservation") if TEXT_DATASETS else [],
-        table_files("ocr_robustness") if TEXT_DATASETS else [],
-        table_files("token_metrics") if TOKEN_REFERENCE else [],
-        table_files("token_sensitivity") if SENSITIVITY["dataset"] else [],
-        [table_files(name) for name in MEDIBENCH_TABLES] if MEDICAL_DATASETS else [],
-        expand("results/figures/medical/{dataset}.png", dataset=MEDICAL_DATASETS),
+        PLAN.targets(),
 
 
 # API usage of this run, summed (report_api_usage in rules/common.smk).

@@ -33,10 +33,11 @@ import torch
 import yaml
 from snakemake.utils import validate
 
-from roundtrip import cmms
-from roundtrip.datasets import read_ok_images
+from roundtrip.core.manifest import read_ok_images
+from roundtrip.evals.chd import cmms
+from roundtrip.evals.chd.sensitivity import KINDS, degraded_tokens, score_sensitivity, summarize
 from roundtrip.models import TRAINED_TYPES, build_model
-from roundtrip.token_sensitivity import KINDS, degraded_tokens, score_sensitivity, summarize
+from roundtrip.workflow.plan import training_datasets
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = -0.9  # issue 5: Spearman(level, mean CMMS) at most this for each kind
@@ -92,7 +93,7 @@ def main() -> None:
             s[key] = getattr(args, key)
     name, tokenizer = reference_tokenizer(config)
     images = read_ok_images([f"results/datasets/{d}/manifest.csv"
-                             for d in cmms.training_datasets(config)])
+                             for d in training_datasets(config)])
     sens = tok_cfg["sensitivity"]
     sens_images = read_ok_images([f"results/datasets/{sens['dataset']}/manifest.csv"])
     sets = degraded_tokens(tokenizer, sens_images, tok_cfg["size"], sens["levels"],

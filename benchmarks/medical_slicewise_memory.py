@@ -28,9 +28,10 @@ def one_run(args: tuple) -> dict:
     import numpy as np
     import torch
 
-    from roundtrip.medical.reconstruct import fidelity, reconstruct_slicewise, to_unit_range
-    from roundtrip.medical.volumes import synthetic_volume
+    from roundtrip.datasets.volumes import synthetic_volume, to_unit_range
+    from roundtrip.metrics.fidelity import fidelity
     from roundtrip.models import build_model
+    from roundtrip.stages.volumes import reconstruct_slicewise
 
     torch.set_num_threads(2)
     volume, _ = synthetic_volume(size, seed=0)
@@ -61,7 +62,7 @@ def main() -> None:
     import skimage.data
     import torch
 
-    from roundtrip.models.small import train_small_tokenizer
+    from roundtrip.stages.train import train_small_tokenizer
 
     with tempfile.TemporaryDirectory() as tmp:
         ckpt = str(Path(tmp) / "small.pt")

@@ -1,7 +1,7 @@
 """PSNR+SSIM throughput vs a per-image scikit-image loop, and memory vs item count (issue 5).
 
 Scores ``--items`` (reference, JPEG-q50) pairs of 512 x 512 crops of the bundled photographs
-twice: with :func:`roundtrip.scoring.score_image_quality` (streams pairs from disk, separable
+twice: with :func:`roundtrip.evals.vtbench.image_quality.score_image_quality` (streams pairs from disk, separable
 Gaussian SSIM in torch) and with a loop over ``skimage.metrics.peak_signal_noise_ratio`` and
 ``structural_similarity(gaussian_weights=True, sigma=1.5, use_sample_covariance=False)`` on the
 same files. Checks the values agree within 1e-4, reports images/s (median of ``--repeats``),
@@ -26,12 +26,12 @@ import numpy as np
 import pandas as pd
 import torch
 from PIL import Image
+from reconstruct_overhead import crops  # benchmarks/ is on sys.path when run as a script
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
-from reconstruct_overhead import crops  # benchmarks/ is on sys.path when run as a script
-from roundtrip.datasets import write_dataset
-from roundtrip.imaging import read_image, to_unit, write_png
-from roundtrip.scoring import score_image_quality
+from roundtrip.core.imaging import read_image, to_unit, write_png
+from roundtrip.core.manifest import write_dataset
+from roundtrip.evals.vtbench.image_quality import score_image_quality
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,6 +1,6 @@
 """Reconstruction throughput and harness overhead (issue 4 goal: overhead < 10% at 256^2, CPU).
 
-Runs :func:`roundtrip.reconstruct.reconstruct_shard` on ``--items`` 256 x 256 crops of the
+Runs :func:`roundtrip.stages.reconstruct.reconstruct_shard` on ``--items`` 256 x 256 crops of the
 bundled photographs with a small tokenizer (``type: small``, the default architecture; random
 weights, since speed does not depend on them), ``--repeats`` times. The model's own
 ``encode``/``decode`` time is measured inside the harness; overhead = 1 - model time / total
@@ -25,10 +25,10 @@ import numpy as np
 import skimage.data
 import torch
 
-from roundtrip.datasets import Item, write_dataset
+from roundtrip.core.manifest import Item, write_dataset
 from roundtrip.models import build_model
 from roundtrip.models.small import SmallAutoencoder, arch_args
-from roundtrip.reconstruct import reconstruct_shard
+from roundtrip.stages.reconstruct import reconstruct_shard
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -19,9 +19,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from roundtrip.datasets.rendered.abstracts import AbstractsSpec, build_abstracts
+from roundtrip.datasets.rendered.questions import load_questions, prompt_text
 from roundtrip.render import RenderItem, RenderSettings, render_items
-from roundtrip.synthesis.abstracts import AbstractsSpec, build_abstracts
-from roundtrip.synthesis.questions import load_questions, prompt_text
 
 REPO = Path(__file__).resolve().parent.parent
 

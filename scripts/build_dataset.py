@@ -1,10 +1,11 @@
 """Rule build_dataset: write results/datasets/{dataset}/manifest.csv and its images."""
-import _bootstrap  # noqa: F401
 from pathlib import Path
 
+import _bootstrap  # noqa: F401
+
 from roundtrip.api.client import USAGE_LEDGER, append_usage
+from roundtrip.core.logs import setup_logging
 from roundtrip.datasets import build_dataset
-from roundtrip.workflow import setup_logging
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])

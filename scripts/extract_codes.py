@@ -1,12 +1,12 @@
 """Rule extract_codes: tokens.npz and latents.npz of a (model, dataset), on request."""
-import _bootstrap  # noqa: F401
 from pathlib import Path
 
+import _bootstrap  # noqa: F401
 import torch
 
-from roundtrip.codes import extract_codes
-from roundtrip.reconstruct import load_model
-from roundtrip.workflow import setup_logging
+from roundtrip.core.logs import setup_logging
+from roundtrip.stages.codes import extract_codes
+from roundtrip.stages.reconstruct import load_model
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])

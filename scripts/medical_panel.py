@@ -1,8 +1,8 @@
 """Rule medical_panel: originals, reconstructions and subtraction maps per modality (PNG)."""
 import _bootstrap  # noqa: F401
 
-from roundtrip.medical.panels import write_panel
-from roundtrip.workflow import setup_logging
+from roundtrip.core.logs import setup_logging
+from roundtrip.evals.medibench.panels import write_panel
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])

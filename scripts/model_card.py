@@ -1,11 +1,12 @@
 """Rule model_card: family, parameters, native sizes, latent shapes and compression ratios."""
-import _bootstrap  # noqa: F401
 from pathlib import Path
 
-from roundtrip.model_card import model_card
+import _bootstrap  # noqa: F401
+
+from roundtrip.core.logs import setup_logging
 from roundtrip.models import build_model
+from roundtrip.models.card import model_card
 from roundtrip.tables import write_frame
-from roundtrip.workflow import setup_logging
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])

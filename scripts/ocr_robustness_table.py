@@ -1,14 +1,21 @@
 """Rule ocr_robustness_table: CER/WER per model under each OCR engine, pooled over the text
 datasets (VTBench Table 5), and Kendall's tau between the engines' model rankings."""
-import _bootstrap  # noqa: F401
 from collections import defaultdict
 from pathlib import Path
 
-from roundtrip.ocr_robustness import engine_of, pooled_items, rank_agreement
-from roundtrip.tables import (Column, build_table, read_per_item, to_csv_frame, write_frame,
-                              write_table)
-from roundtrip.text_scoring import text_dataset_kinds
-from roundtrip.workflow import setup_logging
+import _bootstrap  # noqa: F401
+
+from roundtrip.core.logs import setup_logging
+from roundtrip.evals.vtbench.ocr_robustness import engine_of, pooled_items, rank_agreement
+from roundtrip.evals.vtbench.text import text_dataset_kinds
+from roundtrip.tables import (
+    build_table,
+    metric_column,
+    read_per_item,
+    to_csv_frame,
+    write_frame,
+    write_table,
+)
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
@@ -21,7 +28,7 @@ engines = list(smk.params.engines)
 out_dir = Path(smk.output[0]).parent
 files = {(model, engine, "item"): pooled_items(per_dataset, cer_only)
          for (model, engine), per_dataset in frames.items()}
-columns = [c for e in engines for c in (Column(e, "cer", "CER", 4), Column(e, "wer", "WER", 4))]
+columns = [metric_column(e, m) for e in engines for m in ("cer", "wer")]
 not_run = {(m, e): "not run on any text dataset (datasets.<name>.models)"
            for m in smk.params.models for e in engines if (m, e) not in frames}
 table = build_table("ocr_robustness",

@@ -1,26 +1,20 @@
-"""Rule reconstruct: one (model, dataset, shard) through the model's adapter."""
+"""Rule reconstruct and its variants: one (model, dataset) through the model, then every per-pair
+scorer the plan assigns to the dataset (roundtrip.workflow.pair)."""
 import _bootstrap  # noqa: F401
-from pathlib import Path
-
 import torch
 
 from roundtrip.api.client import USAGE_LEDGER, append_usage
-from roundtrip.reconstruct import load_model, reconstruct_shard
-from roundtrip.workflow import setup_logging, versions
+from roundtrip.core.logs import setup_logging, versions
+from roundtrip.workflow.pair import run_pair
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
 torch.set_num_threads(smk.threads)
-model = load_model(smk.wildcards.model, smk.params.spec, smk.params.device)
-log.info("model %s on %s; versions %s", smk.wildcards.model, model.device, versions())
+log.info("model %s; versions %s", smk.wildcards.model, versions())
+p = smk.params
 try:
-    status = reconstruct_shard(
-        model, smk.input.manifest, Path(smk.output.status).parent.parent,
-        shard=int(smk.wildcards.shard), n_shards=int(smk.wildcards.nshards),
-        batch_size=smk.params.batch_size,
-        fingerprint={"model": smk.wildcards.model, "spec": dict(smk.params.spec)},
-        protocol=smk.params.protocol, size=smk.params.size,
-    )
+    run_pair(smk.wildcards.model, p.spec, smk.input.manifest, dict(smk.output.items()),
+             p.scorers, device=p.device, n_shards=p.shards, threads=smk.threads,
+             batch_size=p.batch_size, protocol=p.protocol, size=p.size)
 finally:
     append_usage(USAGE_LEDGER, f"reconstruct/{smk.wildcards.model}/{smk.wildcards.dataset}")
-log.info("status counts: %s", status["status"].value_counts().to_dict())

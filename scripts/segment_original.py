@@ -1,10 +1,11 @@
 """Rule segment_original: fit the segmenter on each original volume and segment it."""
-import _bootstrap  # noqa: F401
 from pathlib import Path
 
-from roundtrip.medical.harness import segment_originals
-from roundtrip.medical.segment import build_segmenter
-from roundtrip.workflow import setup_logging
+import _bootstrap  # noqa: F401
+
+from roundtrip.core.logs import setup_logging
+from roundtrip.evals.medibench.segment import build_segmenter
+from roundtrip.evals.medibench.structure import segment_originals
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])

@@ -1,10 +1,12 @@
 """Rule text_preservation_table: CER/WER per model and text dataset (VTBench Table 3 layout)."""
-import _bootstrap  # noqa: F401
 from pathlib import Path
 
-from roundtrip.tables import build_table, text_columns, write_table
-from roundtrip.text_scoring import text_dataset_kinds
-from roundtrip.workflow import setup_logging
+import _bootstrap  # noqa: F401
+
+from roundtrip.core.logs import setup_logging
+from roundtrip.evals.vtbench.tables import text_columns
+from roundtrip.evals.vtbench.text import text_dataset_kinds
+from roundtrip.tables import build_table, write_table
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])

@@ -1,16 +1,16 @@
 """Rule token_sensitivity: CHD and CMMS under 10 levels of noise, blur, block shuffling."""
-import _bootstrap  # noqa: F401
 from pathlib import Path
 
+import _bootstrap  # noqa: F401
 import torch
 
-from roundtrip.cmms import CMMS
-from roundtrip.datasets import read_ok_images
+from roundtrip.core.logs import setup_logging
+from roundtrip.core.manifest import read_ok_images
+from roundtrip.evals.chd.cmms import CMMS
+from roundtrip.evals.chd.sensitivity import plot, run_sensitivity, summarize
 from roundtrip.models import build_model
-from roundtrip.reconstruct import resolve_device
+from roundtrip.stages.reconstruct import resolve_device
 from roundtrip.tables import write_frame
-from roundtrip.token_sensitivity import plot, run_sensitivity, summarize
-from roundtrip.workflow import setup_logging
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])

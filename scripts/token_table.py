@@ -1,9 +1,11 @@
 """Rule token_table: CHD (set level) and CMMS (per item) per model and dataset."""
-import _bootstrap  # noqa: F401
 from pathlib import Path
 
-from roundtrip.tables import build_table, token_columns, write_table
-from roundtrip.workflow import setup_logging
+import _bootstrap  # noqa: F401
+
+from roundtrip.core.logs import setup_logging
+from roundtrip.evals.chd.tables import token_columns
+from roundtrip.tables import build_table, write_table
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])

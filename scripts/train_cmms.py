@@ -2,11 +2,11 @@
 import _bootstrap  # noqa: F401
 import torch
 
-from roundtrip import cmms
-from roundtrip.datasets import read_ok_images
+from roundtrip.core.logs import setup_logging, versions
+from roundtrip.core.manifest import read_ok_images
+from roundtrip.evals.chd import cmms
 from roundtrip.models import build_model
-from roundtrip.reconstruct import resolve_device
-from roundtrip.workflow import setup_logging, versions
+from roundtrip.stages.reconstruct import resolve_device
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])

@@ -1,12 +1,12 @@
 """Rule train_tokenizer: train a small tokenizer on crops of the configured datasets."""
-import _bootstrap  # noqa: F401
 import json
 
+import _bootstrap  # noqa: F401
 import torch
 
-from roundtrip.datasets import read_ok_images
-from roundtrip.models.small import train_small_tokenizer
-from roundtrip.workflow import setup_logging
+from roundtrip.core.logs import setup_logging
+from roundtrip.core.manifest import read_ok_images
+from roundtrip.stages.train import train_small_tokenizer
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])

@@ -8,18 +8,28 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from PIL import Image, ImageDraw, ImageFont
-
 from conftest import REPO, requires_tesseract
 from fake_openai import FakeOpenAI
+from PIL import Image, ImageDraw, ImageFont
+
 from roundtrip.api import client as api_client
-from roundtrip.api.client import (ApiClient, ApiError, Endpoint, MissingApiKey, ResponseCache,
-                                  append_usage, client_for, retry_after_s, summarize_usage)
+from roundtrip.api.client import (
+    ApiClient,
+    ApiError,
+    Endpoint,
+    MissingApiKey,
+    ResponseCache,
+    append_usage,
+    client_for,
+    retry_after_s,
+    summarize_usage,
+)
 from roundtrip.api.settings import resolve_api
-from roundtrip.api.synthesis import GptSetSpec, build_gpt_set, parse_jsonl, translate_blocks
-from roundtrip.api.vlm import VlmJudge, VlmOCR, parse_verdict
-from roundtrip.config import ConfigError, check_config
-from roundtrip.ocr_robustness import rank_agreement
+from roundtrip.core.config import ConfigError
+from roundtrip.datasets.generated import GptSetSpec, build_gpt_set, parse_jsonl, translate_blocks
+from roundtrip.evals.vtbench.ocr_robustness import rank_agreement
+from roundtrip.readers.vlm import VlmJudge, VlmOCR, parse_verdict
+from roundtrip.workflow.checks import check_config
 
 KEY = "sk-roundtrip-test-0123456789"
 PROMPTS = yaml.safe_load((REPO / "config.yaml").read_text())["api"]["prompts"]
@@ -187,8 +197,8 @@ def test_vlm_judge_and_verdict_parsing(server, tmp_path):
 
 @requires_tesseract
 def test_render_audit_stores_the_judge_verdict(server, tmp_path):
-    from roundtrip.datasets import Item
-    from roundtrip.synthesis.audit import AuditSettings, audit_items, build_judge
+    from roundtrip.core.manifest import Item
+    from roundtrip.datasets.rendered.audit import AuditSettings, audit_items, build_judge
 
     judge = build_judge({"type": "vlm", "endpoint": endpoint(server, tmp_path),
                          "model": "fake-vlm", "prompt": PROMPTS["judge"]})
@@ -260,9 +270,9 @@ def test_translation_keeps_lines_and_falls_back_per_line(server, tmp_path):
 def test_api_image_model_in_the_harness(server, tmp_path):
     import hashlib
 
-    from roundtrip.datasets import Item, write_dataset
+    from roundtrip.core.manifest import Item, write_dataset
     from roundtrip.models import build_model
-    from roundtrip.reconstruct import reconstruct_shard
+    from roundtrip.stages.reconstruct import reconstruct_shard
 
     images = [text_image([f"item {i}"], size=(96, 64)) for i in range(3)]
     write_dataset([Item(f"i{i}", "x", image=im) for i, im in enumerate(images)], tmp_path / "ds")
@@ -300,8 +310,8 @@ def test_rank_agreement_measures_kendall_tau():
 def test_translated_multilingual_set_renders_the_translation(server, tmp_path):
     """datasets.<name>.translate: the English grammar text of the same seed, translated (the
     fake server upper-cases), is what the Korean canvas shows and what its ground truth says."""
+    from roundtrip.datasets.rendered.abstracts import AbstractsSpec, build_abstracts
     from roundtrip.render import RenderSettings
-    from roundtrip.synthesis.abstracts import AbstractsSpec, build_abstracts
 
     translate = {"endpoint": endpoint(server, tmp_path), "model": "m",
                  "prompt": PROMPTS["translate"]}

@@ -5,11 +5,11 @@ import sys
 
 import pytest
 import yaml
+from conftest import REPO
 from snakemake.utils import validate
 
-from roundtrip.config import ConfigError, check_config
-
-from conftest import REPO
+from roundtrip.core.config import ConfigError
+from roundtrip.workflow.checks import check_config
 
 SCHEMA = str(REPO / "config.schema.yaml")
 

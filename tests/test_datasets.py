@@ -6,9 +6,10 @@ import pytest
 import skimage.data
 from PIL import Image
 
-from roundtrip.datasets import (MANIFEST_COLUMNS, build_dataset, expected_item_count,
-                                folder_fingerprint, read_manifest, safe_item_id)
-from roundtrip.imaging import read_image, write_png
+from roundtrip.core.imaging import read_image, write_png
+from roundtrip.core.manifest import MANIFEST_COLUMNS, read_manifest, safe_item_id
+from roundtrip.datasets import build_dataset, expected_item_count
+from roundtrip.datasets.folder import folder_fingerprint
 
 
 def test_skimage_dataset_manifest(tmp_path):

@@ -5,8 +5,13 @@ import skimage.data
 from scipy import ndimage
 from skimage.feature import canny
 
-from roundtrip.metrics.detail import (detail_stats, edge_density, hf_energy_share,
-                                      laplacian_variance, luma)
+from roundtrip.metrics.detail import (
+    detail_stats,
+    edge_density,
+    hf_energy_share,
+    laplacian_variance,
+    luma,
+)
 
 
 def test_constant_image_has_no_detail():

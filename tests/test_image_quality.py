@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import skimage.data
 import torch
+from conftest import jpeg_roundtrip
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
-from conftest import jpeg_roundtrip
 from roundtrip.metrics.image_quality import mse, pooled_psnr, psnr, ssim, ssim_batch
 
 

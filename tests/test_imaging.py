@@ -5,7 +5,7 @@ import pytest
 import skimage.data
 from PIL import Image
 
-from roundtrip.imaging import ImageReadError, from_unit, read_image, to_unit, write_png
+from roundtrip.core.imaging import ImageReadError, from_unit, read_image, to_unit, write_png
 
 
 def test_rgb_png_roundtrip_is_exact(tmp_path):
@@ -98,7 +98,7 @@ def test_unit_conversions_invert_exactly():
 
 
 def test_to_uint8_rounds_16_bit_and_keeps_8_bit():
-    from roundtrip.imaging import to_uint8
+    from roundtrip.core.imaging import to_uint8
 
     v = np.arange(0, 65536, dtype=np.uint16).reshape(256, 256, 1).repeat(3, axis=2)
     np.testing.assert_array_equal(to_uint8(v), np.round(v / 257.0).astype(np.uint8))

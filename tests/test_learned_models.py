@@ -5,9 +5,11 @@ import pytest
 import torch
 from torch import nn
 
-from roundtrip.config import ConfigError, check_config
-from roundtrip.model_card import card_row, compression_ratio
-from roundtrip.models import WeightsMissing, build_model
+from roundtrip.core.config import ConfigError
+from roundtrip.core.weights import WeightsMissing
+from roundtrip.models import build_model
+from roundtrip.models.card import card_row, compression_ratio
+from roundtrip.workflow.checks import check_config
 
 SDXL_VAE_CONFIG = dict(  # the public architecture of the SDXL VAE (random weights here)
     in_channels=3, out_channels=3, latent_channels=4, layers_per_block=2, norm_num_groups=32,

@@ -5,7 +5,7 @@ import pytest
 import torch
 from sklearn.metrics import f1_score, roc_auc_score
 
-from roundtrip.medical import latent_utility as lu
+from roundtrip.evals.medibench import latent_features as lu
 from roundtrip.models import build_model
 
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from roundtrip.medical.reconstruct import (GRID, fidelity, on_grid, reconstruct_slicewise,
-                                           reconstruct_volume_3d, to_unit_range)
-from roundtrip.medical.volumes import bundled_nifti, load_volume
+from roundtrip.datasets.volumes import GRID, bundled_nifti, load_volume, on_grid, to_unit_range
+from roundtrip.metrics.fidelity import fidelity
 from roundtrip.models import build_model
+from roundtrip.stages.volumes import reconstruct_slicewise, reconstruct_volume_3d
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,9 @@ def test_identity_slicewise_is_exact_and_degraded_model_is_worse(mri, axis):
 
 
 def test_slicewise_pads_to_the_downsample_factor_and_crops_back(mri, tmp_path):
-    from roundtrip.models.small import train_small_tokenizer
     import skimage.data
+
+    from roundtrip.stages.train import train_small_tokenizer
 
     path = tmp_path / "small.pt"
     spec = {"type": "small", "family": "continuous", "downsample": 8, "channels": 8}
@@ -73,6 +74,7 @@ def test_3d_monai_autoencoder_with_sliding_windows(mri, tmp_path):
 
 def test_fidelity_2d_matches_the_image_metrics():
     import skimage.data
+
     from roundtrip.metrics.image_quality import psnr, ssim
 
     x = skimage.data.camera()[:128, :128] / 255.0

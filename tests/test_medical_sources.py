@@ -5,10 +5,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from roundtrip.datasets import build_dataset, read_manifest
-from roundtrip.imaging import read_image
-from roundtrip.medical.reconstruct import GRID
-from roundtrip.medical.sources import read_volume
+from roundtrip.core.imaging import read_image
+from roundtrip.core.manifest import read_manifest
+from roundtrip.datasets import build_dataset
+from roundtrip.datasets.medical import read_volume
+from roundtrip.datasets.volumes import GRID
 
 
 def _nifti(path, data, affine=None):
@@ -56,7 +57,7 @@ def test_medmnist_3d_volumes(tmp_path):
 
 
 def test_folder_with_labels_csv(tmp_path):
-    from roundtrip.imaging import write_png
+    from roundtrip.core.imaging import write_png
 
     (tmp_path / "imgs").mkdir()
     for name in ("a.png", "b.png", "c.png"):

@@ -10,12 +10,18 @@ import numpy as np
 import pytest
 import torch
 
-from roundtrip.medical.segment import (GmmSegmenter, MonaiBundleSegmenter, OtsuSegmenter,
-                                       SegmenterUnavailable, SynthSegSegmenter, build_segmenter,
-                                       parse_synthseg_qc, segsim, structure_metrics)
-from roundtrip.medical.sources import read_volume
-from roundtrip.medical.reconstruct import to_unit_range
-from roundtrip.medical.volumes import bundled_nifti, load_volume
+from roundtrip.datasets.medical import read_volume
+from roundtrip.datasets.volumes import bundled_nifti, load_volume, to_unit_range
+from roundtrip.evals.medibench.segment import (
+    GmmSegmenter,
+    MonaiBundleSegmenter,
+    OtsuSegmenter,
+    SegmenterUnavailable,
+    SynthSegSegmenter,
+    build_segmenter,
+    parse_synthseg_qc,
+)
+from roundtrip.metrics.segmentation import segsim, structure_metrics
 
 
 @pytest.fixture(scope="module")

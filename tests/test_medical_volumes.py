@@ -6,8 +6,13 @@ import nibabel as nib
 import numpy as np
 import pytest
 
-from roundtrip.medical.volumes import (VolumeError, bundled_nifti, load_volume, obliquity_deg,
-                                       synthetic_volume)
+from roundtrip.datasets.volumes import (
+    VolumeError,
+    bundled_nifti,
+    load_volume,
+    obliquity_deg,
+    synthetic_volume,
+)
 
 
 @pytest.fixture(scope="module")

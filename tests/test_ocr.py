@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 import skimage.data
-
-from roundtrip.imaging import write_png
-from roundtrip.ocr import OCRUnavailable, TesseractOCR, build_ocr, ocr_items, tesseract_package
-
 from conftest import requires_tesseract
+
+from roundtrip.core.imaging import write_png
+from roundtrip.readers import build_ocr, ocr_items
+from roundtrip.readers.tesseract import OCRUnavailable, TesseractOCR, tesseract_package
 
 
 @requires_tesseract

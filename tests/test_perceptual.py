@@ -12,9 +12,9 @@ import pytest
 import torch
 import torchvision
 
+from roundtrip.core.weights import WeightsMissing
 from roundtrip.metrics.distribution import InceptionFeatures, fid, kid
 from roundtrip.metrics.perceptual import LPIPS
-from roundtrip.models import WeightsMissing
 
 
 @pytest.fixture(scope="module")

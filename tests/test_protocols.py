@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 import skimage.data
 
+from roundtrip.core.imaging import read_image, to_unit
+from roundtrip.core.protocols import center_square, pad_to_multiple, prepare, resize
 from roundtrip.datasets import build_dataset
-from roundtrip.imaging import read_image, to_unit
+from roundtrip.evals.vtbench.image_quality import score_image_quality
 from roundtrip.models import build_model
 from roundtrip.models.base import ModelInfo
-from roundtrip.protocols import center_square, pad_to_multiple, prepare, resize
-from roundtrip.reconstruct import reconstruct_shard
-from roundtrip.scoring import score_image_quality
+from roundtrip.stages.reconstruct import reconstruct_shard
 
 CHELSEA = skimage.data.chelsea()  # 300 x 451
 ANY8 = ModelInfo(family="continuous", downsample=8)

@@ -3,11 +3,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from roundtrip.datasets import build_dataset, read_manifest
-from roundtrip.imaging import read_image
+from roundtrip.core.imaging import read_image
+from roundtrip.core.manifest import merge_status, read_manifest
+from roundtrip.datasets import build_dataset
 from roundtrip.models import build_model
 from roundtrip.models.base import Adapter, ModelInfo
-from roundtrip.reconstruct import merge_status, reconstruct_shard, shard_rows
+from roundtrip.stages.reconstruct import reconstruct_shard, shard_rows
 
 
 @pytest.fixture()

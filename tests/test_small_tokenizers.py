@@ -4,7 +4,7 @@ import skimage.data
 import torch
 
 from roundtrip.models import build_model
-from roundtrip.models.small import train_small_tokenizer
+from roundtrip.stages.train import train_small_tokenizer
 
 IMAGES = [skimage.data.astronaut(), skimage.data.coffee()]
 

@@ -4,16 +4,22 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import requires_tesseract
-from roundtrip.datasets import Item, build_dataset, read_manifest
+
+from roundtrip.core.manifest import Item, read_manifest
+from roundtrip.datasets import build_dataset
+from roundtrip.datasets.rendered.abstracts import AbstractsSpec, build_abstracts, load_corpus
+from roundtrip.datasets.rendered.audit import JUDGES, AuditSettings, audit_items, build_judge
+from roundtrip.datasets.rendered.posters import GENRES, PostersSpec, build_posters
+from roundtrip.datasets.rendered.questions import (
+    QuestionsSpec,
+    build_questions,
+    load_questions,
+    pairs,
+)
 from roundtrip.metrics.text import Normalization
+from roundtrip.readers.vlm import JudgeVerdict
 from roundtrip.render import RenderSettings
-from roundtrip.synthesis.abstracts import AbstractsSpec, build_abstracts, load_corpus
-from roundtrip.synthesis.audit import (JUDGES, AuditSettings, JudgeVerdict, audit_items,
-                                       build_judge)
-from roundtrip.synthesis.posters import GENRES, PostersSpec, build_posters
-from roundtrip.synthesis.questions import QuestionsSpec, build_questions, load_questions, pairs
 
 pytestmark = requires_tesseract
 SETTINGS = RenderSettings()

@@ -8,11 +8,18 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from roundtrip import cmms as C
+from roundtrip.evals.chd import cmms as C
+from roundtrip.evals.chd.sensitivity import (
+    KINDS,
+    degrade,
+    degraded_tokens,
+    run_sensitivity,
+    score_sensitivity,
+    summarize,
+)
 from roundtrip.metrics.tokens import TokenHistogram, chd, hellinger
-from roundtrip.models.small import SmallTokenizer, train_small_tokenizer
-from roundtrip.token_sensitivity import (KINDS, degrade, degraded_tokens, run_sensitivity,
-                                         score_sensitivity, summarize)
+from roundtrip.models.small import SmallTokenizer
+from roundtrip.stages.train import train_small_tokenizer
 
 
 def _hist(grids, vocab, **kw):
@@ -235,19 +242,6 @@ def test_sensitivity_scores_every_set_with_the_given_scorer(vq_tokenizer, photos
     direct = run_sensitivity(vq_tokenizer, kept, list(photos.values()), 128, levels=4,
                              crops_per_image=1)
     pd.testing.assert_frame_equal(direct, df)
-
-
-def test_cmms_training_datasets_default_chain():
-    """cmms.datasets, else the reference tokenizer's train.datasets, else the first dataset."""
-    config = {"datasets": {"a": {}, "b": {}, "c": {}},
-              "models": {"vq": {"type": "small", "train": {"datasets": ["b", "c"]}},
-                         "ext": {"type": "diffusers_vq"}},
-              "metrics": {"tokens": {"reference": "vq", "cmms": {"datasets": ["c"]}}}}
-    assert C.training_datasets(config) == ["c"]
-    del config["metrics"]["tokens"]["cmms"]["datasets"]
-    assert C.training_datasets(config) == ["b", "c"]
-    config["metrics"]["tokens"]["reference"] = "ext"
-    assert C.training_datasets(config) == ["a"]
 
 
 def test_fit_cmms_equals_the_steps_it_wraps(vq_tokenizer, photos):

@@ -6,9 +6,9 @@ from functools import partial
 
 import pytest
 
-from roundtrip import weights
 from roundtrip.cli import main as cli_main
-from roundtrip.models import WeightsMissing
+from roundtrip.core import weights
+from roundtrip.core.weights import WeightsMissing
 
 
 @pytest.fixture()

@@ -11,9 +11,8 @@ import skimage.data
 import torch
 import torchvision
 import yaml
-from PIL import Image
-
 from conftest import REPO, requires_tesseract
+from PIL import Image
 
 pytestmark = [pytest.mark.workflow, requires_tesseract]
 
@@ -190,6 +189,39 @@ def test_per_item_files_follow_the_contracts(run):
     assert "markers" in ocr.loc[0, "text"]
 
 
+def test_lean_jobs(run):
+    """One job per (model, dataset) pair, no merge or metric-only jobs: a plan from scratch
+    counts exactly the jobs the config needs."""
+    work, config = run
+    plan = smk(work, "-n", "--forceall", "--quiet", "rules")
+    counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", plan, re.M)}
+    others = ("reconstruct_shard", "reconstruction_table")
+    pairs = {k: v for k, v in counts.items() if k.startswith("reconstruct") and k not in others}
+    assert sum(pairs.values()) == 3 * 4 + 2  # 3 models x 4 sets, 2 on qs (datasets.qs.models)
+    assert pairs == {"reconstruct_perceptual_tokens": 3 * 3,  # tex, mine, crops
+                     "reconstruct_perceptual_tokens_text": 3,  # scan: a text set too
+                     "reconstruct_text_only": 2}  # qs: rendered, text preservation only
+    assert counts["reconstruct_shard"] == 3 * 2  # tex: 2 shards
+    assert counts["ocr_original"] == 2 and counts["train_reference_tokenizer"] == 1
+    for gone in ("merge_status", "image_quality", "perceptual", "token_metrics", "text_metrics",
+                 "ocr", "volume_metrics"):
+        assert gone not in counts
+
+
+def test_snakemake_report_holds_every_table(run, tmp_path):
+    import zipfile
+
+    work, _ = run
+    smk(work, "--report", str(tmp_path / "report.zip"))
+    names = zipfile.ZipFile(tmp_path / "report.zip").namelist()
+    tables = {n.rsplit("/", 1)[-1] for n in names if n.endswith(".csv")}
+    expected = {p.name for p in (work / "results/tables").glob("*.csv")}
+    assert len(expected) == 8 and tables == expected
+    assert any(n.endswith("token_sensitivity.png") for n in names)
+    html = next(n for n in names if n.endswith("report.html"))
+    assert "VTBench" in zipfile.ZipFile(tmp_path / "report.zip").read(html).decode()
+
+
 def test_second_run_does_nothing(run):
     work, _ = run
     assert "Nothing to be done" in smk(work, "-n")
@@ -203,10 +235,14 @@ def test_adding_a_model_runs_only_its_jobs_and_the_tables(run):
     models = set(re.findall(r"model=([^,\s]+)", plan))
     assert models == {"jpeg_q10"}, models
     rules = set(re.findall(r"^(?:local)?rule (\w+):", plan, re.M))
-    assert "build_dataset" not in rules and "train_tokenizer" not in rules  # no retraining
+    assert not {"build_dataset", "train_tokenizer", "train_reference_tokenizer"} & rules
     assert "train_cmms" not in rules and "token_sensitivity" not in rules
-    assert {"reconstruct", "image_quality", "reconstruction_table", "perceptual",
-            "token_metrics", "token_table", "text_preservation_table"} <= rules
+    # one job per pair reconstructs and scores (LPIPS too: its weights are present; CHD/CMMS on
+    # the token datasets, OCR and CER/WER on the text set); "tex" is cut into shards
+    assert {"reconstruct_perceptual_tokens", "reconstruct_perceptual_tokens_text",
+            "reconstruct_shard", "reconstruction_table", "token_table",
+            "text_preservation_table"} <= rules
+    assert "ocr_original" not in rules and "detail_stats" not in rules
     # OCR of the originals is reused, not recomputed
     assert "results/ocr/tesseract/original/scan.csv" not in re.findall(r"output: (\S+)", plan)
     smk(work)
@@ -229,8 +265,8 @@ def test_jobs_claim_no_more_threads_than_they_can_use(run):
                 int(threads.group(1)) if threads else 1
     assert claims[("build_dataset", "dataset=tex")] == 1  # bundled photographs: no workers
     assert claims[("build_dataset", "dataset=qs")] == 2  # rendered: audit.threads readers
-    assert claims[("ocr", "ocr=tesseract, model=original, dataset=scan")] == 1  # one page
-    assert claims[("ocr", "ocr=tesseract, model=original, dataset=qs")] == 2  # count unknown
+    assert claims[("ocr_original", "ocr=tesseract, dataset=scan")] == 1  # one page
+    assert claims[("ocr_original", "ocr=tesseract, dataset=qs")] == 2  # count unknown
     assert claims[("train_cmms", "reference=small_vq")] == 1  # --cores 2 // 2
 
 

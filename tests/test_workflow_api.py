@@ -10,7 +10,6 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-
 from conftest import REPO, requires_tesseract
 from fake_openai import FakeOpenAI
 

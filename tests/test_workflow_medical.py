@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-
 from conftest import REPO
 
 pytestmark = pytest.mark.workflow

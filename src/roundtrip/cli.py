@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import weights
+from roundtrip.core import weights
 
 
 def _list(args) -> int:

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..datasets import GPT_TYPES
-from .client import Endpoint, MissingApiKey
-
+from roundtrip.api.client import Endpoint, MissingApiKey
 
 
 class ApiConfigError(ValueError):
@@ -40,7 +38,7 @@ def api_uses(config: dict) -> Iterator[tuple[str, dict, dict[str, str]]]:
     if judge and judge.get("type") == "vlm":
         yield "audit.judge", judge, {"prompt": "judge"}
     for name, spec in config.get("datasets", {}).items():
-        if spec.get("type") in GPT_TYPES:
+        if str(spec.get("type", "")).startswith("gpt_"):  # the image-API dataset types
             kind = spec["type"].removeprefix("gpt_")
             yield f"datasets.{name}", spec, {"scenes_prompt": f"{kind}_scenes",
                                              "image_prompt": f"{kind}_image"}
@@ -91,5 +89,5 @@ def check_api_keys(config: dict, used: list[str]) -> None:
         Endpoint.from_config(name, config["api"]["endpoints"][name]).api_key()
 
 
-__all__ = ["GPT_TYPES", "ApiConfigError", "MissingApiKey", "api_uses", "check_api_keys",
+__all__ = ["ApiConfigError", "MissingApiKey", "api_uses", "check_api_keys",
            "resolve_api"]

@@ -1,1 +1,91 @@
-"""Metrics: image quality (PSNR, SSIM), text (CER, WER) and set-level summaries."""
+"""Pure metric code: arrays and tensors in, numbers out, no file I/O.
+
+One module per family; each definition names its paper and section:
+
+- :mod:`.image_quality`: PSNR, SSIM (VTBench Task 1);
+- :mod:`.perceptual`: LPIPS; :mod:`.distribution`: FID, KID;
+- :mod:`.text`: CER, WER with text normalization (VTBench App. F);
+- :mod:`.tokens`: CHD (CHD paper, Sec. 4.1);
+- :mod:`.detail`: detail statistics (VTBench App. D);
+- :mod:`.fidelity`: PSNR and MONAI SSIM of volumes (MediBench pillar 1);
+- :mod:`.segmentation`: SegSim, Dice, HD95 (MediBench pillar 2);
+- :mod:`.stats`: bootstrap confidence intervals.
+
+:data:`METRICS` declares, once, each metric's direction and the precision the tables print.
+The public functions are re-exported here lazily (``from roundtrip.metrics import cer`` imports
+only :mod:`.text`), so that a table or OCR job that needs CER does not import torch.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """What a table needs to know about a metric.
+
+    Attributes:
+        name: the column name in per-item and set files (``psnr``, ``cer_gt``...).
+        label: the column header in tables.
+        higher_is_better: True, False, or None for a descriptive statistic (detail statistics).
+        digits: decimals printed in Markdown and LaTeX (CSV keeps full precision).
+        unit: e.g. ``dB``, ``%``, ``mm``; empty for unitless values.
+        source: where the definition comes from (paper and section).
+    """
+    name: str
+    label: str
+    higher_is_better: bool | None
+    digits: int
+    unit: str = ""
+    source: str = ""
+
+
+#: Every metric the tables print, by column name.
+METRICS: dict[str, MetricInfo] = {m.name: m for m in [
+    MetricInfo("psnr", "PSNR", True, 2, "dB", "VTBench Sec. 4.1: 10 log10(1 / MSE)"),
+    MetricInfo("psnr_pooled", "PSNR (pooled)", True, 2, "dB", "PSNR of the MSE over all values"),
+    MetricInfo("ssim", "SSIM", True, 4, "", "Wang et al. 2004; VTBench Sec. 4.1"),
+    MetricInfo("lpips", "LPIPS", False, 4, "", "Zhang et al. 2018; VTBench Sec. 4.1"),
+    MetricInfo("fid", "FID", False, 2, "", "Heusel et al. 2017; VTBench Sec. 4.1"),
+    MetricInfo("kid", "KID", False, 4, "", "Binkowski et al. 2018"),
+    MetricInfo("cer", "CER", False, 4, "", "VTBench App. F, Eq. 3"),
+    MetricInfo("wer", "WER", False, 4, "", "VTBench App. F, Eq. 4"),
+    MetricInfo("cer_gt", "CER (GT)", False, 4, "", "VTBench App. F, Eq. 3, vs ground truth"),
+    MetricInfo("wer_gt", "WER (GT)", False, 4, "", "VTBench App. F, Eq. 4, vs ground truth"),
+    MetricInfo("chd", "CHD", False, 4, "", "CHD paper, Sec. 4.1"),
+    MetricInfo("chd_1d", "CHD-1D", False, 4, "", "CHD paper, Sec. 4.1, Eq. 9"),
+    MetricInfo("chd_2d", "CHD-2D", False, 4, "", "CHD paper, Sec. 4.1, Eq. 10"),
+    MetricInfo("cmms", "CMMS", True, 3, "", "CHD paper, Sec. 4.2"),
+    MetricInfo("cmms_reference", "CMMS (orig.)", True, 3, "", "CHD paper, Sec. 4.2"),
+    MetricInfo("hf_energy_pct", "HighFreq energy (%)", None, 2, "%", "VTBench App. D"),
+    MetricInfo("laplacian_var", "Laplacian variance", None, 1, "", "VTBench App. D"),
+    MetricInfo("edge_density_pct", "Edge density (%)", None, 2, "%", "VTBench App. D"),
+    MetricInfo("segsim", "SegSim", True, 3, "", "MediBench Sec. 3.2, Eq. 4"),
+    MetricInfo("segqc", "SegQC", True, 3, "", "MediBench Sec. 3.2"),
+    MetricInfo("dice_mean", "Dice", True, 3, "", "MediBench Sec. 3.2"),
+    MetricInfo("hd95_mean", "HD95", False, 2, "mm", "MediBench Sec. 3.2"),
+    MetricInfo("macro_auc", "Macro-AUC", True, 3, "", "MediBench Sec. 3.3"),
+]}
+
+#: Public name -> the module that defines it (imported on first use).
+_EXPORTS = {
+    **dict.fromkeys(("mse", "psnr", "psnr_from_mse", "pooled_psnr", "ssim", "ssim_batch"),
+                    "image_quality"),
+    **dict.fromkeys(("Normalization", "normalize_text", "cer", "wer", "text_errors"), "text"),
+    **dict.fromkeys(("TokenHistogram", "chd", "hellinger"), "tokens"),
+    **dict.fromkeys(("DetailStats", "detail_stats", "luma", "hf_energy_share",
+                     "laplacian_variance", "edge_density"), "detail"),
+    **dict.fromkeys(("InceptionFeatures", "fid", "kid"), "distribution"),
+    "LPIPS": "perceptual",
+    **dict.fromkeys(("segsim", "structure_metrics"), "segmentation"),
+    **dict.fromkeys(("Summary", "bootstrap_mean"), "stats"),
+}
+
+__all__ = ["METRICS", "MetricInfo", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,14 +19,9 @@ so numbers are comparable across runs (not to the paper's absolute values):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from scipy import ndimage
-
-from ..datasets import read_manifest
-from ..imaging import ImageReadError, read_image
 
 HF_CUTOFF = 0.1
 CANNY_SIGMA, CANNY_LOW, CANNY_HIGH = 1.0, 0.1, 0.2
@@ -82,30 +77,3 @@ def detail_stats(image: np.ndarray) -> DetailStats:
         raise ValueError(f"expected (H, W, 3) image, got shape {image.shape}")
     y = luma(image)
     return DetailStats(hf_energy_share(y), laplacian_variance(y), edge_density(y))
-
-
-DETAIL_COLUMNS = ["item_id", "status", "reason", "hf_energy_pct", "laplacian_var",
-                  "edge_density_pct"]
-
-
-def score_detail(manifest_path) -> pd.DataFrame:
-    """Detail statistics of every item of a dataset's originals (one image in memory at a time).
-
-    Returns:
-        DataFrame with :data:`DETAIL_COLUMNS`; unreadable items carry status and reason.
-    """
-    manifest = read_manifest(manifest_path)
-    root, rows = Path(manifest_path).parent, []
-    for item in manifest.itertuples():
-        row = dict.fromkeys(DETAIL_COLUMNS, np.nan) | {"item_id": item.item_id}
-        if item.status != "ok":
-            row.update(status=item.status, reason=f"dataset: {item.reason}")
-        else:
-            try:
-                s = detail_stats(read_image(root / item.path))
-                row.update(status="ok", reason="", hf_energy_pct=s.hf_energy_pct,
-                           laplacian_var=s.laplacian_var, edge_density_pct=s.edge_density_pct)
-            except (ImageReadError, ValueError) as exc:
-                row.update(status="error", reason=str(exc))
-        rows.append(row)
-    return pd.DataFrame(rows, columns=DETAIL_COLUMNS)

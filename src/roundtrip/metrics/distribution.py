@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import weights
+from roundtrip.core import weights
 
 FEATURE_DIM = 2048
 

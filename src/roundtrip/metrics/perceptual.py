@@ -7,7 +7,7 @@ without ``normalize=True``, which shifts every activation; roundtrip maps the ra
 
 Weights: the linear calibration layers ship inside the ``lpips`` package; the ImageNet backbone
 (torchvision's AlexNet or VGG-16 file) is loaded from the roundtrip weights cache
-(:mod:`roundtrip.weights`), never downloaded here.
+(:mod:`roundtrip.core.weights`), never downloaded here.
 """
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from pathlib import Path
 
 import torch
 
-from .. import weights
+from roundtrip.core import weights
 
-NETS = {"alex": "lpips-alex", "vgg": "lpips-vgg"}
+#: LPIPS backbone -> registry name of its ImageNet weights (:mod:`roundtrip.core.weights`).
+NETS = weights.LPIPS_NETS
 
 
 def _load_backbone(pnet: torch.nn.Module, state_dict: dict) -> None:
@@ -40,7 +41,7 @@ class LPIPS:
         net: ``alex`` (default, as in VTBench) or ``vgg``.
         backbone: path of the torchvision backbone state dict; default: the cache file of
             :data:`NETS` ``[net]`` under ``cache``.
-        cache: weights cache directory (see :func:`roundtrip.weights.cache_dir`).
+        cache: weights cache directory (see :func:`roundtrip.core.weights.cache_dir`).
         device: torch device.
 
     Raises:

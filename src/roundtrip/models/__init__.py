@@ -1,14 +1,15 @@
 """Model zoo: the registry that turns a ``models:`` config entry into an :class:`Adapter`."""
 from __future__ import annotations
 
-from .api_backend import ApiImageModel
-from .base import FAMILIES, Adapter, ModelInfo
-from .codecs import Identity, Jpeg, Resample, Webp
-from .custom import StateDictModel, TorchScriptModel
-from .diffusers_backend import DiffusersKL, DiffusersVQ
-from .monai_backend import MonaiKL, MonaiVQVAE
-from .small import SmallTokenizer
-from .torch_base import TorchAdapter, WeightsMissing
+from roundtrip.core.weights import WeightsMissing
+from roundtrip.models.api_backend import ApiImageModel
+from roundtrip.models.base import FAMILIES, Adapter, ModelInfo
+from roundtrip.models.codecs import Identity, Jpeg, Resample, Webp
+from roundtrip.models.custom import StateDictModel, TorchScriptModel
+from roundtrip.models.diffusers_backend import DiffusersKL, DiffusersVQ
+from roundtrip.models.monai_backend import MonaiKL, MonaiVQVAE
+from roundtrip.models.small import SmallTokenizer
+from roundtrip.models.torch_base import TorchAdapter
 
 #: config ``type`` -> adapter class.
 MODEL_TYPES: dict[str, type[Adapter]] = {
@@ -28,6 +29,8 @@ MODEL_TYPES: dict[str, type[Adapter]] = {
 
 #: Types whose weights the workflow trains itself (rule train_tokenizer).
 TRAINED_TYPES = ("small",)
+#: Types that are pixel codecs: no network, never on a GPU.
+CODEC_TYPES = ("identity", "jpeg", "webp", "resample")
 
 #: Reserved model name: the unmodified originals (OCR of originals is stored under it).
 ORIGINAL = "original"
@@ -56,5 +59,5 @@ def build_model(name: str, spec: dict) -> Adapter:
     return model
 
 
-__all__ = ["FAMILIES", "MODEL_TYPES", "ORIGINAL", "TRAINED_TYPES", "Adapter", "ModelInfo",
+__all__ = ["CODEC_TYPES", "FAMILIES", "MODEL_TYPES", "ORIGINAL", "TRAINED_TYPES", "Adapter", "ModelInfo",
            "TorchAdapter", "WeightsMissing", "build_model"]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .base import Adapter, ModelInfo
-from .codecs import _from_uint8, _to_uint8
+from roundtrip.models.base import Adapter, ModelInfo
+from roundtrip.models.codecs import _from_uint8, _to_uint8
 
 
 class ApiImageModel(Adapter):
@@ -51,8 +51,8 @@ class ApiImageModel(Adapter):
             ApiError: any item failed after retries (the harness then retries items one by one,
                 answered from the cache where they succeeded).
         """
-        from ..api.client import client_for
-        from ..api.images import decode_at_size, png_bytes
+        from roundtrip.api.client import client_for
+        from roundtrip.api.images import decode_at_size, png_bytes
 
         client = client_for(self.endpoint)
         h, w = x.shape[-2:]

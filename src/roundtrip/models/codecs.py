@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from .base import Adapter, ModelInfo
+from roundtrip.models.base import Adapter, ModelInfo
 
 
 def _to_uint8(x: torch.Tensor) -> np.ndarray:

@@ -11,8 +11,8 @@ import importlib
 
 import torch
 
-from .base import FAMILIES, ModelInfo
-from .torch_base import TorchAdapter, require_file
+from roundtrip.models.base import FAMILIES, ModelInfo
+from roundtrip.models.torch_base import TorchAdapter, require_file
 
 HOW = ("Copy the file there, or fix the path in config.yaml.")
 

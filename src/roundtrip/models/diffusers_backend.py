@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-
-from .base import ModelInfo
-from .torch_base import TorchAdapter, WeightsMissing
+from roundtrip.core.weights import WeightsMissing
+from roundtrip.models.base import ModelInfo
+from roundtrip.models.torch_base import TorchAdapter
 
 
 def _hub_cache() -> str:

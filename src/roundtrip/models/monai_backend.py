@@ -11,8 +11,8 @@ import math
 
 import torch
 
-from .base import ModelInfo
-from .torch_base import TorchAdapter, require_file
+from roundtrip.models.base import ModelInfo
+from roundtrip.models.torch_base import TorchAdapter, require_file
 
 HOW = "Put the checkpoint there or set the checkpoint path in config.yaml."
 

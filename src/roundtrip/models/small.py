@@ -12,26 +12,19 @@ residual block per scale, nothing at full resolution so that it trains in minute
 | BSQ | ``LFQ(spherical=True)``: binary spherical quantization, Zhao et al. 2024 | ``[B, h, w]`` |
 | RVQ | ``ResidualVQ`` with ``num_quantizers`` stages | ``[B, h, w, Q]`` |
 
-Training (:func:`train_small_tokenizer`): random crops of the configured datasets, Adam, MSE
-reconstruction loss plus the quantizer's auxiliary loss (or ``kl_weight`` x KL for continuous),
-seeded, deterministic on CPU. The checkpoint stores the architecture arguments beside the weights.
+Training is a pipeline stage (:func:`roundtrip.stages.train.train_small_tokenizer`); the
+checkpoint stores the architecture arguments beside the weights.
 """
 from __future__ import annotations
 
-import logging
 import math
-import time
-from pathlib import Path
+import sys
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from .base import ModelInfo
-from .torch_base import TorchAdapter, require_file
-
-log = logging.getLogger(__name__)
+from roundtrip.models.base import ModelInfo
+from roundtrip.models.torch_base import TorchAdapter, require_file
 
 SMALL_FAMILIES = ("continuous", "VQ", "LFQ", "BSQ", "RVQ")
 
@@ -105,8 +98,31 @@ class SmallAutoencoder(nn.Module):
         return self.decoder(latent)
 
 
+def import_vector_quantize():
+    """``vector_quantize_pytorch``, imported without torch.compile's machinery.
+
+    Its dependency einx registers its operations with ``torch.compiler.allow_in_graph`` when it
+    is imported beside torch, and that imports Dynamo with triton and sympy: 0.85 s of every job
+    that builds a quantizer on the 2-core reference machine (measured: 2.35 s vs 1.5 s for the
+    import; the reconstructions are bit-identical either way). roundtrip never compiles a model,
+    so the registration is skipped while importing; it only tells torch.compile not to trace into
+    einx's functions.
+    """
+    if "vector_quantize_pytorch" in sys.modules:
+        return sys.modules["vector_quantize_pytorch"]
+    import torch.compiler
+
+    allow_in_graph = torch.compiler.allow_in_graph
+    torch.compiler.allow_in_graph = lambda fn: fn
+    try:
+        import vector_quantize_pytorch
+    finally:
+        torch.compiler.allow_in_graph = allow_in_graph
+    return vector_quantize_pytorch
+
+
 def _make_quantizer(family, dim, codebook_size, num_quantizers):
-    import vector_quantize_pytorch as vqp
+    vqp = import_vector_quantize()
 
     if family == "continuous":
         return None
@@ -130,67 +146,6 @@ def arch_args(spec: dict) -> dict:
             "latent_channels": int(spec.get("latent_channels", 8)),
             "codebook_size": int(spec.get("codebook_size", 1024)),
             "num_quantizers": int(spec.get("num_quantizers", 4))}
-
-
-def _training_crops(images: list[np.ndarray], n: int, crop: int, rng: np.random.Generator):
-    batch = []
-    for _ in range(n):
-        img = images[rng.integers(len(images))]
-        y = rng.integers(0, img.shape[0] - crop + 1)
-        x = rng.integers(0, img.shape[1] - crop + 1)
-        patch = img[y:y + crop, x:x + crop]
-        if rng.random() < 0.5:
-            patch = patch[:, ::-1]
-        batch.append(patch)
-    t = torch.from_numpy(np.ascontiguousarray(np.stack(batch))).permute(0, 3, 1, 2).float()
-    return t / 127.5 - 1.0
-
-
-def train_small_tokenizer(spec: dict, images: list[np.ndarray], out_path: str | Path,
-                          steps: int = 400, batch_size: int = 16, crop: int = 64,
-                          lr: float = 2e-3, kl_weight: float = 1e-4, seed: int = 0) -> dict:
-    """Train a :class:`SmallAutoencoder` and save ``{"arch", "state_dict", "history"}``.
-
-    Args:
-        spec: model spec (``family``, ``downsample``, ...; see :func:`arch_args`).
-        images: ``uint8 (H, W, 3)`` training images, each at least ``crop`` pixels a side.
-        out_path: checkpoint file (``.pt``).
-
-    Returns:
-        Training summary: final loss, seconds, steps.
-
-    Raises:
-        ValueError: no image large enough for the crop.
-    """
-    images = [im if im.dtype == np.uint8 else (im // 257).astype(np.uint8) for im in images]
-    images = [im for im in images if min(im.shape[:2]) >= crop]
-    if not images:
-        raise ValueError(f"no training image is at least {crop}x{crop}")
-    torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    arch = arch_args(spec)
-    model = SmallAutoencoder(**arch)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    model.train()
-    t0, history = time.perf_counter(), []
-    for step in range(steps):
-        x = _training_crops(images, batch_size, crop, rng)
-        latent, _, aux = model.encode(x)
-        rec = F.mse_loss(model.decode(latent), x)
-        loss = rec + (kl_weight * aux if arch["family"] == "continuous" else aux)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        if step % 100 == 0 or step == steps - 1:
-            history.append({"step": step, "mse": float(rec.detach()), "aux": float(aux.detach())})
-            log.info("step %d mse %.5f aux %.5f", step, history[-1]["mse"], history[-1]["aux"])
-    summary = {"steps": steps, "seconds": round(time.perf_counter() - t0, 1),
-               "final_mse": history[-1]["mse"], "seed": seed}
-    torch.save({"arch": arch, "state_dict": model.state_dict(), "history": history,
-                "summary": summary}, out_path)
-    return summary
 
 
 class SmallTokenizer(TorchAdapter):

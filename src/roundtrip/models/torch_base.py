@@ -12,13 +12,10 @@ from pathlib import Path
 
 import torch
 
-from .base import Adapter
+from roundtrip.core.weights import WeightsMissing
+from roundtrip.models.base import Adapter
 
 PRECISIONS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-class WeightsMissing(FileNotFoundError):
-    """Model weights are not available offline; the message says what to put where."""
 
 
 class TorchAdapter(Adapter):

@@ -11,9 +11,9 @@ Three stages, one module each:
 
 :func:`render_items` runs all three.
 """
-from .fonts import FONT_STYLES, LANGUAGE_FONTS, UnknownFont, resolve_font
-from .latex import RenderSettings, RenderItem, RenderResult, render_items
-from .preprocess import PreprocessError, Prepared, prepare
+from roundtrip.render.fonts import FONT_STYLES, LANGUAGE_FONTS, UnknownFont, resolve_font
+from roundtrip.render.latex import RenderItem, RenderResult, RenderSettings, render_items
+from roundtrip.render.preprocess import Prepared, PreprocessError, prepare
 
 __all__ = ["FONT_STYLES", "LANGUAGE_FONTS", "UnknownFont", "resolve_font", "RenderSettings", "RenderItem",
            "RenderResult", "render_items", "PreprocessError", "Prepared", "prepare"]

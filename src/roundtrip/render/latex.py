@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .fonts import LANGUAGE_FONTS, UnknownFont, require_family, resolve_font
-from .preprocess import PreprocessError, prepare
-from .raster import RasterError, content_box, crop_vertical, rasterize, stack_pages
+from roundtrip.render.fonts import LANGUAGE_FONTS, UnknownFont, require_family, resolve_font
+from roundtrip.render.preprocess import PreprocessError, prepare
+from roundtrip.render.raster import RasterError, content_box, crop_vertical, rasterize, stack_pages
 
 log = logging.getLogger(__name__)
 

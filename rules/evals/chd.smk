@@ -1,0 +1,104 @@
+# CHD and CMMS (Evaluating Generative Models via One-Dimensional Code Distributions): token-space
+# metrics in the tokens of the reference tokenizer (metrics.tokens.reference), scored inside the
+# reconstruction job of the token datasets (scorer "tokens", rules/stages/reconstruct.smk); the
+# CMMS regressor; the sensitivity experiment.
+REFERENCE = PLAN.token_reference
+CMMS_FILE = PLAN.cmms_file
+REFERENCE_WEIGHTS = PLAN.weights_of(REFERENCE)
+
+
+if PLAN.is_trained(REFERENCE):
+
+    # The critical path of the run: reference tokenizer -> CMMS -> every token job.
+    use rule train_tokenizer as train_reference_tokenizer with:
+        wildcard_constraints:
+            model=regex_of([REFERENCE]),
+        priority: 50
+
+
+rule train_cmms:
+    input:
+        manifests=[f"results/datasets/{d}/manifest.csv" for d in PLAN.cmms_settings()["datasets"]],
+        tokenizer=lambda wc: PLAN.weights_of(wc.reference),
+    output:
+        "results/weights/cmms/{reference}/model.pt",
+    params:
+        spec=lambda wc: PLAN.spec_of(wc.reference),
+        size=TOKENS["size"],
+        settings=PLAN.cmms_settings(),
+        device=RUN["device"],
+    log:
+        "logs/train_cmms/{reference}.log",
+    benchmark:
+        "results/benchmarks/train_cmms/{reference}.tsv"
+    # half the cores: the rest of the DAG keeps the others busy (docs/design.md, "Threads")
+    threads: PLAN.half_cores()
+    priority: 50
+    resources:
+        mem_mb=4000,
+        runtime=240,
+        gpu=PLAN.gpu_for(REFERENCE),
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/train_cmms.py"
+
+
+rule token_table:
+    input:
+        per_item=PLAN.pair_files("results/metrics/{model}/{dataset}/tokens.csv", PLAN.token_datasets),
+        set=PLAN.pair_files("results/metrics/{model}/{dataset}/token_set.csv", PLAN.token_datasets),
+    output:
+        report_table("token_metrics", "CHD and CMMS", "Token metrics"),
+    params:
+        models=MODELS,
+        datasets=PLAN.token_datasets,
+        not_run=PLAN.not_run(PLAN.token_datasets),
+        reference=REFERENCE,
+        size=TOKENS["size"],
+        bootstrap=config["tables"]["bootstrap"],
+    log:
+        "logs/tables/token_metrics.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/token_table.py"
+
+
+if PLAN.sensitivity_dataset:
+
+    rule token_sensitivity:
+        input:
+            manifest=f"results/datasets/{PLAN.sensitivity_dataset}/manifest.csv",
+            tokenizer=REFERENCE_WEIGHTS,
+            cmms=CMMS_FILE,
+        output:
+            report_table("token_sensitivity", "CHD and CMMS", "Sensitivity (Figure 2)"),
+            raw="results/metrics/token_sensitivity.csv",
+            figure=report(
+                "results/figures/token_sensitivity.png",
+                caption=caption("token_sensitivity_figure"),
+                category="CHD and CMMS",
+                subcategory="Sensitivity (Figure 2)",
+            ),
+        params:
+            spec=PLAN.spec_of(REFERENCE),
+            reference=REFERENCE,
+            size=TOKENS["size"],
+            settings=TOKENS["sensitivity"],
+            device=RUN["device"],
+        log:
+            "logs/token_sensitivity.log",
+        benchmark:
+            "results/benchmarks/token_sensitivity.tsv"
+        resources:
+            mem_mb=3000,
+            runtime=60,
+            gpu=PLAN.gpu_for(REFERENCE),
+        conda:
+            "../../envs/roundtrip.yaml"
+        script:
+            "../../scripts/token_sensitivity.py"

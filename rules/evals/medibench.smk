@@ -1,0 +1,205 @@
+# MediBench (VAEs in medical imaging): 2D medical sets go through rule reconstruct like any image
+# set; volume sets are reconstructed slice-wise (2D models) or natively (3D models) and scored for
+# fidelity and structure in one job; latent utility per (model, labeled dataset); the tables.
+from roundtrip.core import weights as roundtrip_weights
+from roundtrip.workflow.plan import MEDIBENCH_TABLES
+
+MEDICAL = config["medical"]
+MEDIBENCH_SUBCATEGORIES = {
+    "medibench_2d_fidelity": "Fidelity (Tables 1, 3)",
+    "medibench_3d_fidelity": "Fidelity (Tables 1, 3)",
+    "medibench_3d_structure": "Clinical structure (Table 4)",
+    "medibench_2d_latent": "Latent utility (Tables 2, 5)",
+    "medibench_3d_latent": "Latent utility (Tables 2, 5)",
+    "medibench_classifiers": "Latent utility (Tables 2, 5)",
+}
+SEGMENTER = MEDICAL["segmenter"]["type"]
+RESNET18 = roundtrip_weights.path_of("resnet18-imagenet", PLAN.metrics["weights_cache"])
+
+
+rule segment_original:
+    input:
+        manifest="results/datasets/{dataset}/manifest.csv",
+    output:
+        status=f"results/segment/{SEGMENTER}/original/{{dataset}}/status.csv",
+    params:
+        segmenter=MEDICAL["segmenter"],
+    log:
+        f"logs/segment_original/{SEGMENTER}/{{dataset}}.log",
+    benchmark:
+        f"results/benchmarks/segment_original/{SEGMENTER}/{{dataset}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/segment_original.py"
+
+
+# Volume sets: reconstruction, fidelity and structure in one job per (model, dataset), since all
+# read the same pair of volumes; labeled sets also classify the model's latents there (latent
+# utility), while the model is loaded. Medical 2D sets: rules/stages/reconstruct.smk.
+LABELED_VOLUMES = [d for d in PLAN.volume_datasets if d in PLAN.latent_datasets]
+VOLUME_OUTPUT = {
+    "status": "results/recon/{model}/{dataset}/status.csv",
+    "image_quality": "results/metrics/{model}/{dataset}/image_quality.csv",
+    "structure": "results/metrics/{model}/{dataset}/structure.csv",
+}
+
+
+rule reconstruct_volumes:
+    input:
+        manifest="results/datasets/{dataset}/manifest.csv",
+        weights=model_weights,
+        seg_status=f"results/segment/{SEGMENTER}/original/{{dataset}}/status.csv",
+    output:
+        **VOLUME_OUTPUT,
+    wildcard_constraints:
+        model=regex_of(MODELS),
+        dataset=regex_of([d for d in PLAN.volume_datasets if d not in LABELED_VOLUMES]),
+    params:
+        spec=model_spec,
+        axis=MEDICAL["axis"],
+        slice_batch=MEDICAL["slice_batch"],
+        roi_size=MEDICAL["roi_size"],
+        device=RUN["device"],
+        segmenter=MEDICAL["segmenter"],
+        seg_dir=f"results/segment/{SEGMENTER}/{{model}}/{{dataset}}",
+        latent=lambda wc: PLAN.latent_settings(wc.dataset),
+    log:
+        "logs/reconstruct_volumes/{model}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/reconstruct_volumes/{model}/{dataset}.tsv"
+    threads: 1
+    resources:
+        mem_mb=6000,
+        runtime=120,
+        gpu=lambda wc: PLAN.gpu_for(wc.model),
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/reconstruct_volumes.py"
+
+
+use rule reconstruct_volumes as reconstruct_volumes_latent_utility with:
+    output:
+        **VOLUME_OUTPUT,
+        latent_utility="results/metrics/{model}/{dataset}/latent_utility.csv",
+    wildcard_constraints:
+        model=regex_of(MODELS),
+        dataset=regex_of(LABELED_VOLUMES),
+
+
+# The image baselines of latent utility (model "original": pixels, ResNet-18, SEResNet).
+rule latent_baselines:
+    input:
+        manifest="results/datasets/{dataset}/manifest.csv",
+        resnet18=[str(RESNET18)] if RESNET18.is_file() else [],
+    output:
+        "results/metrics/original/{dataset}/latent_utility.csv",
+    wildcard_constraints:
+        dataset=regex_of(PLAN.latent_datasets),
+    params:
+        kind=lambda wc: "volume" if wc.dataset in PLAN.volume_datasets else "image",
+        settings=lambda wc: PLAN.latent_settings(wc.dataset),
+        resnet18_missing=roundtrip_weights.missing_note(
+            "resnet18-imagenet", PLAN.metrics["weights_cache"]
+        ),
+    log:
+        "logs/latent_baselines/{dataset}.log",
+    benchmark:
+        "results/benchmarks/latent_baselines/{dataset}.tsv"
+    threads: 1
+    resources:
+        mem_mb=6000,
+        runtime=60,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/latent_baselines.py"
+
+
+rule medical_panel:
+    input:
+        manifest="results/datasets/{dataset}/manifest.csv",
+        status=lambda wc: PLAN.pair_files("results/recon/{model}/{dataset}/status.csv", [wc.dataset]),
+    output:
+        report(
+            "results/figures/medical/{dataset}.png",
+            caption=caption("medical_panel"),
+            category="MediBench",
+            subcategory="Reconstructions",
+        ),
+    wildcard_constraints:
+        dataset=regex_of(PLAN.medical_datasets),
+    params:
+        models=lambda wc: PLAN.models_on(wc.dataset),
+        axis=MEDICAL["axis"],
+    log:
+        "logs/medical_panel/{dataset}.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/medical_panel.py"
+
+
+rule medical_tables:
+    input:
+        manifests=expand("results/datasets/{dataset}/manifest.csv", dataset=PLAN.medical_datasets),
+        quality=PLAN.pair_files(
+            "results/metrics/{model}/{dataset}/image_quality.csv", PLAN.medical_datasets
+        ),
+        structure=PLAN.pair_files(
+            "results/metrics/{model}/{dataset}/structure.csv", PLAN.volume_datasets
+        ),
+        latent=PLAN.pair_files(
+            "results/metrics/{model}/{dataset}/latent_utility.csv", PLAN.latent_datasets
+        )
+        + expand("results/metrics/original/{dataset}/latent_utility.csv", dataset=PLAN.latent_datasets),
+    output:
+        [
+            f
+            for name in MEDIBENCH_TABLES
+            for f in report_table(name, "MediBench", MEDIBENCH_SUBCATEGORIES[name])
+        ],
+    params:
+        models=PLAN.medical_models,
+        specs={m: PLAN.spec_of(m) for m in PLAN.medical_models},
+        datasets_2d=PLAN.medical_2d,
+        datasets_3d=PLAN.volume_datasets,
+        latent_datasets=PLAN.latent_datasets,
+        modalities={d: config["datasets"][d].get("modality", d) for d in PLAN.medical_datasets},
+        not_run=PLAN.not_run(PLAN.medical_datasets),
+        segmenter=MEDICAL["segmenter"],
+    log:
+        "logs/tables/medibench.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/medical_tables.py"
+
+
+rule medibench_latent_shapes:
+    input:
+        [f for m in PLAN.medical_models for f in PLAN.weights_of(m)],
+    output:
+        report_table("medibench_latent_shapes", "MediBench", "Latent shapes (Table 6)"),
+    params:
+        specs={m: PLAN.spec_of(m) for m in PLAN.medical_models},
+    log:
+        "logs/tables/medibench_latent_shapes.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/medibench_latent_shapes.py"

@@ -1,0 +1,174 @@
+# VTBench: reconstruction quality (Table 1), detail statistics (App. D, Table 4), text
+# preservation through OCR (Task 3, Table 3) and its robustness to the OCR engine (App. G,
+# Table 5), and the model card. PSNR/SSIM, LPIPS/FID and the OCR of reconstructions with their
+# CER/WER are scored inside the reconstruction job of each pair (rules/stages/reconstruct.smk);
+# the originals are read once per (engine, dataset) here.
+
+
+rule detail_stats:
+    input:
+        manifest="results/datasets/{dataset}/manifest.csv",
+    output:
+        "results/metrics/original/{dataset}/detail.csv",
+    log:
+        "logs/detail_stats/{dataset}.log",
+    benchmark:
+        "results/benchmarks/detail_stats/{dataset}.tsv"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/detail_stats.py"
+
+
+rule ocr_original:
+    input:
+        manifest="results/datasets/{dataset}/manifest.csv",
+    output:
+        ocr="results/ocr/{ocr}/original/{dataset}.csv",
+    params:
+        engine=lambda wc: config["ocr"]["engines"][wc.ocr],
+        lang=dataset_param("lang"),
+    log:
+        "logs/ocr/{ocr}/original/{dataset}.log",
+    benchmark:
+        "results/benchmarks/ocr/{ocr}/original/{dataset}.tsv"
+    threads: lambda wc: PLAN.item_threads(wc.dataset, 2)
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/ocr.py"
+
+
+rule reconstruction_table:
+    input:
+        per_item=PLAN.pair_files(
+            "results/metrics/{model}/{dataset}/image_quality.csv", PLAN.recon_datasets
+        ),
+        set=PLAN.pair_files("results/metrics/{model}/{dataset}/set.csv", PLAN.recon_datasets),
+        lpips=PLAN.pair_files("results/metrics/{model}/{dataset}/lpips.csv", PLAN.recon_datasets)
+        if PLAN.lpips_run
+        else [],
+        distribution=PLAN.pair_files(
+            "results/metrics/{model}/{dataset}/distribution.csv", PLAN.recon_datasets
+        )
+        if PLAN.fid_run
+        else [],
+    output:
+        report_table("reconstruction", "VTBench", "Reconstruction (Table 1)"),
+    params:
+        models=MODELS,
+        datasets=PLAN.recon_datasets,
+        not_run=PLAN.not_run(PLAN.recon_datasets),
+        protocols={d: config["datasets"][d]["protocol"] for d in PLAN.recon_datasets},
+        bootstrap=config["tables"]["bootstrap"],
+        lpips=PLAN.metrics["lpips"]["enabled"],
+        fid=PLAN.metrics["fid"]["enabled"],
+        unavailable=PLAN.unavailable_metrics(),
+    log:
+        "logs/tables/reconstruction.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/reconstruction_table.py"
+
+
+rule text_preservation_table:
+    input:
+        manifests=expand("results/datasets/{dataset}/manifest.csv", dataset=PLAN.text_datasets),
+        per_item=PLAN.pair_files(
+            f"results/metrics/{{model}}/{{dataset}}/text_{PLAN.table_ocr}.csv", PLAN.text_datasets
+        ),
+    output:
+        report_table("text_preservation", "VTBench", "Text preservation (Table 3)"),
+    params:
+        models=MODELS,
+        datasets=PLAN.text_datasets,
+        langs={d: config["datasets"][d]["lang"] for d in PLAN.text_datasets},
+        not_run=PLAN.not_run(PLAN.text_datasets),
+        ocr=PLAN.table_ocr,
+        bootstrap=config["tables"]["bootstrap"],
+    log:
+        "logs/tables/text_preservation.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/text_preservation_table.py"
+
+
+rule ocr_robustness_table:
+    input:
+        manifests=expand("results/datasets/{dataset}/manifest.csv", dataset=PLAN.text_datasets),
+        per_item=[
+            f
+            for ocr in PLAN.ocr_engines
+            for f in PLAN.pair_files(
+                f"results/metrics/{{model}}/{{dataset}}/text_{ocr}.csv", PLAN.text_datasets
+            )
+        ],
+    output:
+        report_table("ocr_robustness", "VTBench", "OCR robustness (Table 5)"),
+        report_table("ocr_rank_agreement", "VTBench", "OCR robustness (Table 5)"),
+    params:
+        models=MODELS,
+        datasets=PLAN.text_datasets,
+        engines=PLAN.ocr_engines,
+        langs={d: config["datasets"][d]["lang"] for d in PLAN.text_datasets},
+        bootstrap=config["tables"]["bootstrap"],
+    log:
+        "logs/tables/ocr_robustness.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/ocr_robustness_table.py"
+
+
+rule detail_table:
+    input:
+        expand("results/metrics/original/{dataset}/detail.csv", dataset=PLAN.general_datasets),
+    output:
+        report_table("detail_statistics", "VTBench", "Detail statistics (Table 4)"),
+    params:
+        datasets=PLAN.general_datasets,
+        bootstrap=config["tables"]["bootstrap"],
+    log:
+        "logs/tables/detail_statistics.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/detail_table.py"
+
+
+rule model_card:
+    input:
+        expand("results/weights/{model}/model.pt", model=PLAN.trained_models),
+    output:
+        report_table("model_card", "Models", "Model card"),
+    params:
+        specs={m: PLAN.spec_of(m) for m in MODELS},
+    log:
+        "logs/tables/model_card.log",
+    resources:
+        mem_mb=4000,
+        runtime=10,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/model_card.py"

@@ -1,0 +1,100 @@
+# Reconstruction: one job per (model, dataset) reconstructs every image and runs the per-pair
+# scorers of the evaluations that cover the dataset (roundtrip.workflow.pair), so that a pair
+# pays one start-up: image quality, LPIPS/FID, CHD/CMMS, OCR with CER/WER, latent utility.
+# A rule's outputs are fixed, so there is one rule per distinct set of scorers
+# (Plan.pair_variants: reconstruct, reconstruct_tokens, reconstruct_text, ...).
+# Volume sets: rules/evals/medibench.smk.
+
+for VARIANT, VARIANT_DATASETS, VARIANT_SCORERS in PLAN.pair_variants():
+
+    rule:
+        name:
+            VARIANT
+        input:
+            manifest="results/datasets/{dataset}/manifest.csv",
+            weights=model_weights,
+            # datasets.<name>.shards > 1: the shards ran as jobs of their own (reconstruct_shard)
+            shards=lambda wc: PLAN.shard_files(wc.model, wc.dataset),
+            **PLAN.pair_inputs(VARIANT_SCORERS),
+        output:
+            **PLAN.pair_outputs(VARIANT_SCORERS),
+        wildcard_constraints:
+            model=regex_of(MODELS),
+            dataset=regex_of(VARIANT_DATASETS),
+        params:
+            spec=model_spec,
+            protocol=dataset_param("protocol"),
+            size=dataset_param("size"),
+            shards=lambda wc: PLAN.shards(wc.dataset),
+            device=RUN["device"],
+            batch_size=RUN["batch_size"],
+            scorers=lambda wc: PLAN.pair_scorers(wc.dataset),
+        log:
+            "logs/reconstruct/{model}/{dataset}.log",
+        benchmark:
+            "results/benchmarks/reconstruct/{model}/{dataset}.tsv"
+        threads: 1
+        resources:
+            mem_mb=4000,
+            runtime=120,
+            gpu=lambda wc: PLAN.gpu_for(wc.model),
+        conda:
+            "../../envs/roundtrip.yaml"
+        script:
+            "../../scripts/reconstruct.py"
+
+
+rule reconstruct_shard:
+    input:
+        manifest="results/datasets/{dataset}/manifest.csv",
+        weights=model_weights,
+    output:
+        status="results/recon/{model}/{dataset}/shards/{shard}-of-{nshards}.csv",
+    params:
+        spec=model_spec,
+        protocol=dataset_param("protocol"),
+        size=dataset_param("size"),
+        device=RUN["device"],
+        batch_size=RUN["batch_size"],
+    log:
+        "logs/reconstruct_shard/{model}/{dataset}/{shard}-of-{nshards}.log",
+    benchmark:
+        "results/benchmarks/reconstruct_shard/{model}/{dataset}/{shard}-of-{nshards}.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=120,
+        gpu=lambda wc: PLAN.gpu_for(wc.model),
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/reconstruct_shard.py"
+
+
+rule extract_codes:
+    input:
+        manifest="results/datasets/{dataset}/manifest.csv",
+        weights=model_weights,
+    output:
+        tokens="results/recon/{model}/{dataset}/tokens.npz",
+        latents="results/recon/{model}/{dataset}/latents.npz",
+        codes="results/recon/{model}/{dataset}/codes.csv",
+    params:
+        spec=model_spec,
+        protocol=dataset_param("protocol"),
+        size=dataset_param("size"),
+        device=RUN["device"],
+        batch_size=RUN["batch_size"],
+    log:
+        "logs/extract_codes/{model}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/extract_codes/{model}/{dataset}.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        gpu=lambda wc: PLAN.gpu_for(wc.model),
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/extract_codes.py"

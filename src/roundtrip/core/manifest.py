@@ -1,0 +1,145 @@
+"""The manifest contract: one row per dataset item, its files, and per-item status files.
+
+Builders (:mod:`roundtrip.datasets`) write ``manifest.csv`` plus PNG files (DESIGN.md contract)
+through :func:`write_dataset`; every later stage reads them with :func:`read_manifest` and
+:func:`read_item_csv`.
+
+Manifest columns: ``item_id, path, kind, width, height, depth, source, sha256, status, reason``
+and optional ``text, lang, label, subject, split, font, font_size_pt``. ``path`` is relative to the
+manifest's folder. An item that could not be read stays in the manifest with ``status=error`` and
+the reason, so every later stage reports it instead of silently dropping it.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from roundtrip.core.imaging import read_image, write_png
+
+log = logging.getLogger(__name__)
+
+MANIFEST_COLUMNS = ["item_id", "path", "kind", "width", "height", "depth", "source", "sha256",
+                    "status", "reason"]
+OPTIONAL_COLUMNS = ["text", "lang", "label", "subject", "split", "font", "font_size_pt"]
+
+
+@dataclass
+class Item:
+    """One manifest row under construction."""
+    item_id: str
+    source: str
+    image: np.ndarray | None = None
+    reason: str = ""
+    extra: dict | None = None
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_dataset(items: list[Item], out_dir: str | Path) -> pd.DataFrame:
+    """Write images to ``out_dir/images/{item_id}.png`` and ``out_dir/manifest.csv``.
+
+    Args:
+        items: items with ``image`` set (ok) or ``reason`` set (error).
+        out_dir: dataset folder, created if missing.
+
+    Returns:
+        The manifest as a DataFrame.
+
+    Raises:
+        ValueError: duplicate item ids.
+    """
+    out_dir = Path(out_dir)
+    (out_dir / "images").mkdir(parents=True, exist_ok=True)
+    check_unique_ids([it.item_id for it in items])
+    rows = []
+    for it in items:
+        row = {"item_id": it.item_id, "kind": "image", "depth": "", "source": it.source}
+        if it.image is not None:
+            rel = f"images/{it.item_id}.png"
+            write_png(out_dir / rel, it.image)
+            row.update(path=rel, width=it.image.shape[1], height=it.image.shape[0],
+                       sha256=sha256_file(out_dir / rel), status="ok", reason="")
+        else:
+            row.update(path="", width="", height="", sha256="", status="error", reason=it.reason)
+        row.update(it.extra or {})
+        rows.append(row)
+    return write_manifest(rows, out_dir)
+
+
+def check_unique_ids(ids: list[str]) -> None:
+    """Raises ValueError naming up to 5 item ids that occur more than once."""
+    counts = Counter(ids)
+    dup = sorted(i for i, n in counts.items() if n > 1)
+    if dup:
+        raise ValueError(f"duplicate item ids: {dup[:5]}")
+
+
+def write_manifest(rows: list[dict], out_dir: str | Path) -> pd.DataFrame:
+    """Write ``out_dir/manifest.csv``: :data:`MANIFEST_COLUMNS` first, then any extra columns in
+    order of first appearance; returns the frame written."""
+    df = pd.DataFrame(rows)
+    cols = MANIFEST_COLUMNS + [c for c in df.columns if c not in MANIFEST_COLUMNS]
+    df = df.reindex(columns=cols)
+    df.to_csv(Path(out_dir) / "manifest.csv", index=False)
+    return df
+
+
+def read_manifest(path: str | Path) -> pd.DataFrame:
+    """Read a manifest; text columns stay strings, missing values become ``""``."""
+    df = pd.read_csv(path, dtype={"item_id": str, "text": str, "reason": str, "path": str},
+                     keep_default_na=False)
+    missing = [c for c in ("item_id", "path", "status") if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: manifest lacks columns {missing}")
+    return df
+
+
+def read_item_csv(path: str | Path) -> pd.DataFrame:
+    """Read a per-item CSV (status, OCR) keeping ids and text as strings, empty as ``""``."""
+    return pd.read_csv(path, dtype={"item_id": str, "reason": str, "text": str, "status": str},
+                       keep_default_na=False)
+
+
+def merge_status(shard_files: list[str | Path], out_path: str | Path) -> pd.DataFrame:
+    """Concatenate shard status files into ``status.csv`` (the reconstruction stage merges the
+    shards of a (model, dataset) this way; no torch import needed)."""
+    df = pd.concat([read_item_csv(f) for f in shard_files], ignore_index=True)
+    df.to_csv(out_path, index=False)
+    return df
+
+
+def read_ok_images(manifest_paths: list[str | Path]) -> list[np.ndarray]:
+    """The images of every ``status == ok`` item of the given manifests, in manifest order.
+
+    Returns:
+        ``(H, W, 3)`` uint8 or uint16 arrays (as :func:`roundtrip.core.imaging.read_image`).
+
+    Raises:
+        roundtrip.core.imaging.ImageReadError: an ``ok`` item's file can no longer be read.
+    """
+    images = []
+    for path in manifest_paths:
+        m = read_manifest(path)
+        images += [read_image(Path(path).parent / p) for p in m.loc[m["status"] == "ok", "path"]]
+    return images
+
+
+def safe_item_id(relative_path: str) -> str:
+    """Stable id from a path relative to a dataset root: ``a/b c.jpg`` -> ``a__b_c``."""
+    stem = relative_path.rsplit(".", 1)[0] if "." in Path(relative_path).name else relative_path
+    parts = [re.sub(r"[^A-Za-z0-9._-]+", "_", p) for p in Path(stem).parts]
+    return "__".join(p for p in parts if p) or "item"

@@ -1,0 +1,181 @@
+"""Dataset types: one table from a config ``type`` to its builder, its role and its keys.
+
+A builder writes ``results/datasets/{dataset}/manifest.csv`` and the files it names (the
+contract of :mod:`roundtrip.core.manifest`). The table below is all the workflow needs to know
+about a type: which module builds it (imported only when a set of that type is built, so building
+a folder of photographs does not import MONAI), which role its sets play (which evaluations and
+tables they feed) and which config keys change the built files (a change rebuilds the set).
+
+| type | builder | role |
+|---|---|---|
+| ``skimage`` | :mod:`.skimage` | images (VTBench Table 1) |
+| ``folder`` | :mod:`.folder` | images (medical with ``labels_csv``/``modality``) |
+| ``abstracts``, ``posters``, ``vista_questions`` | :mod:`.rendered` (XeLaTeX) | text (Table 3) |
+| ``gpt_highres``, ``gpt_detail`` | :mod:`.generated` (image API) | images |
+| ``gpt_posters`` | :mod:`.generated` | text |
+| ``skimage_medical``, ``medmnist`` | :mod:`.medical` | medical 2D (3D with ``dims: 3``) |
+| ``nifti``, ``bids``, ``brats``, ``synthetic_volumes`` | :mod:`.medical` | medical volumes |
+
+Any set with a ``modality`` key joins the medical branch (MediBench).
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+#: Roles: which evaluations a dataset feeds.
+IMAGES, TEXT, MEDICAL_2D, VOLUMES = "images", "text", "medical_2d", "volumes"
+
+
+@dataclass(frozen=True)
+class DatasetType:
+    """One row of the registry.
+
+    Attributes:
+        builder: ``module:function``; the function takes ``(name, spec, out_dir)`` and returns
+            the items (written here with :func:`roundtrip.core.manifest.write_dataset`) or the
+            manifest frame it wrote itself (volume sets).
+        role: :data:`IMAGES`, :data:`TEXT`, :data:`MEDICAL_2D` or :data:`VOLUMES`.
+        rendered: rendered by roundtrip and read back by Tesseract: the ``render`` and ``audit``
+            sections and the OCR normalization change its files too.
+    """
+    builder: str
+    role: str
+    rendered: bool = False
+
+
+_VOLUME = DatasetType("roundtrip.datasets.medical:build_volumes", VOLUMES)
+_RENDERED = DatasetType("roundtrip.datasets.rendered.build:synthesize", TEXT, rendered=True)
+
+#: config ``type`` -> :class:`DatasetType`.
+DATASET_TYPES: dict[str, DatasetType] = {
+    "skimage": DatasetType("roundtrip.datasets.skimage:build", IMAGES),
+    "folder": DatasetType("roundtrip.datasets.folder:build", IMAGES),
+    "abstracts": _RENDERED,
+    "posters": _RENDERED,
+    "vista_questions": _RENDERED,
+    "gpt_highres": DatasetType("roundtrip.datasets.generated:build", IMAGES),
+    "gpt_detail": DatasetType("roundtrip.datasets.generated:build", IMAGES),
+    "gpt_posters": DatasetType("roundtrip.datasets.generated:build", TEXT),
+    "skimage_medical": DatasetType("roundtrip.datasets.medical:build_skimage_medical", MEDICAL_2D),
+    "medmnist": DatasetType("roundtrip.datasets.medical:build_medmnist", MEDICAL_2D),
+    "nifti": _VOLUME,
+    "bids": _VOLUME,
+    "brats": _VOLUME,
+    "synthetic_volumes": _VOLUME,
+}
+
+#: Dataset types rendered by roundtrip itself (:mod:`roundtrip.datasets.rendered`).
+SYNTHETIC_TYPES = tuple(k for k, t in DATASET_TYPES.items() if t.rendered)
+#: Dataset types generated through an image API (:mod:`roundtrip.datasets.generated`).
+GPT_TYPES = tuple(k for k in DATASET_TYPES if k.startswith("gpt_"))
+#: Types that produce volumes (``medmnist`` too, with ``dims: 3``).
+VOLUME_TYPES = tuple(k for k, t in DATASET_TYPES.items() if t.role == VOLUMES)
+#: Types of the medical branch (any set with a ``modality`` key joins it too).
+MEDICAL_TYPES = tuple(k for k, t in DATASET_TYPES.items() if t.role in (MEDICAL_2D, VOLUMES))
+
+#: Config keys that change the built files of any set.
+COMMON_KEYS = ("type", "images", "path", "lang")
+#: Config keys of the medical sources (:mod:`.medical`).
+MEDICAL_KEYS = ("modality", "labels_csv", "splits", "dims", "limit", "bundled", "suffix",
+                "label_column", "sequence", "count", "volume_size", "seed", "intensity",
+                "volume_index", "nonfinite", "spacing")
+
+
+def is_volume_spec(spec: dict) -> bool:
+    """Whether a dataset spec produces volumes (a ``medmnist`` set says so with ``dims: 3``)."""
+    return spec["type"] in VOLUME_TYPES or (spec["type"] == "medmnist" and spec.get("dims") == 3)
+
+
+def is_medical_spec(spec: dict) -> bool:
+    """Whether a dataset belongs to the medical branch (a medical type, or a ``modality``)."""
+    return spec["type"] in MEDICAL_TYPES or bool(spec.get("modality"))
+
+
+def role_of(spec: dict) -> str:
+    """The role of a dataset spec: :data:`VOLUMES`, :data:`MEDICAL_2D`, :data:`TEXT` (rendered
+    and GPT poster sets: VTBench Table 3 only) or :data:`IMAGES`.
+
+    Raises:
+        KeyError: unknown type.
+    """
+    if is_volume_spec(spec):
+        return VOLUMES
+    if is_medical_spec(spec):
+        return MEDICAL_2D
+    return DATASET_TYPES[spec["type"]].role
+
+
+def file_keys(spec: dict) -> tuple[str, ...]:
+    """The config keys of ``spec`` whose values change its built files (so that a change of
+    ``protocol``, ``models`` or ``text_eval`` does not rebuild the set)."""
+    kind = spec["type"]
+    keys = COMMON_KEYS
+    if DATASET_TYPES[kind].rendered:
+        from roundtrip.datasets.rendered.build import SYNTHETIC_KEYS
+
+        keys += SYNTHETIC_KEYS[kind]
+    keys += MEDICAL_KEYS
+    if kind in GPT_TYPES:
+        from roundtrip.datasets.generated import GPT_KEYS
+
+        keys += GPT_KEYS
+    return keys
+
+
+def expected_item_count(spec: dict) -> int | None:
+    """Number of items a dataset spec will hold, where the config alone fixes it.
+
+    Exact for lists of bundled images or volumes (``images``, ``bundled``) and for generated
+    sets with a ``count``; ``None`` where only the built manifest can tell (folders, BIDS,
+    MedMNIST files, question files, whose size also depends on ``limit`` and the style grid).
+    The workflow uses it to claim no more threads than a job has items to spread them over.
+    """
+    for key in ("images", "bundled"):
+        if isinstance(spec.get(key), list):
+            return len(spec[key])
+    if isinstance(spec.get("count"), int):
+        return spec["count"]
+    return None
+
+
+def build_dataset(name: str, spec: dict, out_dir: str | Path) -> pd.DataFrame:
+    """Build the dataset ``name`` described by its config ``spec`` into ``out_dir``.
+
+    Args:
+        name: dataset name (config key).
+        spec: the ``datasets.<name>`` entry (rendered sets also carry the ``render`` and
+            ``audit`` sections); optional ``lang`` is written to every row that has no
+            language of its own.
+
+    Returns:
+        The manifest written to ``out_dir/manifest.csv``.
+
+    Raises:
+        ValueError: unknown type (the message names ``datasets.<name>.type``); a builder's
+            own errors (a missing folder, duplicate ids) propagate.
+    """
+    from roundtrip.core.manifest import write_dataset
+
+    kind = spec["type"]
+    if kind not in DATASET_TYPES:
+        raise ValueError(f"datasets.{name}.type: unknown dataset type '{kind}'")
+    module, func = DATASET_TYPES[kind].builder.split(":")
+    if is_volume_spec(spec):  # a medmnist set with dims: 3
+        module, func = _VOLUME.builder.split(":")
+    built = getattr(importlib.import_module(module), func)(name, spec, out_dir)
+    if isinstance(built, pd.DataFrame):  # volume sets write their own manifest
+        return built
+    if spec.get("lang"):
+        for it in built:  # an item's own language (multilingual sets) wins
+            it.extra = {"lang": spec["lang"], **(it.extra or {})}
+    df = write_dataset(built, out_dir)
+    n_err = int((df["status"] != "ok").sum())
+    log.info("dataset %s: %d items, %d errors", name, len(df), n_err)
+    return df

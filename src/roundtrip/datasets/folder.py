@@ -1,0 +1,79 @@
+"""Dataset type ``folder``: a user's folder of images (PNG, JPEG, TIFF, BMP, WebP, GIF; 8/16-bit).
+
+Every file becomes one item whose id is its path relative to the folder
+(:func:`roundtrip.core.manifest.safe_item_id`); an unreadable file stays in the manifest as an
+error item with the reason. With ``labels_csv`` the set joins the medical branch
+(:func:`roundtrip.datasets.medical.attach_labels`).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+from roundtrip.core.imaging import IMAGE_EXTENSIONS, ImageReadError, read_image
+from roundtrip.core.manifest import Item, safe_item_id
+
+log = logging.getLogger(__name__)
+
+
+def list_image_files(root: str | Path) -> list[Path]:
+    """Image files below ``root`` (recursive, sorted, hidden files skipped).
+
+    Raises:
+        FileNotFoundError: ``root`` is not a directory.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"dataset folder {root} does not exist or is not a directory")
+    return sorted(p for p in root.rglob("*")
+                  if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
+                  and not any(part.startswith(".") for part in p.relative_to(root).parts))
+
+
+def folder_items(root: str | Path) -> list[Item]:
+    """Items from a user's folder of images; an unreadable file becomes an error item."""
+    root = Path(root)
+    files = list_image_files(root)
+    if not files:
+        raise FileNotFoundError(f"no image files ({', '.join(sorted(IMAGE_EXTENSIONS))}) in {root}")
+    items, seen = [], set()
+    for f in files:
+        rel = f.relative_to(root).as_posix()
+        item_id = safe_item_id(rel)
+        if item_id in seen:  # a.png and a.jpg: keep both, disambiguated by extension
+            item_id = f"{item_id}_{f.suffix.lstrip('.').lower()}"
+        seen.add(item_id)
+        try:
+            items.append(Item(item_id, f"folder:{rel}", image=read_image(f)))
+        except ImageReadError as exc:
+            log.warning("item %s: %s", item_id, exc)
+            items.append(Item(item_id, f"folder:{rel}", reason=str(exc)))
+    return items
+
+
+def folder_fingerprint(root: str | Path) -> str:
+    """Digest of the names, sizes and mtimes of a folder's images (cheap: stat only).
+
+    Used as a Snakemake param so that adding or changing a file rebuilds the dataset.
+    """
+    try:
+        files = list_image_files(root)
+    except FileNotFoundError:
+        return "missing"
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        h.update(f"{f.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def build(name: str, spec: dict, out_dir: str | Path) -> list[Item]:
+    """Builder of the dataset registry: the folder's images, with labels when configured."""
+    items = folder_items(spec["path"])
+    if spec.get("labels_csv"):
+        from roundtrip.datasets import medical
+
+        items = medical.attach_labels(items, medical.read_labels_csv(spec["labels_csv"]),
+                                      spec.get("modality", ""))
+    return items

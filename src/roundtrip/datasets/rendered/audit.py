@@ -1,0 +1,148 @@
+"""Render audit: read every render back and score it against its ground truth.
+
+Each item is read with Tesseract in its language (upscaled ``upscale`` times with Lanczos first,
+because Tesseract misreads glyphs under about 20 px however clean they are) and scored by CER
+(:mod:`roundtrip.metrics.text`); items above ``max_cer`` are flagged, never dropped. Posters are
+read region by region (title box, slogan box), so reading order does not count as error.
+
+A VLM judge (VISTA-Bench Appendix B.3) scores renders 0 (misaligned), 1 (acceptable) or
+2 (flawless); :class:`RenderJudge` is the interface and :data:`JUDGES` the registry that an API
+backend adds itself to. Without a judge, the judge columns say so.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+from PIL import Image
+
+from roundtrip.metrics.text import Normalization, text_errors
+from roundtrip.readers import JUDGE_TYPES
+from roundtrip.readers.tesseract import TesseractOCR
+from roundtrip.readers.vlm import JudgeVerdict
+
+log = logging.getLogger(__name__)
+
+AUDIT_COLUMNS = ["item_id", "status", "reason", "lang", "cer", "wer", "flagged", "ocr_text",
+                 "judge", "judge_score", "judge_explanation"]
+
+
+class RenderJudge(Protocol):
+    """A render judge: compares an image with the text it should show.
+
+    ``judge(image, reference)`` takes an ``(H, W, 3)`` uint8 image and the ground-truth text and
+    returns a :class:`JudgeVerdict`; it raises ``RuntimeError`` when the judge cannot answer
+    (the audit records the reason for that item and goes on).
+    """
+    name: str
+
+    def judge(self, image: np.ndarray, reference: str) -> JudgeVerdict: ...
+
+
+#: judge type -> factory(**config) (the readers registry).
+JUDGES: dict[str, type] = JUDGE_TYPES
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """``max_cer``: flag threshold; ``psm``: Tesseract page segmentation mode (6: one block);
+    ``upscale``: integer Lanczos factor before OCR; ``threads``: parallel Tesseract processes."""
+    max_cer: float = 0.1
+    psm: int = 6
+    upscale: int = 2
+    threads: int = 2
+
+
+def _upscaled(image: np.ndarray, factor: int) -> np.ndarray:
+    if factor <= 1:
+        return image
+    im = Image.fromarray(image)
+    return np.asarray(im.resize((im.width * factor, im.height * factor), Image.LANCZOS))
+
+
+def _regions(item) -> list[tuple[np.ndarray, str]]:
+    """(image, text) pairs to read: the boxed regions of a poster, else the whole image."""
+    extra = item.extra or {}
+    if "title_box" in extra:
+        out = []
+        for name in ("title", "slogan"):
+            x0, y0, x1, y1 = (int(v) for v in extra[f"{name}_box"].split())
+            pad = 8
+            crop = item.image[max(0, y0 - pad):y1 + pad, max(0, x0 - pad):x1 + pad]
+            out.append((crop, extra[name]))
+        return out
+    return [(item.image, extra.get("text", ""))]
+
+
+def audit_items(items: list, settings: AuditSettings, norm: Normalization = Normalization(),
+                judge: RenderJudge | None = None) -> pd.DataFrame:
+    """Audit rendered items (``roundtrip.datasets.Item`` with ``extra["text"]``, ``["lang"]``).
+
+    Returns:
+        DataFrame with :data:`AUDIT_COLUMNS`, one row per item; items that were not rendered
+        have ``status=error`` and their reason; ``flagged`` is True when ``cer > max_cer``.
+
+    Raises:
+        OCRUnavailable: Tesseract or a language's data is missing (before any work).
+    """
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+    ocr = TesseractOCR(psm=settings.psm)
+    langs = sorted({(it.extra or {}).get("lang", "eng") for it in items if it.image is not None})
+    if langs:
+        ocr.check(langs)
+
+    def one(item) -> dict:
+        extra = item.extra or {}
+        lang = extra.get("lang", "eng")
+        row = dict.fromkeys(AUDIT_COLUMNS, "") | {"item_id": item.item_id, "lang": lang,
+                                                  "cer": np.nan, "wer": np.nan}
+        if item.image is None:
+            return row | {"status": "error", "reason": item.reason, "flagged": True}
+        try:
+            reads = [(ocr.read(_upscaled(img, settings.upscale), lang=lang), text)
+                     for img, text in _regions(item)]
+        except (RuntimeError, OSError) as exc:
+            return row | {"status": "error", "reason": f"OCR failed: {exc}", "flagged": True}
+        hyp = "\n".join(h for h, _ in reads)
+        ref = "\n".join(t for _, t in reads)
+        cer, wer, why = text_errors(ref, hyp, norm.for_language(lang))
+        row |= {"status": "ok" if not why else "undefined", "reason": why, "cer": cer,
+                "wer": wer, "flagged": bool(not cer <= settings.max_cer), "ocr_text": hyp}
+        row |= _judged(judge, item.image, extra.get("text", ""))
+        return row
+
+    with ThreadPoolExecutor(max_workers=max(1, settings.threads)) as pool:
+        rows = list(pool.map(one, items))
+    return pd.DataFrame(rows, columns=AUDIT_COLUMNS)
+
+
+def _judged(judge: RenderJudge | None, image: np.ndarray, text: str) -> dict:
+    if judge is None:
+        return {"judge": "", "judge_score": np.nan,
+                "judge_explanation": "no judge configured (audit.judge)"}
+    try:
+        v = judge.judge(image, text)
+    except (RuntimeError, ValueError) as exc:
+        return {"judge": judge.name, "judge_score": np.nan, "judge_explanation": f"failed: {exc}"}
+    return {"judge": judge.name, "judge_score": v.score, "judge_explanation": v.explanation}
+
+
+def build_judge(spec: dict | None) -> RenderJudge | None:
+    """The judge of ``audit.judge`` (``{"type": ..., **options}``), or None when unset.
+
+    Raises:
+        ValueError: an unknown judge type (the message lists the registered ones).
+    """
+    if not spec:
+        return None
+    spec = dict(spec)
+    kind = spec.pop("type", None)
+    if kind not in JUDGES:
+        raise ValueError(f"audit.judge.type: unknown judge {kind!r}; registered: "
+                         f"{sorted(JUDGES)}")
+    return JUDGES[kind](**spec)

@@ -1,0 +1,462 @@
+"""Code Mixture Model Score (CMMS): a no-reference quality score learned from token sequences.
+
+Following "Evaluating Generative Models via One-Dimensional Code Distributions", Sec. 4.2:
+
+* **Degradations** of clean training images, each with a severity ``p`` in [0, 0.3]:
+  uniform token injection (each token replaced by a uniform code with probability ``p``, Eq. 15);
+  semantic fragment swapping (a contiguous token block covering a share ``p`` of the grid is
+  replaced by a block from another image or a distant region of the same image); pixel-space
+  distortions before tokenization (Gaussian blur sigma 0.5-3 px, JPEG quality 90-10, Gaussian
+  noise sigma 0.01-0.1, occlusion of 10-40 % of the area, photometric changes of sharpness,
+  contrast, brightness and saturation).
+* **Target** ``q(p) = exp(-20 p)`` (Eq. 16).
+* **Regressor**: token embedding + sinusoidal positions, Transformer encoder, global average
+  pooling, 2-layer MLP, sigmoid output in [0, 1] (paper: width 512, 2 layers, 8 heads; AdamW,
+  lr 1e-4, weight decay 0.01).
+
+What the paper leaves open and roundtrip fixes (documented choices): pixel-space distortion
+parameters are mapped linearly from a severity ``s`` in [0, 1] to their range and the target uses
+``p = 0.3 s``; for fragment swapping, ``p`` is the share of tokens replaced; each training
+sequence carries one degradation family drawn uniformly; a crop's pixel versions cover the
+pixel kinds in equal numbers (stratified, :func:`_pixel_kinds`); grids are flattened in raster
+order;
+residual models' levels are embedded separately and summed per position. Training may begin with
+steps that bypass the Transformer blocks, set to identity maps (:func:`train_cmms`): a budget
+choice for CPU runs, off by default.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image, ImageEnhance, ImageFilter
+from torch import nn
+
+from roundtrip.core.imaging import to_uint8
+from roundtrip.models import Adapter
+
+log = logging.getLogger(__name__)
+
+P_MAX = 0.3
+FAMILIES = ("inject", "swap", "pixel")
+PIXEL_KINDS = ("blur", "jpeg", "noise", "occlusion", "photometric", "fragments")
+
+
+def quality_target(p: np.ndarray | float) -> np.ndarray | float:
+    """Eq. 16: ``exp(-20 p)`` for severity ``p`` in [0, 0.3] (1 = clean)."""
+    return np.exp(-20.0 * np.asarray(p, dtype=np.float64))
+
+
+# -- pixel space ------------------------------------------------------------------------------
+def pixel_degrade(image: np.ndarray, kind: str, s: float, rng: np.random.Generator) -> np.ndarray:
+    """One pixel-space distortion of severity ``s`` in [0, 1].
+
+    Args:
+        image: uint8 ``(H, W, 3)``.
+        kind: one of :data:`PIXEL_KINDS`.
+
+    Returns:
+        uint8 ``(H, W, 3)``.
+
+    Raises:
+        ValueError: unknown ``kind`` or ``s`` outside [0, 1].
+    """
+    if not 0 <= s <= 1:
+        raise ValueError(f"severity must be in [0, 1], got {s}")
+    im = Image.fromarray(image)
+    if kind == "blur":
+        return np.asarray(im.filter(ImageFilter.GaussianBlur(0.5 + 2.5 * s)))
+    if kind == "jpeg":
+        buf = io.BytesIO()
+        im.save(buf, format="JPEG", quality=int(round(90 - 80 * s)))
+        return np.asarray(Image.open(buf).convert("RGB"))
+    if kind == "noise":
+        sigma = 0.01 + 0.09 * s
+        x = image / 255.0 + rng.normal(0, sigma, image.shape)
+        return np.round(np.clip(x, 0, 1) * 255).astype(np.uint8)
+    if kind == "occlusion":
+        h, w = image.shape[:2]
+        area = (0.1 + 0.3 * s) * h * w
+        aspect = rng.uniform(0.5, 2.0)
+        bh = int(min(h, max(1, round(math.sqrt(area * aspect)))))
+        bw = int(min(w, max(1, round(area / bh))))
+        y, x = rng.integers(0, h - bh + 1), rng.integers(0, w - bw + 1)
+        out = image.copy()
+        out[y:y + bh, x:x + bw] = rng.integers(0, 256, 3, dtype=np.uint8)
+        return out
+    if kind == "photometric":
+        for enhancer in (ImageEnhance.Sharpness, ImageEnhance.Contrast,
+                         ImageEnhance.Brightness, ImageEnhance.Color):
+            factor = 1 + rng.choice([-1, 1]) * rng.uniform(0.5, 1.0) * 0.8 * s
+            im = enhancer(im).enhance(max(0.05, factor))
+        return np.asarray(im)
+    if kind == "fragments":
+        return _swap_pixel_blocks(image, 0.05 + 0.35 * s, rng)
+    raise ValueError(f"unknown pixel degradation {kind!r}; one of {PIXEL_KINDS}")
+
+
+def _swap_pixel_blocks(image: np.ndarray, share: float, rng: np.random.Generator) -> np.ndarray:
+    """Exchange pairs of random square blocks until about ``share`` of the area has moved."""
+    h, w = image.shape[:2]
+    side = max(2, min(h, w) // 8)
+    out = image.copy()
+    for _ in range(max(1, int(round(share * h * w / (2 * side * side))))):
+        ay, by = rng.integers(0, h - side + 1, 2)
+        ax, bx = rng.integers(0, w - side + 1, 2)
+        a = out[ay:ay + side, ax:ax + side].copy()
+        out[ay:ay + side, ax:ax + side] = out[by:by + side, bx:bx + side]
+        out[by:by + side, bx:bx + side] = a
+    return out
+
+
+# -- token space ------------------------------------------------------------------------------
+def inject_tokens(grid: np.ndarray, p: float, vocab_size: int,
+                  rng: np.random.Generator) -> np.ndarray:
+    """Eq. 15: replace each token by a uniform code with probability ``p`` (all levels alike)."""
+    mask = rng.random(grid.shape) < p
+    return np.where(mask, rng.integers(0, vocab_size, grid.shape), grid)
+
+
+def swap_fragment(grid: np.ndarray, donor: np.ndarray, p: float,
+                  rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """Replace a contiguous block covering about ``p`` of the grid by a block of ``donor``.
+
+    ``donor`` may be ``grid`` itself (a distant region of the same image is copied in).
+
+    Returns:
+        ``(new grid, p actually replaced)``.
+    """
+    h, w = grid.shape[:2]
+    if p <= 0:
+        return grid.copy(), 0.0
+    side = math.sqrt(p * h * w)
+    bh = int(min(h, max(1, round(side * rng.uniform(0.7, 1.4)))))
+    bw = int(min(w, max(1, round(p * h * w / bh))))
+    y, x = rng.integers(0, h - bh + 1), rng.integers(0, w - bw + 1)
+    # a source block away from the destination: the opposite corner region
+    sy, sx = (h - bh - y), (w - bw - x)
+    out = grid.copy()
+    out[y:y + bh, x:x + bw] = donor[sy:sy + bh, sx:sx + bw]
+    return out, float((out != grid).any(axis=-1).mean() if out.ndim == 3
+                      else (out != grid).mean())
+
+
+# -- tokenization -----------------------------------------------------------------------------
+def to_square(image: np.ndarray, size: int) -> np.ndarray:
+    """uint8 ``(size, size, 3)`` from an 8/16-bit RGB image (bicubic, antialiased on downscale)."""
+    image = to_uint8(image)
+    if image.shape[:2] == (size, size):
+        return image
+    return np.asarray(Image.fromarray(image).resize((size, size), Image.BICUBIC))
+
+
+@torch.no_grad()
+def tokenize(model: Adapter, images: np.ndarray, batch_size: int = 32) -> np.ndarray:
+    """Token grids of uint8 images through a discrete tokenizer.
+
+    Args:
+        images: uint8 ``[N, H, W, 3]`` of one size.
+
+    Returns:
+        int64 ``[N, h, w]`` or ``[N, h, w, Q]``.
+
+    Raises:
+        ValueError: the model has no discrete tokens.
+    """
+    out = []
+    for start in range(0, len(images), batch_size):
+        x = torch.from_numpy(images[start:start + batch_size]).permute(0, 3, 1, 2).float()
+        x = (x / 127.5 - 1).to(model.device)
+        tok = model.tokens(model.encode(x))
+        if tok is None:
+            raise ValueError(f"{model.name or type(model).__name__} has no discrete tokens")
+        out.append(tok.cpu().numpy().astype(np.int64))
+    return np.concatenate(out)
+
+
+# -- the regressor ----------------------------------------------------------------------------
+@dataclass
+class CMMSConfig:
+    """Architecture of :class:`CMMSRegressor` (saved with the weights)."""
+    vocab_size: int
+    levels: int = 1
+    d_model: int = 512
+    layers: int = 2
+    heads: int = 8
+
+
+def sinusoidal_positions(length: int, dim: int) -> torch.Tensor:
+    """Transformer sine/cosine position table, float32 ``[length, dim]``."""
+    pos = torch.arange(length, dtype=torch.float32)[:, None]
+    freq = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
+    table = torch.zeros(length, dim)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq[: dim // 2])
+    return table
+
+
+class CMMSRegressor(nn.Module):
+    """Token grid -> quality in [0, 1].
+
+    Input: int64 ``[B, h, w]`` or ``[B, h, w, Q]``; output float32 ``[B]``.
+    """
+
+    def __init__(self, cfg: CMMSConfig):
+        super().__init__()
+        if cfg.d_model % cfg.heads or cfg.d_model % 2:
+            raise ValueError(f"d_model ({cfg.d_model}) must be even and divisible by heads "
+                             f"({cfg.heads})")
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size * cfg.levels, cfg.d_model)
+        layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.heads, 4 * cfg.d_model, dropout=0.0,
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, cfg.layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_model), nn.GELU(),
+                                  nn.Linear(cfg.d_model, 1))
+
+    def forward(self, grids: torch.Tensor, bypass_blocks: bool = False) -> torch.Tensor:
+        """Scores in [0, 1] of int64 ``[B, h, w]`` / ``[B, h, w, Q]`` grids -> float32 ``[B]``.
+
+        ``bypass_blocks`` skips the Transformer blocks (the first training phase, see
+        :func:`train_cmms`); it equals the full forward pass while the blocks are identity maps
+        (:func:`identity_blocks`).
+
+        Raises:
+            ValueError: the grids' token levels differ from ``cfg.levels``.
+        """
+        if grids.ndim == 3:
+            grids = grids[..., None]
+        b, h, w, q = grids.shape
+        if q != self.cfg.levels:
+            raise ValueError(f"expected {self.cfg.levels} token level(s), got {q}")
+        offsets = torch.arange(q, device=grids.device) * self.cfg.vocab_size
+        # scaled as in Vaswani et al. so token identity, not the (constant) positions, dominates
+        x = self.embed(grids.reshape(b, h * w, q) + offsets).sum(dim=2) * math.sqrt(self.cfg.d_model)
+        x = x + sinusoidal_positions(h * w, self.cfg.d_model).to(x.device)
+        if not bypass_blocks:
+            x = self.encoder(x)
+        pooled = self.norm(x).mean(dim=1)  # normalize per token, then pool
+        return torch.sigmoid(self.head(pooled)).squeeze(-1)
+
+
+def identity_blocks(model: CMMSRegressor) -> CMMSRegressor:
+    """Zero the last layer of every residual branch (attention output projection, second FFN
+    layer), in place, so each pre-norm Transformer block maps its input to itself (the zero-init
+    residual branches of Fixup, Zhang et al. 2019, and ReZero, Bachlechner et al. 2020).
+
+    Returns:
+        ``model`` itself, for chaining.
+    """
+    with torch.no_grad():
+        for block in model.encoder.layers:
+            for out in (block.self_attn.out_proj, block.linear2):
+                out.weight.zero_()
+                out.bias.zero_()
+    return model
+
+
+@dataclass
+class TrainSettings:
+    """CMMS training (config ``metrics.tokens.cmms``).
+
+    ``bypass_steps`` optimizer steps with the Transformer blocks bypassed come before ``steps``
+    full steps (see :func:`train_cmms`); 0 trains the full model throughout, as the paper does.
+    """
+    steps: int = 2000
+    bypass_steps: int = 0
+    batch_size: int = 64
+    lr: float = 1e-4
+    weight_decay: float = 0.01
+    crops: int = 256
+    pixel_variants: int = 6
+    seed: int = 0
+
+
+def _pixel_kinds(n: int, rng: np.random.Generator) -> list[str]:
+    """The distortion kinds of one crop's ``n`` pixel versions, stratified: every kind once per
+    round of :data:`PIXEL_KINDS`, the last partial round drawn without replacement, in random
+    order. With 6 versions and 6 kinds every crop is seen under every kind; drawn independently,
+    a third of the crops ((5/6)^6) had no version of a given kind. roundtrip's choice (the
+    paper does not say how kinds are drawn): it took the recipe from 5 to 10 of 10 seeds on the
+    sensitivity target (docs/design.md, "Stratified pixel kinds").
+
+    Returns:
+        ``n`` names from :data:`PIXEL_KINDS`.
+    """
+    k = len(PIXEL_KINDS)
+    kinds = [PIXEL_KINDS[i] for _ in range(n // k) for i in range(k)]
+    kinds += [PIXEL_KINDS[i] for i in rng.choice(k, n % k, replace=False)]
+    return [kinds[i] for i in rng.permutation(n)]
+
+
+def build_training_tokens(tokenizer: Adapter, images: list[np.ndarray], size: int,
+                          settings: TrainSettings) -> tuple[np.ndarray, np.ndarray]:
+    """Random crops, each tokenized clean and under ``pixel_variants`` pixel distortions, whose
+    kinds are stratified over :data:`PIXEL_KINDS` (:func:`_pixel_kinds`).
+
+    Returns:
+        ``(tokens [crops, 1 + variants, h, w(, Q)], p [crops, 1 + variants])``; column 0 is clean.
+    """
+    rng = np.random.default_rng(settings.seed)
+    crops, severities = [], []
+    for _ in range(settings.crops):
+        img = images[rng.integers(len(images))]
+        side = int(rng.integers(min(size, min(img.shape[:2])), min(img.shape[:2]) + 1))
+        y = rng.integers(0, img.shape[0] - side + 1)
+        x = rng.integers(0, img.shape[1] - side + 1)
+        crop = to_square(img[y:y + side, x:x + side], size)
+        if rng.random() < 0.5:
+            crop = np.ascontiguousarray(crop[:, ::-1])
+        variants, ps = [crop], [0.0]
+        for kind in _pixel_kinds(settings.pixel_variants, rng):
+            s = float(rng.uniform(0, 1))
+            variants.append(pixel_degrade(crop, kind, s, rng))
+            ps.append(P_MAX * s)
+        crops.append(np.stack(variants))
+        severities.append(ps)
+    stacked = np.stack(crops)  # [crops, V, size, size, 3]
+    n, v = stacked.shape[:2]
+    tokens = tokenize(tokenizer, stacked.reshape(n * v, size, size, 3))
+    return tokens.reshape(n, v, *tokens.shape[1:]), np.asarray(severities)
+
+
+def _training_batch(tokens: np.ndarray, p_pixel: np.ndarray, vocab_size: int, batch: int,
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One batch: each sequence gets one family (token injection, fragment swap or pixel)."""
+    n, v = tokens.shape[:2]
+    families = FAMILIES[:2] + (FAMILIES[2:] if v > 1 else ())
+    grids, targets = [], []
+    for _ in range(batch):
+        i, family = rng.integers(n), families[rng.integers(len(families))]
+        if family == "pixel":
+            j = rng.integers(1, v)
+            grids.append(tokens[i, j])
+            targets.append(p_pixel[i, j])
+            continue
+        p = 0.0 if rng.random() < 0.1 else float(rng.uniform(0, P_MAX))
+        if family == "inject":
+            grids.append(inject_tokens(tokens[i, 0], p, vocab_size, rng))
+        else:
+            donor = tokens[rng.integers(n), 0] if rng.random() < 0.5 else tokens[i, 0]
+            grid, p = swap_fragment(tokens[i, 0], donor, p, rng)
+            grids.append(grid)
+        targets.append(p)
+    return np.stack(grids), quality_target(np.asarray(targets))
+
+
+def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
+               settings: TrainSettings, device: str | torch.device = "cpu"
+               ) -> tuple[CMMSRegressor, list[float]]:
+    """Train the regressor on degraded token sequences (MSE to ``exp(-20 p)``, AdamW).
+
+    Two phases on one optimizer and one stream of batches:
+
+    1. ``settings.bypass_steps`` steps with the Transformer blocks bypassed. The blocks are
+       first made identity maps (:func:`identity_blocks`), so this trains the token embedding,
+       final LayerNorm and MLP head of the very model that phase 2 continues from, at a small
+       fraction of a full step's cost (no attention over the sequence). roundtrip's choice, not
+       the paper's: at a CPU budget it buys the many steps that the embedding needs
+       (docs/design.md, "CMMS training in two phases").
+    2. ``settings.steps`` steps of the full model.
+
+    Args:
+        tokens: int ``[crops, 1 + variants, h, w(, Q)]`` from :func:`build_training_tokens`.
+        p_pixel: float ``[crops, 1 + variants]`` severities (column 0 clean).
+
+    Returns:
+        ``(model in eval mode, per-step training loss of both phases)``.
+
+    Raises:
+        ValueError: bad architecture (see :class:`CMMSRegressor`).
+    """
+    torch.manual_seed(settings.seed)
+    rng = np.random.default_rng(settings.seed + 1)
+    model = CMMSRegressor(cfg).to(device)
+    if settings.bypass_steps:
+        identity_blocks(model)  # so that phase 1 trains the same function phase 2 starts from
+    opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
+    history = []
+    model.train()
+    total = settings.bypass_steps + settings.steps
+    for step in range(total):
+        grids, target = _training_batch(tokens, p_pixel, cfg.vocab_size, settings.batch_size, rng)
+        pred = model(torch.from_numpy(grids).to(device),
+                     bypass_blocks=step < settings.bypass_steps)
+        loss = torch.mean((pred - torch.from_numpy(target).float().to(device)) ** 2)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        history.append(float(loss.detach()))
+        if step % 500 == 0 or step == total - 1:
+            log.info("CMMS step %d/%d%s: loss %.5f", step + 1, total,
+                     " (blocks bypassed)" if step < settings.bypass_steps else "", history[-1])
+    return model.eval(), history
+
+
+def fit_cmms(tokenizer: Adapter, images: list[np.ndarray], size: int, options: dict,
+             device: str | torch.device = "cpu", seed: int | None = None
+             ) -> tuple[CMMSRegressor, list[float]]:
+    """Training tokens from ``images`` and a regressor trained on them, from the config's
+    ``metrics.tokens.cmms`` options (schema defaults filled in).
+
+    Args:
+        tokenizer: the discrete reference tokenizer.
+        images: uint8/uint16 ``(H, W, 3)`` training images.
+        size: tokenizer input side in pixels.
+        options: ``d_model, layers, heads`` and the :class:`TrainSettings` fields.
+        seed: overrides ``options["seed"]`` (crops, distortions, batches, initial weights).
+
+    Returns:
+        ``(model in eval mode, per-step training loss)`` as :func:`train_cmms`.
+
+    Raises:
+        ValueError: the tokenizer has no discrete tokens, or a bad architecture
+            (``d_model`` odd or not divisible by ``heads``).
+        KeyError: ``d_model``, ``layers`` or ``heads`` missing from ``options``.
+    """
+    settings = TrainSettings(**{f.name: options[f.name] for f in fields(TrainSettings)
+                                if f.name in options})
+    if seed is not None:
+        settings = replace(settings, seed=seed)
+    tokens, p = build_training_tokens(tokenizer, images, size, settings)
+    levels = tokens.shape[-1] if tokens.ndim == 5 else 1
+    cfg = CMMSConfig(tokenizer.info().codebook_size, levels, options["d_model"],
+                     options["layers"], options["heads"])
+    log.info("CMMS training tokens %s from %d images; %s; %s", tokens.shape, len(images), cfg,
+             settings)
+    return train_cmms(tokens, p, cfg, settings, device)
+
+
+def save_cmms(model: CMMSRegressor, path: str | Path, meta: dict) -> None:
+    """Checkpoint with the architecture and ``meta`` (reference tokenizer, size, history...)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"config": asdict(model.cfg), "state_dict": model.state_dict(), "meta": meta}, path)
+
+
+class CMMS:
+    """A trained CMMS regressor loaded from :func:`save_cmms` output.
+
+    Raises:
+        FileNotFoundError: no checkpoint at ``path``.
+    """
+
+    def __init__(self, path: str | Path, device: str | torch.device = "cpu"):
+        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        self.model = CMMSRegressor(CMMSConfig(**ckpt["config"]))
+        self.model.load_state_dict(ckpt["state_dict"])
+        self.model = self.model.eval().to(device)
+        self.meta, self.device = ckpt["meta"], torch.device(device)
+
+    @torch.no_grad()
+    def __call__(self, grids: np.ndarray, batch_size: int = 64) -> np.ndarray:
+        """Scores in [0, 1] (higher = better) of int ``[N, h, w(, Q)]`` token grids -> ``[N]``."""
+        out = [self.model(torch.from_numpy(np.asarray(grids[i:i + batch_size], np.int64))
+                          .to(self.device)).cpu().numpy()
+               for i in range(0, len(grids), batch_size)]
+        return np.concatenate(out) if out else np.zeros(0)

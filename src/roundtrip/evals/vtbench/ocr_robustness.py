@@ -1,0 +1,87 @@
+"""Robustness of text preservation to the OCR backend (VTBench Appendix G, Table 5).
+
+Every OCR engine of the config reads the same originals and reconstructions; per engine, CER and
+WER of each model are pooled over the items of all text datasets (WER only over scripts with word
+spaces: it is undefined for Chinese and Japanese). VTBench observes that the ranking of models is
+stable across backends without measuring it; :func:`rank_agreement` measures it with Kendall's
+tau-b between the model rankings of each pair of engines.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import pandas as pd
+
+WER_UNDEFINED = "WER not defined for scripts without word spaces"
+
+
+def engine_of(per_item_path: str | Path) -> str:
+    """OCR engine of ``results/metrics/{model}/{dataset}/text_{engine}.csv``."""
+    return Path(per_item_path).stem.removeprefix("text_")
+
+
+def pooled_items(frames: dict[str, pd.DataFrame], cer_only: set[str]) -> pd.DataFrame:
+    """Per-item text rows of one (model, engine) from several datasets, stacked.
+
+    Args:
+        frames: ``dataset -> per-item text frame`` (``roundtrip.evals.vtbench.text.TEXT_COLUMNS``).
+        cer_only: datasets whose WER is undefined; their ``wer`` becomes NaN with the reason.
+
+    Returns:
+        The stacked rows with a ``dataset`` column; item ids become ``{dataset}/{item_id}``.
+    """
+    parts = []
+    for dataset, df in frames.items():
+        df = df.copy()
+        df.insert(0, "dataset", dataset)
+        df["item_id"] = dataset + "/" + df["item_id"].astype(str)
+        if dataset in cer_only:
+            df["wer"] = math.nan
+            ok = df["status"] == "ok"
+            df.loc[ok, "reason"] = WER_UNDEFINED
+        parts.append(df)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def rank_agreement(means: pd.DataFrame, metrics: tuple[str, ...] = ("cer", "wer")) -> pd.DataFrame:
+    """Kendall's tau-b between the model rankings of every pair of engines.
+
+    Args:
+        means: one row per model, columns ``{engine}.{metric}`` (mean over pooled items; NaN
+            where the model has no value).
+
+    Returns:
+        DataFrame ``engine_a, engine_b, metric, kendall_tau, p_value, n_models, note``; with
+        fewer than two engines, one row saying so. tau is NaN (with the note) when fewer than
+        three models have values under both engines or one engine ranks all models equal.
+    """
+    from scipy.stats import kendalltau
+
+    engines = sorted({c.rsplit(".", 1)[0] for c in means.columns})
+    rows = []
+    for a, b in itertools.combinations(engines, 2):
+        for metric in metrics:
+            ca, cb = f"{a}.{metric}", f"{b}.{metric}"
+            if ca not in means or cb not in means:
+                continue
+            both = means[[ca, cb]].dropna()
+            row = {"engine_a": a, "engine_b": b, "metric": metric.upper(), "kendall_tau": math.nan,
+                   "p_value": math.nan, "n_models": len(both), "note": ""}
+            if len(both) < 3:
+                row["note"] = f"needs at least 3 models with values under both engines ({len(both)})"
+            elif both[ca].nunique() < 2 or both[cb].nunique() < 2:
+                row["note"] = "an engine gives every model the same value: no ranking"
+            else:
+                res = kendalltau(both[ca], both[cb])
+                row |= {"kendall_tau": float(res.statistic), "p_value": float(res.pvalue)}
+            rows.append(row)
+    if not rows:
+        note = ("rank agreement needs two OCR engines (ocr.engines); this config has "
+                f"{len(engines)}: {', '.join(engines) or 'none'}")
+        rows.append({"engine_a": engines[0] if engines else "", "engine_b": "", "metric": "",
+                     "kendall_tau": math.nan, "p_value": math.nan, "n_models": len(means),
+                     "note": note})
+    return pd.DataFrame(rows, columns=["engine_a", "engine_b", "metric", "kendall_tau", "p_value",
+                                       "n_models", "note"])

@@ -1,0 +1,56 @@
+"""Model card: family, size, native resolution, latent shape and compression ratio per model.
+
+Compression ratio = latent elements / input elements, with 3 input channels (MediBench Table 6):
+``prod(latent_shape(H, W)) / (3 H W)``. For the SDXL VAE at 256 x 256 this is
+``4 * 32 * 32 / (3 * 256 * 256) = 0.0208``, the same at 512 x 512.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from roundtrip.models import Adapter
+
+CARD_SIZES = (256, 512)
+
+#: Footnotes printed under every model card.
+CARD_NOTES = [
+    "Compression ratio = latent elements / input elements (3 channels), MediBench Table 6.",
+    "MediBench Table 6 prints 0.083 for the SDXL VAE at 256x256: that divides the 512x512 "
+    "latent (4x64x64 = 16384) by a 256x256 input (196608); the latent of a 256x256 input is "
+    "4x32x32 and the ratio 0.0208 at both sizes.",
+]
+
+
+def compression_ratio(latent_shape: tuple[int, ...] | None, h: int, w: int) -> float:
+    """``prod(latent_shape) / (3 h w)``; NaN when the latent is not a fixed-shape tensor."""
+    if not latent_shape:
+        return math.nan
+    return math.prod(latent_shape) / (3 * h * w)
+
+
+def card_row(model: Adapter) -> dict:
+    """One model card row (loads the model's weights to count parameters)."""
+    info = model.info()
+    natives = ", ".join(f"{a}x{b}" for a, b in info.native_sizes) or "any"
+    row = {"model": model.name, "family": info.family, "params": info.params,
+           "native_sizes": natives + (" (fixed)" if info.fixed_size else ""),
+           "downsample": info.downsample,
+           "codebook_size": info.codebook_size if info.codebook_size else "–"}
+    for s in CARD_SIZES:
+        shape = model.latent_shape(s, s)
+        row[f"latent_{s}"] = "x".join(map(str, shape)) if shape else "–"
+        row[f"ratio_{s}"] = compression_ratio(shape, s, s)
+    return row
+
+
+def model_card(models: list[Adapter]) -> tuple[pd.DataFrame, list[str]]:
+    """Rows for ``models`` and the footnotes (one per model whose latent is not a tensor)."""
+    rows, notes = [], list(CARD_NOTES)
+    for m in models:
+        rows.append(card_row(m))
+        if rows[-1]["latent_256"] == "–":
+            notes.append(f"{m.name}: the latent is a variable-length bitstream, not a tensor; "
+                         "no fixed compression ratio.")
+    return pd.DataFrame(rows), notes

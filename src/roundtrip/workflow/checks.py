@@ -1,0 +1,192 @@
+"""Config checks that JSON schema cannot express, run before any job starts.
+
+``config.schema.yaml`` checks types, ranges and required keys; :func:`check_config` then builds
+every model and OCR engine once (without loading weights) and checks that every model's weights
+can be found and every API endpoint in use has its key in the environment, so a bad parameter,
+a missing checkpoint or a missing key fails at DAG-build time with the key named, not an hour
+into a cluster run.
+"""
+from __future__ import annotations
+
+from roundtrip.core import weights
+from roundtrip.core.config import ConfigError
+from roundtrip.core.weights import WeightsMissing
+from roundtrip.models import ORIGINAL, TRAINED_TYPES, build_model
+from roundtrip.readers import build_ocr
+from roundtrip.workflow.plan import metric_weight_names
+
+DISCRETE_FAMILIES = ("VQ", "LFQ", "BSQ", "RVQ", "RBSQ")
+
+
+def check_config(config: dict) -> None:
+    """Validate cross-key constraints of a schema-validated config.
+
+    Raises:
+        ConfigError: naming the key, e.g. ``models.jpeg_q10.quality: quality must be in 1..100``.
+    """
+    _check_api(config)
+    _check_medical(config)
+    if ORIGINAL in config.get("models", {}):
+        raise ConfigError(f"models.{ORIGINAL}: the name '{ORIGINAL}' is reserved for the unmodified "
+                          "originals; rename the model")
+    datasets = config.get("datasets", {})
+    for name, spec in config.get("models", {}).items():
+        try:
+            model = build_model(name, spec)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+        if spec["type"] in TRAINED_TYPES:
+            unknown = [d for d in spec.get("train", {}).get("datasets", []) if d not in datasets]
+            if unknown:
+                raise ConfigError(f"models.{name}.train.datasets: unknown datasets {unknown}")
+        elif hasattr(model, "check_weights"):
+            try:
+                model.check_weights()
+            except WeightsMissing as exc:
+                raise ConfigError(f"models.{name}: {exc}") from exc
+    for name, spec in config.get("ocr", {}).get("engines", {}).items():
+        try:
+            build_ocr(name, spec)
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(f"ocr.engines.{name}: {exc}") from exc
+    for name, spec in config.get("datasets", {}).items():
+        if spec.get("text_eval") and not config.get("ocr", {}).get("engines"):
+            raise ConfigError(f"datasets.{name}.text_eval: needs at least one engine in ocr.engines")
+        unknown = [m for m in spec.get("models", []) if m not in config.get("models", {})]
+        if unknown:
+            raise ConfigError(f"datasets.{name}.models: unknown models {unknown}")
+        _check_synthetic(name, spec)
+        if spec["type"] == "skimage":
+            from roundtrip.datasets.skimage import SKIMAGE_BUNDLED
+
+            unknown = [i for i in spec.get("images", []) if i not in SKIMAGE_BUNDLED]
+            if unknown:
+                raise ConfigError(f"datasets.{name}.images: not bundled with scikit-image: {unknown}; "
+                                  f"choose from {sorted(SKIMAGE_BUNDLED)}")
+    _check_metrics(config)
+
+
+def _check_api(config: dict) -> None:
+    """Resolve API endpoints and prompts in place (:func:`roundtrip.api.settings.resolve_api`)
+    and require the keys of the endpoints in use, before any work."""
+    from roundtrip.api.settings import ApiConfigError, MissingApiKey, check_api_keys, resolve_api
+
+    try:
+        check_api_keys(config, resolve_api(config))
+    except (ApiConfigError, MissingApiKey) as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def _check_medical(config: dict) -> None:
+    """Medical datasets name bundled images and paths that exist, and the segmenter can run."""
+    from pathlib import Path
+
+    from roundtrip.datasets import is_medical_spec, is_volume_spec
+    from roundtrip.datasets.medical import SKIMAGE_MODALITIES
+    from roundtrip.evals.medibench.segment import SegmenterUnavailable, build_segmenter
+
+    medical = [n for n, s in config.get("datasets", {}).items() if is_medical_spec(s)]
+    for name in medical:
+        spec = config["datasets"][name]
+        if spec["type"] == "skimage_medical":
+            unknown = [i for i in spec.get("images", []) if i not in SKIMAGE_MODALITIES]
+            if unknown:
+                raise ConfigError(f"datasets.{name}.images: {unknown} are not bundled medical "
+                                  f"images; choose from {sorted(SKIMAGE_MODALITIES)}")
+        for key in ("path", "labels_csv"):
+            if spec.get(key) and not Path(spec[key]).exists():
+                raise ConfigError(f"datasets.{name}.{key}: {spec[key]} does not exist")
+        if spec.get("patch") and is_volume_spec(spec):
+            raise ConfigError(f"datasets.{name}.patch: patches are for 2D sets only")
+    if not medical:
+        return
+    seg = config.get("medical", {}).get("segmenter", {"type": "gmm"})
+    try:
+        segmenter = build_segmenter(seg)
+        if hasattr(segmenter, "check"):
+            segmenter.check()
+    except (SegmenterUnavailable, KeyError, ValueError) as exc:
+        raise ConfigError(f"medical.segmenter: {exc}") from exc
+
+
+def _check_synthetic(name: str, spec: dict) -> None:
+    """Fonts, question files and the XeLaTeX tool chain of a synthetic dataset."""
+    from pathlib import Path
+
+    from roundtrip.datasets import SYNTHETIC_TYPES
+    from roundtrip.render import UnknownFont, resolve_font
+    from roundtrip.render.latex import RenderError, require_xelatex
+
+    kind = spec["type"]
+    if kind not in SYNTHETIC_TYPES:
+        return
+    try:
+        require_xelatex()
+    except RenderError as exc:
+        raise ConfigError(f"datasets.{name}.type: {kind} is rendered with XeLaTeX: {exc}") from exc
+    keys = {"abstracts": ["font"], "vista_questions": ["styles", "size_sweep_style"]}.get(kind, [])
+    for key in keys:
+        values = spec.get(key, [])
+        for style in [values] if isinstance(values, str) else values:
+            try:
+                resolve_font(style)
+            except UnknownFont as exc:
+                raise ConfigError(f"datasets.{name}.{key}: {exc}") from exc
+    source = spec.get("questions", "builtin")
+    if kind == "vista_questions" and source != "builtin" and not Path(source).is_file():
+        raise ConfigError(f"datasets.{name}.questions: file {source} does not exist")
+
+
+_TYPE_FAMILIES = {"diffusers_kl": "continuous", "monai_kl": "continuous", "diffusers_vq": "VQ",
+                  "monai_vqvae": "VQ", "identity": "codec", "jpeg": "codec", "webp": "codec",
+                  "resample": "codec"}
+
+
+def _family(name: str, spec: dict) -> str:
+    """A model's family without loading weights (trained models have none yet)."""
+    if spec["type"] in TRAINED_TYPES:
+        return spec["family"]
+    if spec["type"] in _TYPE_FAMILIES:
+        return _TYPE_FAMILIES[spec["type"]]
+    return build_model(name, spec).info().family
+
+
+def _check_metrics(config: dict) -> None:
+    metrics = config.get("metrics", {})
+    if metrics.get("missing_weights", "error") == "error":
+        for key, name in metric_weight_names(metrics).items():
+            try:
+                weights.require(name, metrics.get("weights_cache"))
+            except WeightsMissing as exc:
+                raise ConfigError(f"{key}: {exc} (or set metrics.missing_weights: n/a, or "
+                                  f"{key}.enabled: false)") from exc
+    tokens = metrics.get("tokens", {})
+    reference = tokens.get("reference")
+    datasets = config.get("datasets", {})
+    if reference is not None:
+        spec = config.get("models", {}).get(reference)
+        if spec is None:
+            raise ConfigError(f"metrics.tokens.reference: {reference!r} is not in models")
+        family = _family(reference, spec)
+        if family not in DISCRETE_FAMILIES:
+            raise ConfigError(f"metrics.tokens.reference: {reference!r} is a {family} model; CHD "
+                              f"and CMMS need discrete tokens ({', '.join(DISCRETE_FAMILIES)})")
+    unknown = [d for d in tokens.get("datasets") or [] if d not in datasets]
+    if unknown:
+        raise ConfigError(f"metrics.tokens.datasets: unknown datasets {unknown}")
+    from roundtrip.datasets import is_volume_spec
+
+    volumes = [d for d in tokens.get("datasets") or [] if is_volume_spec(datasets[d])]
+    if volumes:
+        raise ConfigError(f"metrics.tokens.datasets: {volumes} are volume datasets; CHD and CMMS "
+                          "are computed on the token grids of 2D images")
+    unknown = [d for d in tokens.get("cmms", {}).get("datasets", []) if d not in datasets]
+    if unknown:
+        raise ConfigError(f"metrics.tokens.cmms.datasets: unknown datasets {unknown}")
+    sens = tokens.get("sensitivity", {}).get("dataset")
+    if sens is not None:
+        if sens not in datasets:
+            raise ConfigError(f"metrics.tokens.sensitivity.dataset: unknown dataset {sens!r}")
+        if reference is None:
+            raise ConfigError("metrics.tokens.sensitivity.dataset: needs "
+                              "metrics.tokens.reference (the tokenizer whose tokens are compared)")

@@ -1,0 +1,452 @@
+"""The plan of a run: what a (schema-validated) config asks the workflow to compute.
+
+:class:`Plan` answers every question the Snakemake rules ask of the config, so that the rules
+hold no logic of their own and the answers are unit-tested (``tests/test_plan.py``):
+
+- **dataset roles**: which sets feed VTBench's reconstruction table (Table 1), its
+  text-preservation table (Table 3), the token metrics, MediBench 2D and 3D;
+- **pairs**: the (model, dataset) pairs that run (``datasets.<name>.models``) and, for the
+  others, the reason their table cells read n/a;
+- **model specs**: the checkpoint a trained model gets, the training settings with their
+  defaults, the CMMS training sets;
+- **resources**: threads a job can use, whether it runs a network on a GPU;
+- **targets**: the final files of ``rule all``.
+
+The Snakefile builds one Plan per run (``rules/common.smk``).
+"""
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from pathlib import Path
+
+from roundtrip.core import weights
+from roundtrip.datasets import (
+    IMAGES,
+    MEDICAL_2D,
+    SYNTHETIC_TYPES,
+    TEXT,
+    VOLUMES,
+    expected_item_count,
+    file_keys,
+    role_of,
+)
+from roundtrip.models import CODEC_TYPES, ORIGINAL, TRAINED_TYPES
+from roundtrip.stages.train import TRAIN_DEFAULTS
+
+#: Table names of the MediBench branch (one rule writes them all but the latent shapes).
+MEDIBENCH_TABLES = ["medibench_2d_fidelity", "medibench_2d_latent", "medibench_3d_fidelity",
+                    "medibench_3d_structure", "medibench_3d_latent", "medibench_classifiers"]
+#: Config keys of the metrics that need pretrained weights -> the table file they fill.
+WEIGHTED_METRIC_FILES = {"metrics.lpips": "lpips", "metrics.fid": "distribution"}
+
+
+def table_files(name: str) -> list[str]:
+    """``results/tables/{name}.csv``, ``.md`` and ``.tex``."""
+    return [f"results/tables/{name}.{ext}" for ext in ("csv", "md", "tex")]
+
+
+def regex_of(names: list[str]) -> str:
+    """A wildcard constraint matching exactly ``names`` (nothing when empty)."""
+    return "|".join(re.escape(n) for n in names) if names else "(?!)"
+
+
+def training_datasets(config: dict) -> list[str]:
+    """The datasets CMMS trains on: ``metrics.tokens.cmms.datasets``, else the reference
+    tokenizer's ``train.datasets``, else the first configured dataset.
+
+    Raises:
+        KeyError: ``metrics.tokens.reference`` or the model it names is missing.
+    """
+    tokens = config["metrics"]["tokens"]
+    if "datasets" in tokens.get("cmms", {}):
+        return list(tokens["cmms"]["datasets"])
+    spec = config["models"][tokens["reference"]]
+    return list(spec.get("train", {}).get("datasets", [next(iter(config["datasets"]))]))
+
+
+class Plan:
+    """The work a config asks for (see the module docstring).
+
+    Args:
+        config: a config validated against ``config.schema.yaml`` (defaults filled in).
+        cores: the cores of this run (``workflow.cores``), or None where it is not known
+            (a cluster run plans without it).
+    """
+
+    def __init__(self, config: dict, cores: int | None = None):
+        self.config = config
+        self.cores = cores
+        self.models: list[str] = list(config["models"])
+        self.datasets: list[str] = list(config["datasets"])
+        self.roles = {d: role_of(config["datasets"][d]) for d in self.datasets}
+        self.metrics = config["metrics"]
+        self.tokens = self.metrics["tokens"]
+        self.token_reference: str | None = self.tokens["reference"]
+        self.ocr_engines: list[str] = list(config["ocr"]["engines"])
+        self.table_ocr = config["tables"].get(
+            "ocr_engine", self.ocr_engines[0] if self.ocr_engines else None)
+
+    # -- datasets by role ---------------------------------------------------------------------
+    def _with_role(self, *roles: str) -> list[str]:
+        return [d for d in self.datasets if self.roles[d] in roles]
+
+    @cached_property
+    def text_datasets(self) -> list[str]:
+        """Sets with ``text_eval``: OCR, CER/WER, VTBench Table 3 and Table 5."""
+        return [d for d in self.datasets if self.config["datasets"][d].get("text_eval")]
+
+    @cached_property
+    def medical_datasets(self) -> list[str]:
+        """The MediBench branch: medical 2D sets and volume sets."""
+        return self._with_role(MEDICAL_2D, VOLUMES)
+
+    @cached_property
+    def volume_datasets(self) -> list[str]:
+        return self._with_role(VOLUMES)
+
+    @cached_property
+    def medical_2d(self) -> list[str]:
+        return self._with_role(MEDICAL_2D)
+
+    @cached_property
+    def general_datasets(self) -> list[str]:
+        """Every set outside the medical branch (detail statistics cover them all)."""
+        return self._with_role(IMAGES, TEXT)
+
+    @cached_property
+    def recon_datasets(self) -> list[str]:
+        """Sets of the reconstruction table (VTBench Table 1): rendered and GPT poster sets are
+        text sets (Table 3 only)."""
+        return self._with_role(IMAGES)
+
+    @cached_property
+    def image_datasets(self) -> list[str]:
+        """Sets reconstructed image by image (everything but volume sets)."""
+        return self._with_role(IMAGES, TEXT, MEDICAL_2D)
+
+    @cached_property
+    def token_datasets(self) -> list[str]:
+        """Sets scored in the reference tokenizer's tokens (CHD, CMMS); none without one."""
+        if not self.token_reference:
+            return []
+        return list(self.tokens["datasets"] or self.recon_datasets)
+
+    @cached_property
+    def sensitivity_dataset(self) -> str | None:
+        """The set of the CHD paper's sensitivity experiment (Figure 2), if any."""
+        return self.tokens["sensitivity"]["dataset"] if self.token_reference else None
+
+    def has_labels(self, dataset: str) -> bool:
+        """Whether a medical dataset's items carry class labels (latent utility needs them)."""
+        spec = self.config["datasets"][dataset]
+        return (spec["type"] in ("skimage_medical", "medmnist", "synthetic_volumes")
+                or bool(spec.get("labels_csv")) or bool(spec.get("label_column")))
+
+    @cached_property
+    def latent_datasets(self) -> list[str]:
+        """Medical sets whose items carry labels: MediBench's latent utility."""
+        return [d for d in self.medical_datasets if self.has_labels(d)]
+
+    # -- pairs -----------------------------------------------------------------------------------
+    def models_on(self, dataset: str) -> list[str]:
+        """Models run on ``dataset`` (``datasets.<name>.models``, default all)."""
+        return self.config["datasets"][dataset].get("models") or self.models
+
+    def pairs(self, datasets: list[str], models: list[str] | None = None
+              ) -> list[tuple[str, str]]:
+        """``(model, dataset)`` pairs that run, dataset-major, models in config order."""
+        models = self.models if models is None else models
+        return [(m, d) for d in datasets for m in models if m in self.models_on(d)]
+
+    def pair_files(self, pattern: str, datasets: list[str], models: list[str] | None = None
+                   ) -> list[str]:
+        """``pattern.format(model=, dataset=)`` for every pair of :meth:`pairs`."""
+        return [pattern.format(model=m, dataset=d) for m, d in self.pairs(datasets, models)]
+
+    def not_run(self, datasets: list[str]) -> dict[tuple[str, str], str]:
+        """``(model, dataset) -> reason`` of the pairs excluded by ``datasets.<name>.models``."""
+        return {(m, d): f"not run on this dataset (datasets.{d}.models)" for d in datasets
+                for m in self.models if m not in self.models_on(d)}
+
+    @cached_property
+    def medical_models(self) -> list[str]:
+        """Models run on at least one medical dataset (the MediBench table columns)."""
+        return [m for m in self.models
+                if any(m in self.models_on(d) for d in self.medical_datasets)]
+
+    # -- models ----------------------------------------------------------------------------------
+    def is_trained(self, model: str) -> bool:
+        return self.config["models"][model]["type"] in TRAINED_TYPES
+
+    @cached_property
+    def trained_models(self) -> list[str]:
+        return [m for m in self.models if self.is_trained(m)]
+
+    def spec_of(self, model: str) -> dict:
+        """The model's config entry; trained models get the checkpoint the workflow produces."""
+        spec = dict(self.config["models"][model])
+        if self.is_trained(model):
+            spec["checkpoint"] = f"results/weights/{model}/model.pt"
+        return spec
+
+    def weights_of(self, model: str) -> list[str]:
+        """The checkpoint the workflow trains for ``model`` (type: small), else nothing."""
+        return [f"results/weights/{model}/model.pt"] if self.is_trained(model) else []
+
+    def train_settings(self, model: str) -> dict:
+        """``models.<m>.train`` with the defaults of :data:`roundtrip.stages.train.TRAIN_DEFAULTS`
+        and ``datasets`` (default: the first dataset)."""
+        settings = TRAIN_DEFAULTS | dict(self.config["models"][model].get("train", {}))
+        settings.setdefault("datasets", [self.datasets[0]])
+        return settings
+
+    def cmms_settings(self) -> dict:
+        """``metrics.tokens.cmms`` with the datasets CMMS trains on."""
+        return {**self.tokens["cmms"], "datasets": training_datasets(self.config)}
+
+    # -- datasets --------------------------------------------------------------------------------
+    def dataset_spec(self, dataset: str) -> dict:
+        """The keys of ``datasets.<name>`` that change its built files (a change of
+        ``protocol`` or ``models`` must not rebuild it); rendered sets also depend on the
+        ``render`` and ``audit`` sections and the OCR normalization."""
+        spec = self.config["datasets"][dataset]
+        out = {k: spec[k] for k in file_keys(spec) if k in spec}
+        if spec["type"] in SYNTHETIC_TYPES:
+            out |= {"render": self.config["render"], "audit": self.config["audit"],
+                    "normalization": self.config["ocr"]["normalization"]}
+        return out
+
+    def dataset_fingerprint(self, dataset: str) -> str:
+        """Changes when the files of a folder or medical dataset change, so it is rebuilt."""
+        from roundtrip.datasets.folder import folder_fingerprint
+
+        spec = self.config["datasets"][dataset]
+        if spec["type"] == "folder":
+            return folder_fingerprint(spec["path"]) + path_fingerprint(spec.get("labels_csv"))
+        return path_fingerprint(spec.get("path")) if dataset in self.medical_datasets else ""
+
+    def shards(self, dataset: str) -> int:
+        """Reconstruction jobs a dataset is cut into (``datasets.<name>.shards``)."""
+        return int(self.config["datasets"][dataset].get("shards", 1))
+
+    def shard_files(self, model: str, dataset: str) -> list[str]:
+        """The shard status files the reconstruction of a pair merges: none when the dataset
+        is one shard (the pair's job reconstructs it), else one per shard."""
+        n = self.shards(dataset)
+        if n == 1:
+            return []
+        return [f"results/recon/{model}/{dataset}/shards/{k}-of-{n}.csv" for k in range(n)]
+
+    # -- the job of a (model, dataset) pair (roundtrip.workflow.pair) ----------------------------
+    def pair_scorers(self, dataset: str) -> dict[str, dict]:
+        """The per-pair scorers that run in the reconstruction job of an image dataset, with
+        their options: what the evaluations covering the set need from its reconstructions.
+
+        - ``image_quality`` (VTBench Table 1, MediBench 2D): image and medical 2D sets;
+        - ``perceptual`` (LPIPS, FID/KID): image sets, when a weight file is in the cache;
+        - ``tokens`` (CHD, CMMS): ``metrics.tokens.datasets``;
+        - ``text`` (OCR, CER/WER; VTBench Table 3): sets with ``text_eval``;
+        - ``latent_utility`` (MediBench): labeled medical 2D sets.
+        """
+        role, out = self.roles[dataset], {}
+        if role in (IMAGES, MEDICAL_2D):
+            out["image_quality"] = {}
+        if role == IMAGES and self.perceptual_run:
+            out["perceptual"] = {"lpips": self.metrics["lpips"], "fid": self.metrics["fid"],
+                                 "cache": self.metrics["weights_cache"]}
+        if dataset in self.token_datasets:
+            out["tokens"] = {"reference": self.token_reference,
+                             "spec": self.spec_of(self.token_reference),
+                             "size": self.tokens["size"], "cmms": self.cmms_file}
+        if dataset in self.text_datasets:
+            out["text"] = {"engines": dict(self.config["ocr"]["engines"]),
+                           "ocr_original": {e: f"results/ocr/{e}/original/{dataset}.csv"
+                                            for e in self.ocr_engines},
+                           "lang": self.config["datasets"][dataset]["lang"],
+                           "normalization": self.config["ocr"]["normalization"]}
+        if dataset in self.latent_datasets and role == MEDICAL_2D:
+            out["latent_utility"] = {"kind": "image", "settings": self.latent_settings(dataset)}
+        return out
+
+    @property
+    def cmms_file(self) -> str:
+        """The CMMS regressor of the reference tokenizer (rule ``train_cmms``)."""
+        return f"results/weights/cmms/{self.token_reference}/model.pt"
+
+    def latent_settings(self, dataset: str) -> dict:
+        """``medical.latent_utility`` with the dataset's ``patch`` and the slicing ``axis``."""
+        medical = self.config["medical"]
+        return medical["latent_utility"] | {"patch": self.config["datasets"][dataset].get("patch"),
+                                            "axis": medical["axis"]}
+
+    def pair_inputs(self, scorers: tuple[str, ...]) -> dict[str, str | list[str]]:
+        """Inputs the scorers add to a pair's job, beside the manifest and model weights."""
+        out: dict[str, str | list[str]] = {}
+        if "perceptual" in scorers:
+            out["metric_weights"] = (self.metric_weights("metrics.lpips")
+                                     + self.metric_weights("metrics.fid"))
+        if "tokens" in scorers:
+            out |= {"tokenizer": self.weights_of(self.token_reference), "cmms": self.cmms_file}
+        if "text" in scorers:
+            out |= {f"ocr_original_{e}": f"results/ocr/{e}/original/{{dataset}}.csv"
+                    for e in self.ocr_engines}
+        return out
+
+    def pair_outputs(self, scorers: tuple[str, ...]) -> dict[str, str]:
+        """Files a pair's job writes (patterns in ``{model}``, ``{dataset}``): ``status`` and
+        every frame of the scorers, by output name."""
+        metrics = "results/metrics/{model}/{dataset}"
+        out = {"status": "results/recon/{model}/{dataset}/status.csv"}
+        files = {"image_quality": ["image_quality", "set"], "perceptual": ["lpips", "distribution"],
+                 "tokens": ["tokens", "token_set"], "latent_utility": ["latent_utility"]}
+        for name in scorers:
+            out |= {key: f"{metrics}/{key}.csv" for key in files.get(name, [])}
+            if name == "text":
+                for e in self.ocr_engines:
+                    out[f"ocr_{e}"] = f"results/ocr/{e}/{{model}}/{{dataset}}.csv"
+                    out[f"text_{e}"] = f"{metrics}/text_{e}.csv"
+        return out
+
+    def pair_variants(self) -> list[tuple[str, list[str], tuple[str, ...]]]:
+        """``(rule name, datasets, scorers)``: one reconstruction rule per distinct set of
+        scorers, since a rule's outputs are fixed. ``reconstruct`` scores image quality only;
+        ``reconstruct_tokens``, ``reconstruct_text``... add the named scorers to it, and a
+        ``_only`` suffix marks a variant without image quality (rendered text sets)."""
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for d in self.image_datasets:
+            groups.setdefault(tuple(self.pair_scorers(d)), []).append(d)
+        variants = []
+        for scorers, datasets in groups.items():
+            extra = [s for s in scorers if s != "image_quality"]
+            name = "_".join(["reconstruct", *extra]) + ("" if "image_quality" in scorers
+                                                       else "_only")
+            variants.append((name, datasets, scorers))
+        return variants
+
+    # -- resources -------------------------------------------------------------------------------
+    def item_threads(self, dataset: str, cap: int) -> int:
+        """Threads of a job that spreads a dataset's items over up to ``cap`` workers (Tesseract
+        processes): no more than the set has items, where the config says how many. A one-item
+        set claiming two cores would hold the second one idle (docs/design.md, "Threads")."""
+        n = expected_item_count(self.config["datasets"][dataset])
+        return cap if n is None else max(1, min(cap, n))
+
+    def build_threads(self, dataset: str) -> int:
+        """Rendered text sets read every render back with ``audit.threads`` Tesseract
+        processes; every other set is built by one process."""
+        if self.config["datasets"][dataset]["type"] not in SYNTHETIC_TYPES:
+            return 1
+        return self.item_threads(dataset, self.config["audit"]["threads"])
+
+    def half_cores(self) -> int:
+        """Half the cores of a local run (at least 1); 1 where the cores are not known."""
+        return max(1, (self.cores or 2) // 2)
+
+    def gpu_for_device(self) -> int:
+        """1 when networks run on CUDA: ``run.device`` names CUDA, or is ``auto`` on a machine
+        where CUDA is available (the profile limits concurrent GPU jobs)."""
+        device = self.config["run"]["device"]
+        if device == "cpu" or device == "mps":
+            return 0
+        if device.startswith("cuda"):
+            return 1
+        import torch  # "auto": decided where the plan is made
+
+        return int(torch.cuda.is_available())
+
+    def gpu_for(self, model: str) -> int:
+        """1 when a job of ``model`` runs a network on CUDA; codecs never do."""
+        if model == ORIGINAL or self.config["models"][model]["type"] in CODEC_TYPES:
+            return 0
+        return self.gpu_for_device()
+
+    # -- metrics with pretrained weights -----------------------------------------------------------
+    def metric_weights(self, key: str) -> list[str]:
+        """The weight file of metric config key ``key`` when it is in the cache, else nothing.
+
+        As an input, a file fetched later changes the job's input set, so Snakemake reruns the
+        job that wrote "n/a" cells (rerun trigger "input").
+        """
+        name = metric_weight_names(self.metrics).get(key)
+        if name is None:
+            return []
+        path = weights.path_of(name, self.metrics["weights_cache"])
+        return [str(path)] if path.is_file() else []
+
+    @cached_property
+    def lpips_run(self) -> bool:
+        """LPIPS runs: enabled and its weights in the cache (else the tables print n/a and no
+        job is spent writing empty files; fetching the weights adds the work)."""
+        return self.metrics["lpips"]["enabled"] and bool(self.metric_weights("metrics.lpips"))
+
+    @cached_property
+    def fid_run(self) -> bool:
+        return self.metrics["fid"]["enabled"] and bool(self.metric_weights("metrics.fid"))
+
+    @cached_property
+    def perceptual_run(self) -> bool:
+        """The reconstruction jobs also score LPIPS and FID/KID."""
+        return self.lpips_run or self.fid_run
+
+    def unavailable_metrics(self) -> dict[str, str]:
+        """Table file kinds whose metric cannot run here, with the footnote saying why."""
+        return {WEIGHTED_METRIC_FILES[key]: weights.missing_note(name, self.metrics["weights_cache"])
+                for key, name in metric_weight_names(self.metrics).items()
+                if not self.metric_weights(key)}
+
+    # -- targets ---------------------------------------------------------------------------------
+    @cached_property
+    def tables(self) -> list[str]:
+        """Names of the tables this config produces."""
+        names = ["reconstruction", "detail_statistics", "model_card"]
+        if self.text_datasets:
+            names += ["text_preservation", "ocr_robustness", "ocr_rank_agreement"]
+        if self.token_reference:
+            names.append("token_metrics")
+        if self.sensitivity_dataset:
+            names.append("token_sensitivity")
+        if self.medical_datasets:
+            names += MEDIBENCH_TABLES + ["medibench_latent_shapes"]
+        return names
+
+    @cached_property
+    def figures(self) -> list[str]:
+        out = [f"results/figures/medical/{d}.png" for d in self.medical_datasets]
+        if self.sensitivity_dataset:
+            out.append("results/figures/token_sensitivity.png")
+        return out
+
+    def targets(self) -> list[str]:
+        """The final files of a run (``rule all``): every table (CSV, Markdown, LaTeX) and
+        figure."""
+        return [f for name in self.tables for f in table_files(name)] + self.figures
+
+
+def metric_weight_names(metrics: dict) -> dict[str, str]:
+    """``config key -> weights registry name`` of every enabled metric that needs weights."""
+    files = {}
+    if metrics.get("lpips", {}).get("enabled", True):
+        files["metrics.lpips"] = weights.LPIPS_NETS[metrics.get("lpips", {}).get("net", "alex")]
+    if metrics.get("fid", {}).get("enabled", True):
+        files["metrics.fid"] = "inception-fid"
+    return files
+
+
+def path_fingerprint(path: str | Path | None) -> str:
+    """Digest of the names, sizes and mtimes of a file or of the files under a folder (stat
+    only); a Snakemake param, so that changed data rebuilds the dataset. ``""`` for no path,
+    ``missing`` for a path that does not exist."""
+    import hashlib
+
+    if not path:
+        return ""
+    path = Path(path)
+    if not path.exists():
+        return "missing"
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]

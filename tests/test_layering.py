@@ -1,0 +1,132 @@
+"""The package layering of docs/design.md, read from the imports of every module (AST, imports
+inside functions included): core imports nothing of roundtrip, metrics only core, no evaluation
+imports another, and no module imports itself back through a cycle."""
+import ast
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+SRC = REPO / "src"
+
+#: package -> the roundtrip packages it may import (itself always allowed).
+ALLOWED = {
+    "core": set(),
+    "metrics": {"core"},
+    "api": {"core"},
+    "render": {"core"},
+    "tables": {"core", "metrics"},
+    "models": {"core", "api"},
+    "readers": {"core", "api"},
+    "datasets": {"core", "api", "render", "readers", "metrics"},
+    "stages": {"core", "models", "readers", "datasets", "metrics"},
+    "evals": {"core", "metrics", "models", "readers", "datasets", "stages", "tables", "api"},
+    "workflow": {"core", "metrics", "models", "readers", "datasets", "stages", "tables", "api",
+                 "evals", "render"},
+    "cli": {"core"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Absolute names of the roundtrip modules ``path`` imports (relative ones resolved)."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "roundtrip"}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if mod.split(".")[0] != "roundtrip":
+                continue
+            for alias in node.names:  # "from roundtrip.evals import chd" imports a module
+                sub = f"{mod}.{alias.name}"
+                found.add(sub if sub in MODULES else mod)
+    return found
+
+
+MODULES = {module_name(p): p for p in (SRC / "roundtrip").rglob("*.py")}
+GRAPH = {m: imports_of(p) for m, p in MODULES.items()}
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_graph_is_read():
+    assert "roundtrip.core.manifest" in GRAPH["roundtrip.core.pairs"]
+    assert "roundtrip.evals.chd" in GRAPH["roundtrip.workflow.pair"]
+    assert len(MODULES) > 60
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_packages_import_only_lower_layers(package):
+    bad = sorted((m, i) for m, deps in GRAPH.items() if layer(m) == package
+                 for i in deps if layer(i) not in ALLOWED[package] | {package, ""})
+    assert not bad, f"{package} may import only {sorted(ALLOWED[package])}: {bad}"
+
+
+def test_every_package_has_a_layer():
+    assert {layer(m) for m in MODULES} - {""} <= set(ALLOWED)
+
+
+def test_no_evaluation_imports_another():
+    def evaluation(module):
+        parts = module.split(".")
+        return parts[2] if len(parts) > 2 and parts[1] == "evals" else None
+
+    bad = sorted((m, i) for m, deps in GRAPH.items() if evaluation(m)
+                 for i in deps if evaluation(i) and evaluation(i) != evaluation(m))
+    assert not bad, bad
+
+
+def test_no_import_cycle():
+    """Tarjan's strongly connected components of the module graph: all of size one, and no
+    module imports itself."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in GRAPH.get(v, ()):
+            if w not in MODULES:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in GRAPH.get(v, ()):
+                cycles.append(sorted(comp))
+
+    for v in MODULES:
+        if v not in index:
+            visit(v)
+    assert not cycles, cycles
+
+
+def test_a_cycle_would_be_found(monkeypatch):
+    """The cycle check can fail: a planted back edge core.imaging -> core.pairs is caught."""
+    monkeypatch.setitem(GRAPH, "roundtrip.core.imaging",
+                        GRAPH["roundtrip.core.imaging"] | {"roundtrip.core.pairs"})
+    with pytest.raises(AssertionError):
+        test_no_import_cycle()

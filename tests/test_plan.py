@@ -1,0 +1,188 @@
+"""The plan of a run (roundtrip.workflow.plan) on the shipped config and on small ones."""
+import copy
+
+import pytest
+import yaml
+from conftest import REPO
+from snakemake.utils import validate
+
+from roundtrip.workflow.plan import Plan, regex_of, table_files, training_datasets
+
+
+def validated(config: dict) -> dict:
+    config = copy.deepcopy(config)
+    validate(config, str(REPO / "config.schema.yaml"))  # fills in the schema's defaults
+    return config
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return validated(yaml.safe_load((REPO / "config.yaml").read_text()))
+
+
+@pytest.fixture(scope="module")
+def plan(shipped):
+    return Plan(shipped, cores=2)
+
+
+def small(**datasets) -> dict:
+    base = {"datasets": datasets or {"photos": {"type": "skimage", "images": ["astronaut"]}},
+            "models": {"identity": {"type": "identity"},
+                       "vq": {"type": "small", "family": "VQ", "train": {"steps": 5}}}}
+    return validated(base)
+
+
+def test_roles_of_the_shipped_datasets(plan):
+    assert plan.recon_datasets == ["natural", "textures", "natural_256", "highres_1024",
+                                   "scanned_text"]
+    assert plan.text_datasets == ["scanned_text", "abstracts", "multilingual_zh",
+                                  "multilingual_ja", "multilingual_ko", "multilingual_hi",
+                                  "posters", "vista_questions"]
+    assert plan.medical_2d == ["medical_2d"]
+    assert plan.volume_datasets == ["mri_nibabel", "synthetic_3d"]
+    assert plan.latent_datasets == ["medical_2d", "synthetic_3d"]  # nibabel's MRI: no labels
+    assert "synthetic_3d" not in plan.image_datasets and "abstracts" in plan.image_datasets
+    assert plan.general_datasets == plan.recon_datasets + plan.text_datasets[1:]
+    assert plan.token_datasets == ["natural", "natural_256", "textures"]
+
+
+def test_pairs_follow_datasets_models(plan, shipped):
+    text_models = shipped["datasets"]["abstracts"]["models"]
+    assert plan.models_on("abstracts") == text_models
+    assert plan.pairs(["abstracts"]) == [(m, "abstracts") for m in plan.models
+                                         if m in text_models]
+    reasons = plan.not_run(["abstracts"])
+    assert set(reasons) == {(m, "abstracts") for m in plan.models if m not in text_models}
+    assert all(r == "not run on this dataset (datasets.abstracts.models)" for r in reasons.values())
+    assert plan.pair_files("x/{model}/{dataset}", ["natural"])[0] == "x/identity/natural"
+    assert plan.medical_models == ["identity", "bicubic_x4", "small_kl", "small_vq"]
+
+
+def test_model_specs_and_training(plan):
+    spec = plan.spec_of("small_vq")
+    assert spec["checkpoint"] == "results/weights/small_vq/model.pt"
+    assert "checkpoint" not in plan.spec_of("jpeg_q75")
+    assert plan.weights_of("jpeg_q75") == [] and plan.trained_models[0] == "small_kl"
+    settings = plan.train_settings("small_kl")
+    assert settings["steps"] == 400 and settings["datasets"] == ["natural", "textures"]
+    p = Plan(small())
+    assert p.train_settings("vq")["steps"] == 5
+    assert p.train_settings("vq")["datasets"] == ["photos"]  # default: the first dataset
+
+
+def test_dataset_spec_holds_only_keys_that_change_the_files(plan, shipped):
+    natural = plan.dataset_spec("natural_256")
+    assert natural["images"] == shipped["datasets"]["natural_256"]["images"]
+    assert natural["type"] == "skimage" and natural["lang"] == "eng"
+    assert not {"protocol", "size", "models", "text_eval", "shards"} & set(natural)
+    rendered = plan.dataset_spec("abstracts")
+    assert rendered["render"] == shipped["render"] and "models" not in rendered
+    assert rendered["normalization"] == shipped["ocr"]["normalization"]
+
+
+def test_threads_claim_no_idle_core(plan):
+    assert plan.item_threads("multilingual_zh", 2) == 1  # one page
+    assert plan.item_threads("natural", 2) == 2
+    assert plan.item_threads("vista_questions", 2) == 2  # count known only after building
+    assert plan.build_threads("natural") == 1 and plan.build_threads("abstracts") == 2
+    assert plan.half_cores() == 1 and Plan(plan.config, cores=8).half_cores() == 4
+    assert Plan(plan.config, cores=None).half_cores() == 1  # a cluster run
+
+
+def test_gpu_claims_come_from_the_device_setting():
+    config = small()
+    config["run"]["device"] = "cuda"
+    p = Plan(config)
+    assert p.gpu_for("vq") == 1 and p.gpu_for("identity") == 0 and p.gpu_for("original") == 0
+    config["run"]["device"] = "cpu"
+    assert Plan(config).gpu_for("vq") == 0
+
+
+def test_shards():
+    p = Plan(small(photos={"type": "skimage", "images": ["astronaut", "coffee"], "shards": 2}))
+    assert p.shard_files("identity", "photos") == [
+        "results/recon/identity/photos/shards/0-of-2.csv",
+        "results/recon/identity/photos/shards/1-of-2.csv"]
+    assert Plan(small()).shard_files("identity", "photos") == []
+
+
+def test_targets(plan, tmp_path):
+    targets = plan.targets()
+    assert table_files("reconstruction")[0] in targets
+    assert "results/tables/medibench_latent_shapes.tex" in targets
+    assert "results/figures/medical/synthetic_3d.png" in targets
+    assert "results/figures/token_sensitivity.png" in targets
+    assert len(targets) == 3 * len(plan.tables) + len(plan.figures)
+    p = Plan(small())  # no text, token or medical sets
+    assert p.tables == ["reconstruction", "detail_statistics", "model_card"]
+    assert p.figures == []
+
+
+def test_weighted_metrics_without_weights(plan, tmp_path):
+    config = copy.deepcopy(plan.config)
+    config["metrics"]["weights_cache"] = str(tmp_path)
+    p = Plan(config)
+    assert not p.perceptual_run and p.metric_weights("metrics.lpips") == []
+    notes = p.unavailable_metrics()
+    assert set(notes) == {"lpips", "distribution"}
+    assert "roundtrip weights fetch lpips-alex" in notes["lpips"]
+    (tmp_path / "alexnet-owt-7be5be79.pth").write_bytes(b"x")
+    p = Plan(config)
+    assert p.lpips_run and not p.fid_run and set(p.unavailable_metrics()) == {"distribution"}
+
+
+def test_cmms_training_sets(shipped):
+    assert training_datasets(shipped) == ["natural", "textures"]  # the reference's train sets
+    config = copy.deepcopy(shipped)
+    config["metrics"]["tokens"]["cmms"]["datasets"] = ["textures"]
+    assert Plan(config).cmms_settings()["datasets"] == ["textures"]
+
+
+def test_scorers_run_where_an_evaluation_reads_them(plan):
+    assert list(plan.pair_scorers("natural")) == ["image_quality", "tokens"]
+    assert list(plan.pair_scorers("highres_1024")) == ["image_quality"]
+    assert list(plan.pair_scorers("scanned_text")) == ["image_quality", "text"]
+    assert list(plan.pair_scorers("abstracts")) == ["text"]  # Table 3 only
+    assert list(plan.pair_scorers("medical_2d")) == ["image_quality", "latent_utility"]
+    text = plan.pair_scorers("multilingual_zh")["text"]
+    assert text["lang"] == "chi_sim" and set(text["engines"]) == {"tesseract"}
+    assert text["ocr_original"] == {
+        "tesseract": "results/ocr/tesseract/original/multilingual_zh.csv"}
+    tokens = plan.pair_scorers("natural")["tokens"]
+    assert tokens["cmms"] == "results/weights/cmms/small_vq/model.pt" and tokens["size"] == 128
+
+
+def test_one_reconstruction_rule_per_set_of_scorers(plan):
+    variants = {name: (datasets, scorers) for name, datasets, scorers in plan.pair_variants()}
+    assert set(variants) == {"reconstruct", "reconstruct_tokens", "reconstruct_text",
+                             "reconstruct_text_only", "reconstruct_latent_utility"}
+    assert variants["reconstruct"][0] == ["highres_1024"]
+    assert variants["reconstruct_tokens"][0] == ["natural", "textures", "natural_256"]
+    assert len(variants["reconstruct_text_only"][0]) == 7
+    covered = [d for datasets, _ in variants.values() for d in datasets]
+    assert sorted(covered) == sorted(plan.image_datasets)  # each set in exactly one rule
+    outputs = plan.pair_outputs(variants["reconstruct_text"][1])
+    assert outputs["text_tesseract"] == "results/metrics/{model}/{dataset}/text_tesseract.csv"
+    assert outputs["ocr_tesseract"] == "results/ocr/tesseract/{model}/{dataset}.csv"
+    assert set(plan.pair_inputs(("image_quality", "tokens"))) == {"tokenizer", "cmms"}
+    assert plan.pair_inputs(("text",)) == {
+        "ocr_original_tesseract": "results/ocr/tesseract/original/{dataset}.csv"}
+
+
+def test_cmms_training_datasets_default_chain():
+    """metrics.tokens.cmms.datasets, else the reference tokenizer's train.datasets, else the
+    first dataset."""
+    config = {"datasets": {"a": {}, "b": {}, "c": {}},
+              "models": {"vq": {"type": "small", "train": {"datasets": ["b", "c"]}},
+                         "ext": {"type": "diffusers_vq"}},
+              "metrics": {"tokens": {"reference": "vq", "cmms": {"datasets": ["c"]}}}}
+    assert training_datasets(config) == ["c"]
+    del config["metrics"]["tokens"]["cmms"]["datasets"]
+    assert training_datasets(config) == ["b", "c"]
+    config["metrics"]["tokens"]["reference"] = "ext"
+    assert training_datasets(config) == ["a"]
+
+
+def test_regex_of():
+    assert regex_of(["a.b", "c"]) == r"a\.b|c"
+    assert regex_of([]) == "(?!)"
