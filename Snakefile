@@ -37,6 +37,11 @@ if PLAN.medical_datasets:
     include: "rules/evals/medibench.smk"
 
 
+if PLAN.vista_keys:
+
+    include: "rules/evals/vista.smk"
+
+
 rule all:
     default_target: True
     input:

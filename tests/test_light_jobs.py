@@ -18,7 +18,8 @@ HEAVY = ("torch", "monai", "diffusers", "transformers", "lpips", "torch_fidelity
 #: script -> library modules it imports at run time (dataset builders are chosen by type).
 LIGHT_SCRIPTS = {
     "build_dataset.py": ["roundtrip.datasets.skimage", "roundtrip.datasets.folder",
-                         "roundtrip.datasets.rendered.build", "roundtrip.datasets.generated"],
+                         "roundtrip.datasets.rendered.build", "roundtrip.datasets.generated",
+                         "roundtrip.datasets.vista"],
     "detail_stats.py": [],
     "ocr.py": [],
     "reconstruction_table.py": [],
@@ -28,6 +29,8 @@ LIGHT_SCRIPTS = {
     "token_table.py": [],
     "medical_tables.py": [],
     "medical_panel.py": [],
+    "vista_answers.py": ["roundtrip.readers.question_family"],
+    "vista_tables.py": ["matplotlib.pyplot"],
 }
 
 

@@ -111,7 +111,7 @@ def test_question_grid_and_manifest_columns(tmp_path):
     assert rows.loc["ok1__arial_16pt", "font_size_pt"] == 16
     assert rows.loc["ok1__arial_16pt", "width"] == 800
     assert "line 2" in rows.loc["line0002__arial_16pt", "reason"]
-    assert "missing ['options']" in rows.loc["line0003__arial_16pt", "reason"]
+    assert "open question (no options) needs its answer" in rows.loc["line0003__arial_16pt", "reason"]
     assert "unbalanced braces" in rows.loc["bad__arial_16pt", "reason"]
     audit = pd.read_csv(tmp_path / "ds" / "audit.csv").set_index("item_id")
     assert audit.loc["ok1__arial_16pt", "cer"] <= 0.1

@@ -14,6 +14,8 @@ Uses (config path -> prompt fields and their default template in ``api.prompts``
 - ``datasets.<d>`` with ``type: gpt_highres|gpt_detail|gpt_posters``: ``scenes_prompt`` <-
   ``{kind}_scenes``, ``image_prompt`` <- ``{kind}_image`` (kind without ``gpt_``)
 - ``datasets.<d>.translate`` of an ``abstracts`` set: ``prompt`` <- ``translate``
+- ``vista.readers.<r>`` with ``type: vlm|ocr_llm`` and ``vista.judge``: endpoint only (their
+  prompts are presets, :mod:`roundtrip.readers.answerers`)
 """
 from __future__ import annotations
 
@@ -44,6 +46,12 @@ def api_uses(config: dict) -> Iterator[tuple[str, dict, dict[str, str]]]:
                                              "image_prompt": f"{kind}_image"}
         if spec.get("type") == "abstracts" and spec.get("translate"):
             yield f"datasets.{name}.translate", spec["translate"], {"prompt": "translate"}
+    vista = config.get("vista") or {}
+    for name, spec in (vista.get("readers") or {}).items():
+        if spec.get("type") in ("vlm", "ocr_llm"):
+            yield f"vista.readers.{name}", spec, {}
+    if vista.get("judge"):
+        yield "vista.judge", vista["judge"], {}
 
 
 def resolve_api(config: dict) -> list[str]:

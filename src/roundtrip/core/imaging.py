@@ -49,6 +49,23 @@ def read_image(path: str | Path) -> np.ndarray:
         data = path.read_bytes()
     except OSError as exc:
         raise ImageReadError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    return decode_image(data, path)
+
+
+def decode_image(data: bytes, path: str | Path = "image") -> np.ndarray:
+    """Decode an image file's bytes as canonical RGB, as :func:`read_image` does.
+
+    Args:
+        data: the bytes of a PNG, JPEG, TIFF, BMP, WebP or GIF file.
+        path: the name error messages give (a path, or e.g. ``row 3 image``).
+
+    Returns:
+        ``uint8`` or ``uint16`` array of shape ``(H, W, 3)``.
+
+    Raises:
+        ImageReadError: not a decodable image.
+    """
+    path = Path(path)
     if data[:8] == _PNG_SIGNATURE and _png_bit_depth(data) == 16:
         return _read_png16(data, path)
     try:

@@ -11,6 +11,7 @@ tables they feed) and which config keys change the built files (a change rebuild
 | ``skimage`` | :mod:`.skimage` | images (VTBench Table 1) |
 | ``folder`` | :mod:`.folder` | images (medical with ``labels_csv``/``modality``) |
 | ``abstracts``, ``posters``, ``vista_questions`` | :mod:`.rendered` (XeLaTeX) | text (Table 3) |
+| ``vista_release`` | :mod:`.vista` (the VISTA-Bench release TSV) | text (questions) |
 | ``gpt_highres``, ``gpt_detail`` | :mod:`.generated` (image API) | images |
 | ``gpt_posters`` | :mod:`.generated` | text |
 | ``skimage_medical``, ``medmnist`` | :mod:`.medical` | medical 2D (3D with ``dims: 3``) |
@@ -60,6 +61,7 @@ DATASET_TYPES: dict[str, DatasetType] = {
     "abstracts": _RENDERED,
     "posters": _RENDERED,
     "vista_questions": _RENDERED,
+    "vista_release": DatasetType("roundtrip.datasets.vista:build_release", TEXT),
     "gpt_highres": DatasetType("roundtrip.datasets.generated:build", IMAGES),
     "gpt_detail": DatasetType("roundtrip.datasets.generated:build", IMAGES),
     "gpt_posters": DatasetType("roundtrip.datasets.generated:build", TEXT),
@@ -73,6 +75,8 @@ DATASET_TYPES: dict[str, DatasetType] = {
 
 #: Dataset types rendered by roundtrip itself (:mod:`roundtrip.datasets.rendered`).
 SYNTHETIC_TYPES = tuple(k for k, t in DATASET_TYPES.items() if t.rendered)
+#: Question sets of VISTA-Bench (roundtrip.evals.vista answers them).
+QUESTION_TYPES = ("vista_questions", "vista_release")
 #: Dataset types generated through an image API (:mod:`roundtrip.datasets.generated`).
 GPT_TYPES = tuple(k for k in DATASET_TYPES if k.startswith("gpt_"))
 #: Types that produce volumes (``medmnist`` too, with ``dims: 3``).

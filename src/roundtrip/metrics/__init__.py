@@ -9,6 +9,7 @@ One module per family; each definition names its paper and section:
 - :mod:`.detail`: detail statistics (VTBench App. D);
 - :mod:`.fidelity`: PSNR and MONAI SSIM of volumes (MediBench pillar 1);
 - :mod:`.segmentation`: SegSim, Dice, HD95 (MediBench pillar 2);
+- :mod:`.accuracy`: accuracy and the modality gap (VISTA-Bench Table 1);
 - :mod:`.stats`: bootstrap confidence intervals.
 
 :data:`METRICS` declares, once, each metric's direction and the precision the tables print.
@@ -65,6 +66,11 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
     MetricInfo("segqc", "SegQC", True, 3, "", "MediBench Sec. 3.2"),
     MetricInfo("dice_mean", "Dice", True, 3, "", "MediBench Sec. 3.2"),
     MetricInfo("hd95_mean", "HD95", False, 2, "mm", "MediBench Sec. 3.2"),
+    MetricInfo("vt_accuracy", "VT", True, 1, "%", "VISTA-Bench Table 1: visualized text"),
+    MetricInfo("text_accuracy", "Text", True, 1, "%", "VISTA-Bench Table 1: pure text"),
+    MetricInfo("modality_gap", "Gap", True, 1, "pp", "VISTA-Bench Table 1: Acc_VT - Acc_Text"),
+    MetricInfo("rendering_errors", "Rend. err.", False, 1, "%",
+               "VISTA-Bench Sec. 4.3: right as Text, wrong as VT"),
     MetricInfo("macro_auc", "Macro-AUC", True, 3, "", "MediBench Sec. 3.3"),
 ]}
 
@@ -80,6 +86,7 @@ _EXPORTS = {
     "LPIPS": "perceptual",
     **dict.fromkeys(("segsim", "structure_metrics"), "segmentation"),
     **dict.fromkeys(("Summary", "bootstrap_mean"), "stats"),
+    **dict.fromkeys(("accuracy_values", "paired_gaps"), "accuracy"),
 }
 
 __all__ = ["METRICS", "MetricInfo", *sorted(_EXPORTS)]

@@ -2,7 +2,9 @@
 
 - OCR engines (config ``ocr.engines.<name>.type``): ``tesseract`` (:mod:`.tesseract`, offline)
   and ``vlm`` (:mod:`.vlm`, a chat model on an OpenAI-compatible endpoint);
-- render judges (config ``audit.judge.type``): ``vlm``.
+- render judges (config ``audit.judge.type``): ``vlm``;
+- question answerers of VISTA-Bench (config ``vista.readers.<name>.type``): ``vlm``, ``ocr_llm``,
+  ``ocr_solver`` (:mod:`.answerers`; the offline question family in :mod:`.question_family`).
 
 An OCR engine has ``read(image, lang) -> str`` for an ``(H, W, 3)`` uint8/uint16 image;
 :func:`ocr_items` runs one over many files and records every failure as a row.
@@ -19,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from roundtrip.core.imaging import ImageReadError, read_image
+from roundtrip.readers.answerers import ANSWERER_TYPES, build_answerer
 from roundtrip.readers.tesseract import OCRUnavailable, TesseractOCR, tesseract_package
 from roundtrip.readers.vlm import VlmJudge, VlmOCR
 
@@ -67,5 +70,5 @@ def ocr_items(engine, items: list[tuple[str, Path, str]], threads: int = 1) -> p
     return pd.DataFrame(rows, columns=["item_id", "text", "status", "reason"])
 
 
-__all__ = ["JUDGE_TYPES", "OCR_TYPES", "OCRUnavailable", "TesseractOCR", "VlmJudge", "VlmOCR",
-           "build_ocr", "ocr_items", "tesseract_package"]
+__all__ = ["ANSWERER_TYPES", "JUDGE_TYPES", "OCR_TYPES", "OCRUnavailable", "TesseractOCR", "VlmJudge", "VlmOCR",
+           "build_answerer", "build_ocr", "ocr_items", "tesseract_package"]

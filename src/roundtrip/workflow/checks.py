@@ -64,6 +64,45 @@ def check_config(config: dict) -> None:
                 raise ConfigError(f"datasets.{name}.images: not bundled with scikit-image: {unknown}; "
                                   f"choose from {sorted(SKIMAGE_BUNDLED)}")
     _check_metrics(config)
+    _check_vista(config)
+
+
+def _check_vista(config: dict) -> None:
+    """VISTA readers build, name OCR engines, models and question sets that exist."""
+    from roundtrip.datasets import QUESTION_TYPES
+    from roundtrip.readers import build_answerer
+
+    vista = config.get("vista") or {}
+    readers = vista.get("readers") or {}
+    engines = config.get("ocr", {}).get("engines", {})
+    datasets = config.get("datasets", {})
+    for name, spec in readers.items():
+        try:
+            build_answerer(name, spec)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+        if spec["type"] in ("ocr_llm", "ocr_solver"):
+            engine = spec.get("ocr", "tesseract")
+            if engine not in engines:
+                raise ConfigError(f"vista.readers.{name}.ocr: {engine!r} is not an entry of "
+                                  f"ocr.engines (known: {sorted(engines)})")
+    unknown = [m for m in vista.get("models") or [] if m not in config.get("models", {})]
+    if unknown:
+        raise ConfigError(f"vista.models: unknown models {unknown}")
+    for d in vista.get("datasets") or []:
+        if d not in datasets:
+            raise ConfigError(f"vista.datasets: unknown dataset {d!r}")
+        if datasets[d]["type"] not in QUESTION_TYPES:
+            raise ConfigError(f"vista.datasets: {d} is a {datasets[d]['type']} set, not a "
+                              f"question set ({', '.join(QUESTION_TYPES)})")
+    for name, spec in datasets.items():
+        if spec["type"] == "vista_release":
+            from pathlib import Path
+
+            if not spec.get("path"):
+                raise ConfigError(f"datasets.{name}.path: a vista_release set needs the TSV")
+            if not Path(spec["path"]).is_file():
+                raise ConfigError(f"datasets.{name}.path: {spec['path']} does not exist")
 
 
 def _check_api(config: dict) -> None:
@@ -133,7 +172,8 @@ def _check_synthetic(name: str, spec: dict) -> None:
             except UnknownFont as exc:
                 raise ConfigError(f"datasets.{name}.{key}: {exc}") from exc
     source = spec.get("questions", "builtin")
-    if kind == "vista_questions" and source != "builtin" and not Path(source).is_file():
+    if kind == "vista_questions" and source not in ("builtin", "family") \
+            and not Path(source).is_file():
         raise ConfigError(f"datasets.{name}.questions: file {source} does not exist")
 
 

@@ -4,7 +4,7 @@
 hold no logic of their own and the answers are unit-tested (``tests/test_plan.py``):
 
 - **dataset roles**: which sets feed VTBench's reconstruction table (Table 1), its
-  text-preservation table (Table 3), the token metrics, MediBench 2D and 3D;
+  text-preservation table (Table 3), the token metrics, MediBench 2D and 3D, VISTA-Bench;
 - **pairs**: the (model, dataset) pairs that run (``datasets.<name>.models``) and, for the
   others, the reason their table cells read n/a;
 - **model specs**: the checkpoint a trained model gets, the training settings with their
@@ -24,6 +24,7 @@ from roundtrip.core import weights
 from roundtrip.datasets import (
     IMAGES,
     MEDICAL_2D,
+    QUESTION_TYPES,
     SYNTHETIC_TYPES,
     TEXT,
     VOLUMES,
@@ -37,6 +38,11 @@ from roundtrip.stages.train import TRAIN_DEFAULTS
 #: Table names of the MediBench branch (one rule writes them all but the latent shapes).
 MEDIBENCH_TABLES = ["medibench_2d_fidelity", "medibench_2d_latent", "medibench_3d_fidelity",
                     "medibench_3d_structure", "medibench_3d_latent", "medibench_classifiers"]
+#: Table names of VISTA-Bench (roundtrip.evals.vista.tables.TABLES; one rule writes them all).
+VISTA_TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
+                "vista_tokenizers"]
+#: Reader types that answer from an OCR engine's reading of the question image.
+OCR_READER_TYPES = ("ocr_llm", "ocr_solver")
 #: Config keys of the metrics that need pretrained weights -> the table file they fill.
 WEIGHTED_METRIC_FILES = {"metrics.lpips": "lpips", "metrics.fid": "distribution"}
 
@@ -93,8 +99,12 @@ class Plan:
 
     @cached_property
     def text_datasets(self) -> list[str]:
-        """Sets with ``text_eval``: OCR, CER/WER, VTBench Table 3 and Table 5."""
-        return [d for d in self.datasets if self.config["datasets"][d].get("text_eval")]
+        """Sets with ``text_eval``: OCR, CER/WER, VTBench Table 3 and Table 5. VISTA question
+        sets join them when a reader answers from OCR (the pair jobs read the reconstructed
+        question images; the readers reuse that reading)."""
+        ocr_sets = set(self.vista_datasets) if self.vista_ocr_engines else set()
+        return [d for d in self.datasets
+                if self.config["datasets"][d].get("text_eval") or d in ocr_sets]
 
     @cached_property
     def medical_datasets(self) -> list[str]:
@@ -147,6 +157,75 @@ class Plan:
     def latent_datasets(self) -> list[str]:
         """Medical sets whose items carry labels: MediBench's latent utility."""
         return [d for d in self.medical_datasets if self.has_labels(d)]
+
+    # -- VISTA-Bench ------------------------------------------------------------------------------
+    @cached_property
+    def vista(self) -> dict:
+        return self.config.get("vista") or {}
+
+    @cached_property
+    def vista_readers(self) -> dict[str, dict]:
+        """``vista.readers``: name -> reader spec (none: no VISTA evaluation)."""
+        return dict(self.vista.get("readers") or {})
+
+    @cached_property
+    def vista_datasets(self) -> list[str]:
+        """Question sets the readers answer: ``vista.datasets``, default every
+        ``vista_questions`` and ``vista_release`` set; none without readers."""
+        if not self.vista_readers:
+            return []
+        chosen = self.vista.get("datasets")
+        return [d for d in self.datasets if (d in chosen if chosen else
+                                             self.config["datasets"][d]["type"] in QUESTION_TYPES)]
+
+    def reader_ocr(self, reader: str) -> str | None:
+        """The OCR engine a reader answers from (OCR reader types), else None."""
+        spec = self.vista_readers[reader]
+        return spec.get("ocr", "tesseract") if spec["type"] in OCR_READER_TYPES else None
+
+    @cached_property
+    def vista_ocr_engines(self) -> list[str]:
+        return sorted({e for r in self.vista_readers if (e := self.reader_ocr(r))})
+
+    def vista_models(self, dataset: str) -> list[str]:
+        """``original`` and the models whose reconstructions of the question images are read:
+        the models run on the set, limited to ``vista.models`` when given."""
+        allowed = self.vista.get("models")
+        return [ORIGINAL] + [m for m in self.models_on(dataset)
+                             if allowed is None or m in allowed]
+
+    @cached_property
+    def vista_keys(self) -> list[tuple[str, str, str]]:
+        """``(reader, model, dataset)`` of every answer file."""
+        return [(r, m, d) for d in self.vista_datasets for r in self.vista_readers
+                for m in self.vista_models(d)]
+
+    @staticmethod
+    def vista_answer_file(reader: str, model: str, dataset: str) -> str:
+        return f"results/vista/{reader}/{model}/{dataset}/answers.csv"
+
+    def vista_inputs(self, reader: str, model: str, dataset: str) -> dict[str, str]:
+        """The manifest, the reconstruction status (a model's answers) and the OCR of the
+        question images (OCR readers) that an answer job reads."""
+        out = {"manifest": f"results/datasets/{dataset}/manifest.csv"}
+        if model != ORIGINAL:
+            out["status"] = f"results/recon/{model}/{dataset}/status.csv"
+        engine = self.reader_ocr(reader)
+        if engine:
+            out["ocr"] = f"results/ocr/{engine}/{model}/{dataset}.csv"
+        return out
+
+    def vista_sweeps(self) -> dict[str, dict | None]:
+        """Per question set, the paper's two sweeps when it was rendered on that grid
+        (``size_style``: the style sizes are compared in; ``style_size``: the size styles are
+        compared at), else None (every render of a size or style counts)."""
+        out = {}
+        for d in self.vista_datasets:
+            spec = self.config["datasets"][d]
+            paper = spec["type"] == "vista_questions" and spec.get("grid", "paper") == "paper"
+            out[d] = ({"size_style": spec.get("size_sweep_style", "arial"),
+                       "style_size": spec.get("style_sweep_pt", 16)} if paper else None)
+        return out
 
     # -- pairs -----------------------------------------------------------------------------------
     def models_on(self, dataset: str) -> list[str]:
@@ -408,6 +487,8 @@ class Plan:
             names.append("token_sensitivity")
         if self.medical_datasets:
             names += MEDIBENCH_TABLES + ["medibench_latent_shapes"]
+        if self.vista_keys:
+            names += VISTA_TABLES
         return names
 
     @cached_property
@@ -415,6 +496,8 @@ class Plan:
         out = [f"results/figures/medical/{d}.png" for d in self.medical_datasets]
         if self.sensitivity_dataset:
             out.append("results/figures/token_sensitivity.png")
+        if self.vista_keys:
+            out.append("results/figures/vista_gap.png")
         return out
 
     def targets(self) -> list[str]:

@@ -13,6 +13,7 @@ from roundtrip.datasets.rendered.abstracts import AbstractsSpec, build_abstracts
 from roundtrip.datasets.rendered.audit import AuditSettings, audit_items, build_judge
 from roundtrip.datasets.rendered.posters import PostersSpec, build_posters
 from roundtrip.datasets.rendered.questions import QuestionsSpec, build_questions
+from roundtrip.datasets.vista import write_item_images
 from roundtrip.metrics.text import Normalization
 from roundtrip.render import RenderSettings
 
@@ -28,7 +29,8 @@ SYNTHETIC_FIELDS = {
                               "genres": "genres", "title_pt": "title_pt",
                               "slogan_pt": "slogan_pt"}),
     "vista_questions": (QuestionsSpec, {k: k for k in (
-        "questions", "styles", "sizes", "grid", "style_sweep_pt", "size_sweep_style", "limit")}),
+        "questions", "styles", "sizes", "grid", "style_sweep_pt", "size_sweep_style", "limit",
+        "count", "seed")}),
 }
 #: Dataset config keys of each synthetic type (the ones that change its images).
 SYNTHETIC_KEYS = {kind: tuple(keys) for kind, (_, keys) in SYNTHETIC_FIELDS.items()}
@@ -80,6 +82,8 @@ def synthesize(name: str, spec: dict, out_dir: str | Path) -> list:
                         build_judge(audit_cfg.get("judge")))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    if kind == "vista_questions":
+        write_item_images(items, out_dir)
     audit.to_csv(out_dir / "audit.csv", index=False)
     by_id = audit.set_index("item_id")
     for it in items:

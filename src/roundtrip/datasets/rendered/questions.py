@@ -1,9 +1,18 @@
 """Multiple-choice questions rendered at (font style, size) pairs (VISTA-Bench, Sec. 4 and App. B).
 
-Input is a JSONL file, one question per line: ``id``, ``question``, ``options`` (a list, lettered
-A, B, C, ... in order, or a ``{"A": ...}`` mapping), ``answer`` (a letter) and optional
-``category``. Each question is rendered once per (style, size) pair; every manifest row names its
-font and size and keeps the pure-text prompt (``question_text``) for the text-only condition.
+The questions (``questions:``) come from
+
+- a JSONL file, one question per line: ``id``, ``question``, ``options`` (a list, lettered A, B,
+  C, ... in order, or a ``{"A": ...}`` mapping; empty or absent for an open question),
+  ``answer`` (a letter, or the answer text of an open question) and optional ``category``,
+  ``subfield``, ``hint``; ``builtin`` is a sample shipped with roundtrip;
+- a VLMEvalKit multiple-choice TSV (``*.tsv``; :func:`roundtrip.datasets.vista.load_mcq_tsv`),
+  whose item images are kept beside the renders (``item_images/``);
+- ``family``: ``count`` questions of the offline family with exactly computable answers
+  (:mod:`roundtrip.readers.question_family`, seeded by ``seed``).
+
+Each question is rendered once per (style, size) pair; every manifest row names its font and
+size and keeps the pure-text prompt (``question_text``) for the text-only condition.
 
 The pairs follow the paper's two sweeps by default (``grid: paper``): sizes vary in Arial, styles
 vary at 16 pt; ``grid: full`` renders every style at every size.
@@ -19,11 +28,16 @@ from pathlib import Path
 
 from roundtrip.render import RenderItem, RenderSettings, render_items, resolve_font
 
-BUILTIN = "builtin"
+from roundtrip.datasets.vista import (
+    QuestionError,
+    load_mcq_tsv,
+    prompt_text,
+    question_extra,
+    write_item_images,
+)
+from roundtrip.readers.question_family import generate
 
-
-class QuestionError(ValueError):
-    """A JSONL line that is not a usable question (the message names the line)."""
+BUILTIN, FAMILY = "builtin", "family"
 
 
 @dataclass(frozen=True)
@@ -36,6 +50,8 @@ class QuestionsSpec:
     style_sweep_pt: float = 16
     size_sweep_style: str = "arial"
     limit: int | None = None
+    count: int = 4
+    seed: int = 0
 
 
 def pairs(spec: QuestionsSpec) -> list[tuple[str, float]]:
@@ -53,21 +69,23 @@ def pairs(spec: QuestionsSpec) -> list[tuple[str, float]]:
     return unique
 
 
-def prompt_text(q: dict) -> str:
-    """The pure-text form of a question: the question, then one ``X. option`` line each."""
-    return q["question"].rstrip() + "\n" + "\n".join(f"{k}. {v}" for k, v in q["options"])
-
-
-def load_questions(source: str, limit: int | None = None) -> list[dict | QuestionError]:
-    """Questions from a JSONL file (``builtin``: the sample shipped with roundtrip).
+def load_questions(source: str, limit: int | None = None, count: int = 4, seed: int = 0
+                   ) -> list[dict | QuestionError]:
+    """Questions from ``source`` (module docstring): ``builtin``, ``family`` (``count``
+    questions, ``seed``), a ``.tsv`` or a JSONL file.
 
     Returns:
-        One entry per non-blank line: the question with ``options`` as ``[(letter, text)]``, or
-        a :class:`QuestionError` for a line that cannot be used (the run records it per item).
+        One entry per question: a dict with ``options`` as ``[(letter, text)]`` (see
+        :mod:`roundtrip.datasets.vista`), or a :class:`QuestionError` for a line or row that
+        cannot be used (the run records it per item).
 
     Raises:
         FileNotFoundError: the file does not exist.
     """
+    if source == FAMILY:
+        return generate(limit or count, seed)
+    if str(source).lower().endswith(".tsv"):
+        return load_mcq_tsv(source, limit)
     if source == BUILTIN:
         text = resources.files(__package__).joinpath("data", "vista_questions.jsonl").read_text(
             encoding="utf-8")
@@ -89,21 +107,25 @@ def load_questions(source: str, limit: int | None = None) -> list[dict | Questio
 def _question(q: dict, n: int) -> dict:
     if not isinstance(q, dict):
         raise QuestionError("not a JSON object")
-    missing = [k for k in ("id", "question", "options") if k not in q]
+    missing = [k for k in ("id", "question") if k not in q]
     if missing:
         raise QuestionError(f"missing {missing}")
-    opts = q["options"]
+    opts = q.get("options") or []
     if isinstance(opts, dict):
         opts = sorted(opts.items())
     elif isinstance(opts, list):
         opts = list(zip(string.ascii_uppercase, opts))
     else:
         raise QuestionError("options must be a list or a {letter: text} object")
-    if not opts:
-        raise QuestionError("no options")
+    answer = str(q.get("answer", "")).strip()
+    if not opts and not answer:
+        raise QuestionError("an open question (no options) needs its answer")
+    if opts and answer and answer not in dict(opts):
+        raise QuestionError(f"answer {answer!r} is not one of the options")
     qid = re.sub(r"[^A-Za-z0-9_-]+", "_", str(q["id"]))
     return {"id": qid, "question": str(q["question"]), "options": [(k, str(v)) for k, v in opts],
-            "answer": str(q.get("answer", "")), "category": str(q.get("category", ""))}
+            "answer": answer, "category": str(q.get("category", "")),
+            "subfield": str(q.get("subfield", "")), "hint": str(q.get("hint", "")), "images": []}
 
 
 def build_questions(spec: QuestionsSpec, settings: RenderSettings) -> list:
@@ -112,9 +134,11 @@ def build_questions(spec: QuestionsSpec, settings: RenderSettings) -> list:
     Returns:
         ``roundtrip.datasets.Item`` list, item id ``{question id}__{style}_{size}pt``; images
         ``(H, width, 3)`` uint8 (height follows the text); ``extra``: ``text`` (ground truth),
-        ``lang`` (eng), ``font``, ``font_family``, ``font_size_pt``, ``question_id``,
-        ``question_text``, ``answer``, ``category``. A question that cannot be rendered is an
-        error item per pair, with the reason.
+        ``lang`` (eng), ``font``, ``font_family``, ``font_size_pt`` and the question's columns
+        (:func:`roundtrip.datasets.vista.question_extra`: ``question_id``, ``question_text``,
+        ``answer``, ``category``, ``subfield``, ``hint``, ``options``), and ``_images``, the
+        item's own pictures (written by :func:`roundtrip.datasets.vista.write_item_images`).
+        A question that cannot be rendered is an error item per pair, with the reason.
 
     Raises:
         UnknownFont: a configured style is not mapped.
@@ -126,7 +150,7 @@ def build_questions(spec: QuestionsSpec, settings: RenderSettings) -> list:
     grid = pairs(spec)
     for style, _ in grid:
         resolve_font(style)
-    questions = load_questions(spec.questions, spec.limit)
+    questions = load_questions(spec.questions, spec.limit, spec.count, spec.seed)
     render, meta = [], []
     for k, q in enumerate(questions):
         for style, size in grid:
@@ -143,8 +167,7 @@ def build_questions(spec: QuestionsSpec, settings: RenderSettings) -> list:
         extra = {"lang": "eng", "font": style, "font_family": resolve_font(style).family,
                  "font_size_pt": size}
         if q is not None:
-            extra |= {"question_id": q["id"], "question_text": prompt_text(q),
-                      "answer": q["answer"], "category": q["category"]}
+            extra |= question_extra(q) | {"_images": q.get("images") or []}
         r = results.get(item_id)
         if error or r is None or r.error:
             items.append(Item(item_id, "xelatex", reason=error or (r.error if r else "not run"),

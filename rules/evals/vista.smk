@@ -1,0 +1,61 @@
+# VISTA-Bench: readers (vista.readers) answer every question of the question sets as pure text
+# and as visualized text, on the renders and on each model's reconstructions of them (the
+# tokenizer axis); Table 1, the font sweeps, rendering-related errors, subfields, the tokenizer
+# axis and the gap figure. The reconstructions and their OCR come from the pair jobs
+# (rules/stages/reconstruct.smk); the OCR of the renders from ocr_original (rules/evals/vtbench.smk).
+
+
+wildcard_constraints:
+    reader=regex_of(list(PLAN.vista_readers)),
+
+
+rule vista_answers:
+    input:
+        unpack(lambda wc: PLAN.vista_inputs(wc.reader, wc.model, wc.dataset)),
+    output:
+        "results/vista/{reader}/{model}/{dataset}/answers.csv",
+    params:
+        reader=lambda wc: PLAN.vista_readers[wc.reader],
+        recon_dir=lambda wc: None if wc.model == "original" else f"results/recon/{wc.model}/{wc.dataset}",
+        judge=PLAN.vista.get("judge"),
+    log:
+        "logs/vista_answers/{reader}/{model}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/vista_answers/{reader}/{model}/{dataset}.tsv"
+    resources:
+        mem_mb=1000,
+        runtime=120,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/vista_answers.py"
+
+
+rule vista_tables:
+    input:
+        answers=[PLAN.vista_answer_file(*key) for key in PLAN.vista_keys],
+    output:
+        report_table("vista_accuracy", "VISTA-Bench", "Accuracy and modality gap (Table 1)"),
+        report_table("vista_font", "VISTA-Bench", "Font size and style (Figs. 3, 7, 11)"),
+        report_table("vista_rendering_errors", "VISTA-Bench", "Rendering-related errors (Sec. 4.3)"),
+        report_table("vista_subfield", "VISTA-Bench", "Subfields"),
+        report_table("vista_tokenizers", "VISTA-Bench", "Tokenizer axis"),
+        figure=report(
+            "results/figures/vista_gap.png",
+            caption=caption("vista_gap"),
+            category="VISTA-Bench",
+            subcategory="Font size and style (Figs. 3, 7, 11)",
+        ),
+    params:
+        answer_keys=PLAN.vista_keys,
+        sweeps=PLAN.vista_sweeps(),
+        bootstrap=config["tables"]["bootstrap"],
+    log:
+        "logs/tables/vista.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    conda:
+        "../../envs/roundtrip.yaml"
+    script:
+        "../../scripts/vista_tables.py"

@@ -1,0 +1,19 @@
+"""VISTA-Bench: visualized text vs pure text in VLMs, the modality gap.
+
+A reader (``roundtrip.readers.answerers``: a VLM on an endpoint, OCR then an LLM, or the offline
+OCR solver) answers every question of a question set twice: as pure text and as the rendered
+question image (visualized text, VT); optionally the images first go through a model of the zoo
+(the tokenizer axis). Modules:
+
+- :mod:`.extract`: answer extraction and open-question matching (App. C.3);
+- :mod:`.answers`: the answers of one (reader, model, set), scored;
+- :mod:`.tables`: Table 1, the font size and style sweep (Figs. 3, 7, 11), rendering-related
+  errors (Sec. 4.3), subfields, the tokenizer axis;
+- :mod:`.figures`: the gap against font size and style.
+
+The question sets are built by ``roundtrip.datasets`` (``vista_questions``: rendered by us;
+``vista_release``: the released TSV).
+"""
+from roundtrip.evals.vista.extract import Extraction, extract_answer
+
+__all__ = ["Extraction", "extract_answer"]

@@ -1,0 +1,239 @@
+"""Answers of one (reader, model, question set): every question as pure text and every render
+as visualized text (VT), extracted and scored (VISTA-Bench Sec. 4 and App. C.3).
+
+The model is ``original`` (the renders as built) or a model of the zoo whose reconstructions of
+the renders the reader sees (the tokenizer axis); the item's own pictures are always the
+originals. Text-mode answers do not depend on the model; their rows are repeated in every
+model's file (API answers come from the cache).
+
+Every manifest item gets a VT row and every question a text row, with ``status`` and ``reason``:
+``ok`` (answered; the answer may still be invalid), ``error`` (the reader failed: an API error
+after retries; counted wrong, as VISTA-Bench does) or ``not_scored`` (the render or its
+reconstruction does not exist; left out of accuracies, counted in footnotes).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pandas as pd
+
+from roundtrip.core.imaging import ImageReadError, read_image
+from roundtrip.evals.vista.extract import (
+    INVALID,
+    JUDGE,
+    JUDGE_PROMPT_DEFAULT,
+    OPEN,
+    extract_answer,
+    is_refusal,
+    judge_letter,
+    score_open,
+    split_reasoning,
+)
+from roundtrip.readers.answerers import TEXT, VT, Question
+
+log = logging.getLogger(__name__)
+
+ANSWER_COLUMNS = ["item_id", "question_id", "mode", "category", "subfield", "font", "size", "raw",
+                  "reasoning", "extracted", "extracted_by", "answer", "hit", "status", "reason"]
+OK, ERROR, NOT_SCORED = "ok", "error", "not_scored"
+
+
+def read_questions_manifest(path: str | Path) -> pd.DataFrame:
+    """A question set's manifest with every column as a string."""
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in ("item_id", "status", "question_text", "answer") if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: not a question set (no column {missing}); VISTA answers "
+                         "need a vista_questions or vista_release dataset")
+    return df
+
+
+def _options(row: dict) -> list[tuple[str, str]]:
+    try:
+        return [tuple(o) for o in json.loads(row.get("options") or "[]")]
+    except json.JSONDecodeError:
+        return []
+
+
+def _question_rows(manifest: pd.DataFrame) -> list[dict]:
+    """One row per question (the first render that names it), for the text mode."""
+    seen, out = set(), []
+    for row in manifest.to_dict("records"):
+        qid = row.get("question_id") or ""
+        if qid and qid not in seen:
+            seen.add(qid)
+            out.append(row)
+    return out
+
+
+class _Images:
+    """Loads the item's pictures (API readers only; the offline solver never looks)."""
+
+    def __init__(self, root: Path, wanted: bool):
+        self.root, self.wanted, self.cache = root, wanted, {}
+
+    def of(self, row: dict) -> list:
+        rels = [r for r in (row.get("item_images") or "").split("|") if r]
+        if not self.wanted or not rels:
+            return []
+        key = row.get("question_id")
+        if key not in self.cache:
+            self.cache[key] = [read_image(self.root / r) for r in rels]
+        return self.cache[key]
+
+
+def answer_set(manifest_path: str | Path, reader, model: str = "original",
+               recon_dir: str | Path | None = None, ocr_csv: str | Path | None = None,
+               judge: dict | None = None) -> pd.DataFrame:
+    """Ask ``reader`` every question of a set in both modes and score the answers.
+
+    Args:
+        manifest_path: ``results/datasets/{dataset}/manifest.csv`` of a question set.
+        reader: an answerer of :mod:`roundtrip.readers.answerers`.
+        model: ``original`` or the zoo model whose reconstructions are read (VT mode).
+        recon_dir: ``results/recon/{model}/{dataset}`` (with ``status.csv``) for a model.
+        ocr_csv: the OCR of the question images (``item_id, text, status, reason``) for readers
+            with ``needs_ocr``: of the renders (model ``original``) or of the reconstructions.
+        judge: ``{"endpoint": resolved endpoint, "model": ..., "prompt": ...}``: a chat model
+            that maps an output no rule could read to an option (off when None).
+
+    Returns:
+        DataFrame with :data:`ANSWER_COLUMNS`: text rows first (``item_id`` = question id),
+        then one VT row per manifest item, in manifest order.
+
+    Raises:
+        ValueError: the manifest is not a question set; a needed input is missing.
+    """
+    manifest_path = Path(manifest_path)
+    manifest = read_questions_manifest(manifest_path)
+    images = _Images(manifest_path.parent, wanted=getattr(reader, "sees_item_images", True))
+    ocr = _read_ocr(ocr_csv) if reader.needs_ocr else None
+    if reader.needs_ocr and ocr is None:
+        raise ValueError(f"reader {reader.name} needs the OCR of the question images")
+    recon = _recon_status(recon_dir) if model != "original" else None
+
+    jobs = [(TEXT, row) for row in _question_rows(manifest)]
+    jobs += [(VT, row) for row in manifest.to_dict("records")]
+
+    def one(job):
+        mode, row = job
+        return _answer_one(reader, mode, row, manifest_path.parent, images, recon, ocr, judge)
+
+    with ThreadPoolExecutor(max_workers=max(1, int(getattr(reader, "concurrency", 1)))) as pool:
+        rows = list(pool.map(one, jobs))
+    return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
+
+
+def _read_ocr(path) -> dict[str, tuple[str, str, str]] | None:
+    if path is None:
+        return None
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    return {r["item_id"]: (r["text"], r["status"], r["reason"]) for r in df.to_dict("records")}
+
+
+def _recon_status(recon_dir) -> dict:
+    if recon_dir is None:
+        raise ValueError("a model's answers need its reconstruction folder")
+    df = pd.read_csv(Path(recon_dir) / "status.csv", dtype=str, keep_default_na=False)
+    return {"dir": Path(recon_dir),
+            "rows": {r["item_id"]: (r["status"], r["reason"]) for r in df.to_dict("records")}}
+
+
+def _base(mode: str, row: dict) -> dict:
+    is_text = mode == TEXT
+    return {"item_id": row["question_id"] if is_text else row["item_id"],
+            "question_id": row.get("question_id", ""), "mode": mode,
+            "category": row.get("category", ""), "subfield": row.get("subfield", ""),
+            "font": "" if is_text else row.get("font", ""),
+            "size": "" if is_text else row.get("font_size_pt", ""),
+            "raw": "", "reasoning": "", "extracted": "", "extracted_by": "",
+            "answer": row.get("answer", ""), "hit": math.nan, "status": OK, "reason": ""}
+
+
+def _answer_one(reader, mode, row, root, images, recon, ocr, judge) -> dict:
+    out = _base(mode, row)
+    if mode == VT and row.get("status") != "ok":
+        return out | {"status": NOT_SCORED, "reason": f"render: {row.get('reason', '')}"}
+    if mode == TEXT and not row.get("question_text"):
+        return out | {"status": NOT_SCORED, "reason": "no question text"}
+    try:
+        q = _question(reader, mode, row, root, images, recon, ocr)
+    except _NotScored as exc:
+        return out | {"status": NOT_SCORED, "reason": str(exc)}
+    except (ImageReadError, OSError) as exc:
+        return out | {"status": NOT_SCORED, "reason": f"image: {exc}"}
+    try:
+        raw = reader.answer(q, mode)
+    except (RuntimeError, ValueError) as exc:  # ApiError is a RuntimeError
+        log.warning("%s %s: %s", mode, out["item_id"], exc)
+        return out | {"status": ERROR, "reason": str(exc)[:300], "extracted_by": INVALID,
+                      "hit": 0.0}
+    return out | score(raw, q.options, row.get("answer", ""), row.get("question_text", ""),
+                       judge)
+
+
+class _NotScored(Exception):
+    pass
+
+
+def _question(reader, mode, row, root, images, recon, ocr) -> Question:
+    q = Question(item_id=row["item_id"], text=row["question_text"], hint=row.get("hint", ""),
+                 options=_options(row), images=images.of(row))
+    if mode == TEXT:
+        return q
+    if recon is not None:
+        status, reason = recon["rows"].get(row["item_id"], ("missing", "not reconstructed"))
+        if status != "ok":
+            raise _NotScored(f"reconstruction {status}: {reason}")
+    if reader.needs_ocr:
+        text, status, reason = ocr.get(row["item_id"], ("", "missing", "no OCR row"))
+        if status != "ok":
+            raise _NotScored(f"OCR {status}: {reason}")
+        q.ocr_text = text
+    else:
+        path = (recon["dir"] / f"{row['item_id']}.png" if recon is not None
+                else root / row["path"])
+        q.question_image = read_image(path)
+    return q
+
+
+def score(raw: str, options: list[tuple[str, str]], answer: str, question: str = "",
+          judge: dict | None = None) -> dict:
+    """Extract and score one raw output.
+
+    Returns:
+        ``raw, reasoning, extracted, extracted_by, hit`` (1.0 or 0.0; invalid counts wrong),
+        and ``reason`` (why an answer is invalid).
+    """
+    reasoning, final = split_reasoning(raw)
+    row = {"raw": raw, "reasoning": reasoning}
+    if not options:  # an open question: exact match after normalization
+        hit = score_open(final, answer)
+        return row | {"extracted": final.strip(), "extracted_by": OPEN, "hit": float(hit),
+                      "reason": ""}
+    ex = extract_answer(final, options)
+    letter, how, why = ex.letter, ex.how, ex.why
+    if letter is None and judge and not is_refusal(final) and final.strip():
+        letter = _ask_judge(judge, question, options, final)
+        if letter:
+            how, why = JUDGE, ""
+    return row | {"extracted": letter or "", "extracted_by": how,
+                  "hit": float(letter is not None and letter == answer), "reason": why}
+
+
+def _ask_judge(judge: dict, question: str, options, output: str) -> str | None:
+    from roundtrip.api.client import client_for
+
+    prompt = (judge.get("prompt") or JUDGE_PROMPT_DEFAULT).format(
+        question=question, options="\n".join(f"{k}. {v}" for k, v in options), output=output)
+    try:
+        reply = client_for(judge["endpoint"]).chat(
+            judge["model"], [{"role": "user", "content": prompt}], max_tokens=8, temperature=0.0)
+        return judge_letter(reply.text, dict(options))
+    except RuntimeError as exc:
+        log.warning("judge failed: %s", exc)
+        return None

@@ -1,0 +1,264 @@
+"""Question answerers for VISTA-Bench (``vista.readers.<name>``): a reader that answers a
+multiple-choice question given as pure text (``text`` mode) or as a rendered image (``vt`` mode,
+visualized text).
+
+- ``vlm``: a chat model on an OpenAI-compatible endpoint (vLLM, Ollama, OpenAI). Text mode sends
+  the item's images, then the hint, question and options as text with the instruction; VT mode
+  sends the item's images, then the question image, with an instruction to read the question
+  and options from it.
+- ``ocr_llm``: the agentic route (VISTA-Bench Sec. 5): the question image is read by an OCR engine
+  (``ocr``, an entry of ``ocr.engines``) and a text model on the endpoint answers from that text.
+- ``ocr_solver``: offline. Text mode solves the pure-text question; VT mode solves what Tesseract
+  (or another OCR engine) read from the question image. It answers questions of
+  :mod:`.question_family` exactly and nothing else: its modality gap is the gap that reading
+  alone causes. It is a baseline, not a VLM.
+
+Every answerer returns the raw output string; extraction and scoring are the evaluation's
+(``roundtrip.evals.vista.extract``). Answers of the API readers are cached by the client: a
+rerun sends no request already answered.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from roundtrip.readers.question_family import Unsolvable, solve
+
+TEXT, VT = "text", "vt"
+
+#: Instruction presets of the prompt study (VISTA-Bench App. C.1, Fig. 9), in our own words:
+#: a very short one, about 20 words (the default), about 50 words, one that stresses the
+#: accompanying images, and one that asks for silent step-by-step reasoning. ``vt`` is sent after
+#: the question image; ``text`` after the question written out.
+PROMPT_PRESETS: dict[str, dict[str, str]] = {
+    "short": {
+        VT: "Answer the question in the image with its option letter only.",
+        TEXT: "Answer the question above with its option letter only.",
+    },
+    "words20": {
+        VT: "The image shows a question and its answer options. Reply with nothing but the "
+            "letter of the correct option, for example B.",
+        TEXT: "Above are a question and its answer options. Reply with nothing but the letter "
+              "of the correct option, for example B.",
+    },
+    "words50": {
+        VT: "Read the question and every answer option printed in the image with care, and "
+            "make sure you understand what each option says. Then decide which option answers "
+            "the question best. Your reply must be that option's letter alone (such as A, B, "
+            "C or D), with no words, explanation or punctuation around it.",
+        TEXT: "Read the question and every answer option above with care, and make sure you "
+              "understand what each option says. Then decide which option answers the "
+              "question best. Your reply must be that option's letter alone (such as A, B, C "
+              "or D), with no words, explanation or punctuation around it.",
+    },
+    "image_understanding": {
+        VT: "Study the picture that prints the question and its options together with any "
+            "other picture given with it, and relate what the question asks to what the "
+            "pictures show before you decide. Give only the letter of the option you choose; "
+            "no explanation.",
+        TEXT: "Study the question and options above together with any picture given with "
+              "them, and relate what the question asks to what the pictures show before you "
+              "decide. Give only the letter of the option you choose; no explanation.",
+    },
+    "cot": {
+        VT: "Find the question and its options in the image, reason through them step by step "
+            "in your head, and then write only the final option letter, nothing else.",
+        TEXT: "Reason through the question and options above step by step in your head, and "
+              "then write only the final option letter, nothing else.",
+    },
+}
+DEFAULT_PRESET = "words20"
+#: Instruction for open questions (no options), both modes.
+OPEN_INSTRUCTION = {VT: "Answer the question shown in the image with a single word or number.",
+                    TEXT: "Answer the question above with a single word or number."}
+
+
+@dataclass
+class Question:
+    """One question as a reader gets it.
+
+    Attributes:
+        item_id: manifest item id (VT mode: one render; text mode: the question id).
+        text: the pure-text prompt: question, then one ``X. option`` line per option.
+        hint: context text printed before the question (VLMEvalKit's ``hint``), may be empty.
+        options: ``[(letter, text)]``; empty for an open question.
+        images: the item's own images (``(H, W, 3)`` uint8), none for unimodal questions.
+        question_image: the rendered question (VT mode), ``(H, W, 3)`` uint8.
+        ocr_text: what the OCR engine read from ``question_image`` (OCR readers, VT mode).
+    """
+    item_id: str
+    text: str
+    hint: str = ""
+    options: list[tuple[str, str]] = field(default_factory=list)
+    images: list[np.ndarray] = field(default_factory=list)
+    question_image: np.ndarray | None = None
+    ocr_text: str | None = None
+
+
+def _instruction(prompts: dict, mode: str, open_question: bool) -> str:
+    return OPEN_INSTRUCTION[mode] if open_question else prompts[mode]
+
+
+def _image_parts(images: list[np.ndarray]) -> list[dict]:
+    from roundtrip.api.client import image_data_url
+    from roundtrip.api.images import png_bytes
+
+    return [{"type": "image_url", "image_url": {"url": image_data_url(png_bytes(im))}}
+            for im in images]
+
+
+def _text_body(q: Question) -> str:
+    return (q.hint.strip() + "\n" if q.hint.strip() else "") + q.text
+
+
+def resolve_prompts(prompt: str | dict | None) -> dict[str, str]:
+    """``{vt: ..., text: ...}`` from a preset name, a dict of both, or None (the default).
+
+    Raises:
+        ValueError: an unknown preset name, or a dict without both modes.
+    """
+    if prompt is None or prompt == "":
+        return PROMPT_PRESETS[DEFAULT_PRESET]
+    if isinstance(prompt, str):
+        if prompt not in PROMPT_PRESETS:
+            raise ValueError(f"prompt: unknown preset {prompt!r}; known: {sorted(PROMPT_PRESETS)}"
+                             " (or give {vt: ..., text: ...})")
+        return PROMPT_PRESETS[prompt]
+    missing = {VT, TEXT} - set(prompt)
+    if missing:
+        raise ValueError(f"prompt: a custom prompt needs both modes; missing {sorted(missing)}")
+    return {VT: str(prompt[VT]), TEXT: str(prompt[TEXT])}
+
+
+class _ChatAnswerer:
+    """Shared by the endpoint readers: client, model, decoding settings."""
+
+    needs_ocr = False
+
+    def __init__(self, endpoint: dict, model: str, prompt: str | dict | None = None,
+                 max_tokens: int = 256, temperature: float = 0.0, decoding: dict | None = None,
+                 ocr: str | None = None):
+        if not isinstance(endpoint, dict):
+            raise ValueError("endpoint: not resolved; name an entry of api.endpoints")
+        if not model:
+            raise ValueError("model: empty (the model name at the endpoint)")
+        self.endpoint, self.model, self.ocr = endpoint, model, ocr
+        self.prompts = resolve_prompts(prompt)
+        self.params = {"max_tokens": int(max_tokens), "temperature": float(temperature),
+                       **(decoding or {})}
+
+    @property
+    def concurrency(self) -> int:
+        return int(self.endpoint.get("concurrency", 4))
+
+    def _chat(self, content: list[dict]) -> str:
+        from roundtrip.api.client import client_for
+
+        reply = client_for(self.endpoint).chat(self.model, [{"role": "user", "content": content}],
+                                               **self.params)
+        return reply.text
+
+
+class VlmAnswerer(_ChatAnswerer):
+    """``type: vlm``: a VLM answers from the text (text mode) or the question image (VT mode).
+
+    Args:
+        endpoint: resolved ``api.endpoints`` entry.
+        model: the model name at the endpoint (``Qwen/Qwen2.5-VL-7B-Instruct``, ``gpt-4o``).
+        prompt: a :data:`PROMPT_PRESETS` name or ``{vt: ..., text: ...}``.
+        max_tokens, temperature: decoding; ``decoding``: any other request parameters
+            (``top_p``, ``seed``, ``extra_body``...).
+    """
+
+    name = "vlm"
+
+    def answer(self, q: Question, mode: str) -> str:
+        """The raw output for ``q`` in ``mode`` (:data:`TEXT` or :data:`VT`).
+
+        Raises:
+            ApiError (a ``RuntimeError``): no answer after retries.
+            ValueError: VT mode without a question image.
+        """
+        instruction = _instruction(self.prompts, mode, not q.options)
+        if mode == TEXT:
+            return self._chat(_image_parts(q.images)
+                              + [{"type": "text", "text": _text_body(q) + "\n\n" + instruction}])
+        if q.question_image is None:
+            raise ValueError("no question image")
+        return self._chat(_image_parts(q.images + [q.question_image])
+                          + [{"type": "text", "text": instruction}])
+
+
+class OcrLlmAnswerer(_ChatAnswerer):
+    """``type: ocr_llm``: OCR of the question image (engine ``ocr``), then a model on the
+    endpoint answers from that text (with the item's images, if any).
+
+    Args: as :class:`VlmAnswerer`, plus ``ocr``: the ``ocr.engines`` entry that reads the image.
+    """
+
+    name = "ocr_llm"
+    needs_ocr = True
+
+    def answer(self, q: Question, mode: str) -> str:
+        """Raises: ApiError; ValueError: VT mode without the OCR text."""
+        instruction = _instruction(self.prompts, TEXT, not q.options)
+        if mode == TEXT:
+            body = _text_body(q)
+        elif q.ocr_text is None:
+            raise ValueError("no OCR text of the question image")
+        else:
+            body = (q.hint.strip() + "\n" if q.hint.strip() else "") + q.ocr_text
+        return self._chat(_image_parts(q.images) + [{"type": "text",
+                                                     "text": body + "\n\n" + instruction}])
+
+
+class OcrSolverAnswerer:
+    """``type: ocr_solver``: the offline baseline (module docstring).
+
+    Args:
+        ocr: the ``ocr.engines`` entry whose reading of the question image is solved.
+    """
+
+    name = "ocr_solver"
+    needs_ocr = True
+    concurrency = 1
+    sees_item_images = False  # the family has none; pictures would only cost decoding
+
+    def __init__(self, ocr: str = "tesseract"):
+        self.ocr = ocr
+
+    def answer(self, q: Question, mode: str) -> str:
+        """The option letter, or ``cannot determine: <why>`` (an invalid answer).
+
+        Raises:
+            ValueError: VT mode without the OCR text.
+        """
+        if mode == VT and q.ocr_text is None:
+            raise ValueError("no OCR text of the question image")
+        text = q.text if mode == TEXT else q.ocr_text
+        try:
+            return solve(text)
+        except Unsolvable as exc:
+            return f"cannot determine: {exc}"
+
+
+#: ``vista.readers.<name>.type`` -> answerer class.
+ANSWERER_TYPES = {"vlm": VlmAnswerer, "ocr_llm": OcrLlmAnswerer, "ocr_solver": OcrSolverAnswerer}
+
+
+def build_answerer(name: str, spec: dict):
+    """Answerer from its ``vista.readers.<name>`` entry.
+
+    Raises:
+        ValueError: unknown type or bad settings (the message names the config key).
+    """
+    spec = dict(spec)
+    kind = spec.pop("type", None)
+    if kind not in ANSWERER_TYPES:
+        raise ValueError(f"vista.readers.{name}.type: unknown reader type {kind!r}; "
+                         f"known: {sorted(ANSWERER_TYPES)}")
+    try:
+        return ANSWERER_TYPES[kind](**spec)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"vista.readers.{name}: {exc}") from exc
