@@ -5,6 +5,10 @@ Endpoints: ``POST /v1/chat/completions`` (text and image parts), ``/v1/images/ge
 
 - chat with an image: Tesseract's reading of the image (a stand-in VLM that really reads), or a
   JSON verdict when the prompt asks for a ``score``;
+- a VISTA question (the prompt asks for an option ``letter``): the answer of the offline question
+  family's solver, to the text, or to Tesseract's reading of the last image (the question
+  image), with a short reasoning trace before ``</think>``; ``cannot determine`` when the
+  solver cannot;
 - chat without an image: JSONL of scene descriptions or of movie titles and slogans (as many as
   the prompt's first number), or, for a translation request, the text upper-cased;
 - images.generate: a picture derived from the prompt, with any double-quoted strings drawn large;
@@ -154,7 +158,9 @@ class FakeOpenAI:
             parts = [{"type": "text", "text": parts}]
         text = " ".join(p.get("text", "") for p in parts if p["type"] == "text")
         images = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
-        if images:
+        if "letter" in text:  # a VISTA question: the offline family's solver answers
+            answer = self._vista_answer(text, images)
+        elif images:
             img = Image.open(io.BytesIO(base64.b64decode(images[0].split(",", 1)[1])))
             if "score" in text:
                 ink = (np.asarray(img.convert("L")) < 128).mean()
@@ -182,6 +188,22 @@ class FakeOpenAI:
                              "message": {"role": "assistant", "content": answer}}],
                 "usage": {"prompt_tokens": len(text) // 4, "completion_tokens": len(answer) // 4,
                           "total_tokens": (len(text) + len(answer)) // 4}}
+
+    @staticmethod
+    def _vista_answer(text: str, images: list[str]) -> str:
+        from roundtrip.readers.question_family import Unsolvable, solve
+
+        if images:
+            import pytesseract
+
+            img = Image.open(io.BytesIO(base64.b64decode(images[-1].split(",", 1)[1])))
+            question = pytesseract.image_to_string(img.convert("RGB"), config="--psm 3")
+        else:
+            question = text.rsplit("\n\n", 1)[0]
+        try:
+            return f"<think>solving the question</think>The answer is {solve(question)}."
+        except Unsolvable as exc:
+            return f"I cannot determine the answer ({exc})."
 
     @staticmethod
     def _picture(prompt: str, w: int, h: int) -> Image.Image:

@@ -46,6 +46,17 @@ def test_schema_errors_name_the_key(default_config, mutate, match):
     (lambda c: c["models"].update(original={"type": "identity"}), r"models\.original"),
     (lambda c: c["models"].update(j={"type": "jpeg", "quality": 5, "factor": 2}), r"models\.j"),
     (lambda c: c["datasets"]["natural"].update(images=["lena"]), r"datasets\.natural\.images"),
+    (lambda c: c["vista"]["readers"].update(s={"type": "ocr_solver", "ocr": "easyocr"}),
+     r"vista\.readers\.s\.ocr: 'easyocr' is not an entry of ocr\.engines"),
+    (lambda c: c["vista"]["readers"].update(v={"type": "vlm", "endpoint": "nowhere",
+                                               "model": "m"}), r"vista\.readers\.v\.endpoint"),
+    (lambda c: c["vista"]["readers"].update(v={"type": "vlm", "endpoint": "ollama",
+                                               "model": "m", "prompt": "loud"}),
+     r"vista\.readers\.v: prompt: unknown preset 'loud'"),
+    (lambda c: c["vista"].update(models=["gpt9"]), r"vista\.models: unknown models"),
+    (lambda c: c["vista"].update(datasets=["natural"]), r"vista\.datasets: natural is a skimage"),
+    (lambda c: c["datasets"].update(vb={"type": "vista_release", "path": "/no/such.tsv"}),
+     r"datasets\.vb\.path: /no/such.tsv does not exist"),
 ])
 def test_cross_key_checks(default_config, mutate, match):
     validate(default_config, SCHEMA)

@@ -186,3 +186,34 @@ def test_cmms_training_datasets_default_chain():
 def test_regex_of():
     assert regex_of(["a.b", "c"]) == r"a\.b|c"
     assert regex_of([]) == "(?!)"
+
+
+def test_vista_plan_of_the_shipped_config(plan):
+    assert plan.vista_datasets == ["vista_questions"]
+    assert plan.vista_models("vista_questions") == ["original", "identity", "small_kl",
+                                                    "small_vq"]
+    assert plan.vista_keys[0] == ("ocr_solver", "original", "vista_questions")
+    assert plan.vista_inputs("ocr_solver", "small_kl", "vista_questions") == {
+        "manifest": "results/datasets/vista_questions/manifest.csv",
+        "status": "results/recon/small_kl/vista_questions/status.csv",
+        "ocr": "results/ocr/tesseract/small_kl/vista_questions.csv"}
+    assert "status" not in plan.vista_inputs("ocr_solver", "original", "vista_questions")
+    assert plan.vista_sweeps() == {"vista_questions": {"size_style": "arial", "style_size": 16}}
+    assert {"vista_accuracy", "vista_tokenizers"} <= set(plan.tables)
+    assert "results/figures/vista_gap.png" in plan.figures
+
+
+def test_vista_question_sets_become_text_sets_for_ocr_readers():
+    q = {"type": "vista_questions", "questions": "family"}
+    cfg = small(q=q)
+    assert Plan(cfg).vista_keys == [] and Plan(cfg).text_datasets == []  # no readers: no VISTA
+    cfg["vista"]["readers"] = {"s": {"type": "ocr_solver"}}
+    p = Plan(cfg)
+    assert p.text_datasets == ["q"] and p.vista_ocr_engines == ["tesseract"]
+    assert [k[1] for k in p.vista_keys] == ["original", "identity", "vq"]
+    cfg["vista"]["models"] = ["vq"]
+    cfg["vista"]["readers"] = {"v": {"type": "vlm", "endpoint": "x", "model": "m"}}
+    p = Plan(cfg)
+    assert p.vista_keys == [("v", "original", "q"), ("v", "vq", "q")]
+    assert p.text_datasets == []  # a VLM reads the images itself
+    assert "ocr" not in p.vista_inputs("v", "vq", "q")

@@ -1,0 +1,327 @@
+"""VISTA-Bench evaluation: the question family and its solver, answer extraction (App. C.3),
+the loaders of both TSV formats, answers of a (reader, model, set), and the tables' numbers."""
+import base64
+import io
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from roundtrip.datasets import build_dataset
+from roundtrip.datasets.rendered.questions import load_questions, prompt_text
+from roundtrip.datasets.vista import load_mcq_tsv
+from roundtrip.evals.vista import tables
+from roundtrip.evals.vista.answers import ANSWER_COLUMNS, answer_set, score
+from roundtrip.evals.vista.extract import (
+    extract_answer,
+    normalize_open,
+    score_open,
+    split_reasoning,
+)
+from roundtrip.metrics.accuracy import paired_gaps
+from roundtrip.readers import build_answerer
+from roundtrip.readers.answerers import PROMPT_PRESETS, resolve_prompts
+from roundtrip.readers.question_family import CATEGORIES, Unsolvable, generate, solve
+
+
+# -- the question family ------------------------------------------------------------------------
+def test_family_is_seeded_solvable_and_varied():
+    qs = generate(60, seed=7)
+    assert qs == generate(60, seed=7) and qs != generate(60, seed=8)
+    assert [q["category"] for q in qs[:5]] == list(CATEGORIES)
+    assert {len(q["options"]) for q in qs} == {4, 5, 6, 7, 8}
+    for q in qs:
+        letters = [k for k, _ in q["options"]]
+        assert letters == list("ABCDEFGH"[: len(letters)])
+        assert len({v for _, v in q["options"]}) == len(letters)  # distinct options
+        assert solve(prompt_text(q)) == q["answer"]
+    # the answer is not always in the same place
+    assert len({q["answer"] for q in qs}) >= 5
+
+
+def test_solver_reads_what_ocr_writes_and_refuses_the_rest():
+    text = "What is 53 x 25?\nA. 1325\nB) 1300\nC: 78"
+    assert solve(text) == "A"
+    assert solve("What day of the week was 1 January 2000?\nA. Friday\nB. Saturday") == "B"
+    assert solve("What number comes next in the sequence 2, 6, 18, 54, ...?\nA. 162\nB. 108") == "A"
+    assert solve("How many grams are in 2.5 kilograms?\nA. 250\nB. 2500\nC. 25000") == "B"
+    assert solve("Which of these numbers is the smallest?\nA. 10.5\nB. 9.9\nC. 33") == "B"
+    with pytest.raises(Unsolvable, match="computed answer 1325"):
+        solve("What is 53 x 25?\nA. 1300\nB. 78")
+    with pytest.raises(Unsolvable, match="not a question"):
+        solve("Which organ produces insulin?\nA. Liver\nB. Pancreas")
+    with pytest.raises(Unsolvable, match="no option lines"):
+        solve("What is 5 + 5?")
+
+
+# -- extraction (VISTA-Bench App. C.3) ----------------------------------------------------------
+OPTS = [("A", "Mercury"), ("B", "Venus"), ("C", "Earth"), ("D", "Mars")]
+
+
+@pytest.mark.parametrize("output, letter, how", [
+    ("B", "B", "letter"),
+    ("The answer is (C).", "C", "letter"),
+    ("[D]", "D", "letter"),
+    ("Venus", "B", "option_text"),
+    ("It must be earth.", "C", "option_text"),
+    ("B or C", None, "invalid"),
+    ("Cannot determine the answer from the image.", None, "invalid"),
+    ("", None, "invalid"),
+    ("B " + "is a letter but this sentence goes on and on without end ", None, "invalid"),
+    ("Mercury or Venus", None, "invalid"),
+])
+def test_extract_answer(output, letter, how):
+    ex = extract_answer(output, OPTS)
+    assert (ex.letter, ex.how) == (letter, how)
+
+
+def test_long_output_is_not_matched_by_option_text():
+    assert extract_answer("venus " * 40, OPTS).letter is None
+
+
+def test_reasoning_is_cut_at_think_and_kept():
+    trace, final = split_reasoning("<think>A looks wrong, so maybe C or D</think>\nD")
+    assert trace == "A looks wrong, so maybe C or D" and final == "D"
+    row = score("<think>A? B? C?</think> Final: C", OPTS, "C")
+    assert row["extracted"] == "C" and row["hit"] == 1.0 and "A? B?" in row["reasoning"]
+    assert score("A", OPTS, "C")["hit"] == 0.0
+    bad = score("I'm sorry, I can't help", OPTS, "C")
+    assert bad["extracted_by"] == "invalid" and bad["hit"] == 0.0
+
+
+def test_open_questions_by_exact_match():
+    assert normalize_open("  The  Eiffel-Tower. ") == "the eiffel-tower"
+    assert score_open("Paris.", "paris") and not score_open("Paris, France", "Paris")
+    row = score("42", [], "42")
+    assert (row["extracted_by"], row["hit"]) == ("open", 1.0)
+
+
+def test_prompt_presets_cover_the_prompt_study():
+    assert set(PROMPT_PRESETS) == {"short", "words20", "words50", "image_understanding", "cot"}
+    lengths = {k: len(v["vt"].split()) for k, v in PROMPT_PRESETS.items()}
+    assert lengths["short"] < lengths["words20"] < lengths["words50"]
+    assert resolve_prompts(None) == PROMPT_PRESETS["words20"]
+    with pytest.raises(ValueError, match="unknown preset"):
+        resolve_prompts("long")
+    with pytest.raises(ValueError, match="vista.readers.x.type"):
+        build_answerer("x", {"type": "telepathy"})
+
+
+# -- loaders ------------------------------------------------------------------------------------
+def _png_b64(color, size=(12, 10)) -> str:
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def test_vlmevalkit_mcq_tsv(tmp_path):
+    (tmp_path / "pics").mkdir()
+    Image.new("RGB", (8, 8), "blue").save(tmp_path / "pics" / "p.png")
+    rows = [
+        {"index": 1, "question": "What color?", "hint": "Look closely", "A": "red", "B": "green",
+         "C": "", "answer": "A", "image": _png_b64("red"), "category": "attr",
+         "l2-category": "color", "split": "dev"},
+        {"index": 2, "question": "Same picture?", "hint": "nan", "A": "yes", "B": "no",
+         "answer": "A", "image": "1", "category": "attr", "l2-category": "color"},  # a reference
+        {"index": 3, "question": "Eight options", **{k: f"opt {k}" for k in "ABCDEFGH"},
+         "answer": "H", "image_path": "pics/p.png", "category": "big"},
+        {"index": 4, "question": "Capital of France?", "answer": "Paris"},  # open
+        {"index": 5, "question": "", "A": "x", "B": "y", "answer": "A"},  # no question
+        {"index": 6, "question": "Bad answer", "A": "x", "B": "y", "answer": "E"},
+        {"index": 7, "question": "Bad image", "A": "x", "B": "y", "answer": "A",
+         "image": "not-base64-and-not-a-file" * 4},
+    ]
+    path = tmp_path / "mmbench.tsv"
+    pd.DataFrame(rows).to_csv(path, sep="\t", index=False)
+    qs = load_mcq_tsv(path)
+    assert len(qs) == 7
+    q1, q2, q3, q4 = qs[:4]
+    assert q1["options"] == [("A", "red"), ("B", "green")] and q1["hint"] == "Look closely"
+    assert q1["images"][0].shape == (10, 12, 3) and tuple(q1["images"][0][0, 0]) == (255, 0, 0)
+    assert q2["hint"] == "" and np.array_equal(q2["images"][0], q1["images"][0])
+    assert len(q3["options"]) == 8 and q3["answer"] == "H" and q3["images"][0].shape == (8, 8, 3)
+    assert q3["subfield"] == "" and q1["subfield"] == "color"
+    assert q4["options"] == [] and q4["answer"] == "Paris"
+    assert "no question" in str(qs[4]) and "row 6" in str(qs[4])
+    assert "'E' is not one of the options" in str(qs[5])
+    assert "neither a file" in str(qs[6])
+    # through load_questions, as a vista_questions set reads it
+    assert [getattr(q, "get", lambda k: None)("id") for q in load_questions(str(path))][:4] == \
+        ["1", "2", "3", "4"]
+
+
+def test_vista_release_tsv(tmp_path):
+    (tmp_path / "questions").mkdir()
+    (tmp_path / "images").mkdir()
+    for i in range(3):
+        Image.new("RGB", (80, 20 + i), "white").save(tmp_path / "questions" / f"q{i}.png")
+    Image.new("RGB", (16, 16), "green").save(tmp_path / "images" / "i0.png")
+    rows = [
+        {"index": "v0", "question": "Which color is the picture?", "hint": "", "A": "green",
+         "B": "red", "answer": "A", "image": "images/i0.png", "question_image": "questions/q0.png",
+         "question_type": "MCQ", "category": "Multimodal Perception", "subfield": "Attribute",
+         "source": "mmbench", "font": "Arial", "size": "16"},
+        {"index": "v1", "question": "2 + 2?", "A": "3", "B": "4", "C": "5", "answer": "B",
+         "image": "nan", "question_image": _png_b64("white", (60, 20)),
+         "category": "Unimodal Knowledge", "subfield": "Math", "font": "Brush", "size": "9"},
+        {"index": "v2", "question": "Name the planet.", "answer": "Mars", "image": "",
+         "question_image": "questions/q2.png", "category": "Unimodal Knowledge", "font": "Arial",
+         "size": "48"},
+        {"index": "v3", "question": "Missing render", "A": "x", "B": "y", "answer": "A",
+         "question_image": "questions/none.png", "category": "x"},
+    ]
+    path = tmp_path / "VISTA-Bench.tsv"
+    pd.DataFrame(rows).to_csv(path, sep="\t", index=False)
+    df = build_dataset("vb", {"type": "vista_release", "path": str(path)}, tmp_path / "out")
+    df = df.set_index("item_id")
+    assert list(df["status"]) == ["ok", "ok", "ok", "error"]
+    assert "row 5" in df.loc["v3", "reason"] and "question_image" in df.loc["v3", "reason"]
+    assert df.loc["v0", "item_images"] == "item_images/v0_0.png"
+    assert (tmp_path / "out" / "item_images" / "v0_0.png").is_file()
+    assert df.loc["v1", "item_images"] == "" and df.loc["v1", "width"] == 60
+    assert df.loc["v1", "font"] == "Brush" and df.loc["v1", "font_size_pt"] == 9
+    assert json.loads(df.loc["v1", "options"]) == [["A", "3"], ["B", "4"], ["C", "5"]]
+    assert df.loc["v1", "text"] == "2 + 2?\nA. 3\nB. 4\nC. 5"
+    assert df.loc["v2", "options"] == "[]" and df.loc["v2", "answer"] == "Mars"
+
+
+# -- answers of a set ---------------------------------------------------------------------------
+def _question_set(tmp_path, n=3):
+    """A hand-made manifest of family questions (2 renders each) and an OCR file of them: the
+    9 pt render of each question is misread."""
+    qs = generate(n, seed=1)
+    (tmp_path / "ds" / "images").mkdir(parents=True)
+    rows, ocr = [], []
+    for q in qs:
+        for size in (9, 16):
+            item = f"{q['id']}__arial_{size}pt"
+            Image.new("RGB", (40, 20), "white").save(tmp_path / "ds" / "images" / f"{item}.png")
+            rows.append({"item_id": item, "path": f"images/{item}.png", "status": "ok",
+                         "reason": "", "font": "arial", "font_size_pt": size,
+                         "question_id": q["id"], "question_text": prompt_text(q),
+                         "answer": q["answer"], "category": q["category"],
+                         "subfield": q["subfield"], "hint": "",
+                         "options": json.dumps(q["options"]), "item_images": ""})
+            text = prompt_text(q) if size == 16 else "Wh4t 1s 5?\nA 12"
+            ocr.append({"item_id": item, "text": text, "status": "ok", "reason": ""})
+    rows.append({"item_id": "broken__arial_9pt", "path": "", "status": "error",
+                 "reason": "render failed", "question_id": "broken", "question_text": "",
+                 "answer": "A", "options": "[]"})
+    pd.DataFrame(rows).to_csv(tmp_path / "ds" / "manifest.csv", index=False)
+    pd.DataFrame(ocr).to_csv(tmp_path / "ocr.csv", index=False)
+    return qs
+
+
+def test_answer_set_with_the_offline_solver(tmp_path):
+    qs = _question_set(tmp_path)
+    reader = build_answerer("ocr_solver", {"type": "ocr_solver", "ocr": "tesseract"})
+    df = answer_set(tmp_path / "ds" / "manifest.csv", reader, ocr_csv=tmp_path / "ocr.csv")
+    assert list(df.columns) == ANSWER_COLUMNS
+    text = df[df["mode"] == "text"].set_index("item_id")
+    vt = df[df["mode"] == "vt"].set_index("item_id")
+    assert len(text) == 4 and len(vt) == 7
+    assert (text.loc[[q["id"] for q in qs], "hit"] == 1.0).all()
+    assert text.loc["broken", "status"] == "not_scored"
+    for q in qs:
+        assert vt.loc[f"{q['id']}__arial_16pt", "hit"] == 1.0
+        misread = vt.loc[f"{q['id']}__arial_9pt"]
+        assert (misread["hit"], misread["extracted_by"]) == (0.0, "invalid")
+        assert misread["raw"].startswith("cannot determine")
+    assert vt.loc["broken__arial_9pt", "status"] == "not_scored"
+    assert math.isnan(vt.loc["broken__arial_9pt", "hit"])
+
+
+def test_answer_set_of_a_model_reads_its_reconstructions(tmp_path):
+    qs = _question_set(tmp_path, n=2)
+    recon = tmp_path / "recon"
+    recon.mkdir()
+    status = [{"item_id": f"{q['id']}__arial_{s}pt", "status": "ok" if s == 16 else "error",
+               "reason": "" if s == 16 else "decoder crashed"} for q in qs for s in (9, 16)]
+    pd.DataFrame(status).to_csv(recon / "status.csv", index=False)
+    reader = build_answerer("s", {"type": "ocr_solver"})
+    df = answer_set(tmp_path / "ds" / "manifest.csv", reader, model="small_vq", recon_dir=recon,
+                    ocr_csv=tmp_path / "ocr.csv").set_index("item_id")
+    row = df.loc[f"{qs[0]['id']}__arial_9pt"]
+    assert row["status"] == "not_scored" and "decoder crashed" in row["reason"]
+    assert df.loc[f"{qs[0]['id']}__arial_16pt", "hit"] == 1.0
+
+
+# -- tables -------------------------------------------------------------------------------------
+def _answers(rows):
+    df = pd.DataFrame(rows)
+    for c in ANSWER_COLUMNS:
+        if c not in df:
+            df[c] = ""
+    df["hit"] = df["hit"].astype(float)
+    return df[ANSWER_COLUMNS]
+
+
+def _toy():
+    """Two questions; q1 right as text, right at 16 pt, wrong at 9 pt; q2 wrong as text, right
+    at 16 pt, wrong (invalid) at 9 pt."""
+    rows = [
+        {"item_id": "q1", "question_id": "q1", "mode": "text", "category": "math", "hit": 1,
+         "extracted_by": "letter"},
+        {"item_id": "q2", "question_id": "q2", "mode": "text", "category": "logic", "hit": 0,
+         "extracted_by": "letter"},
+    ]
+    for q, hits in (("q1", (0, 1)), ("q2", (0, 1))):
+        for size, hit in zip((9, 16), hits):
+            rows.append({"item_id": f"{q}_{size}", "question_id": q, "mode": "vt",
+                         "category": "math" if q == "q1" else "logic", "font": "arial",
+                         "size": str(size), "hit": hit,
+                         "extracted_by": "invalid" if (q, size) == ("q2", 9) else "letter"})
+    return _answers(rows)
+
+
+def test_paired_gap_equals_vt_minus_text():
+    gaps = paired_gaps({"q1": [0, 1], "q2": [0, 1]}, {"q1": 1, "q2": 0})
+    assert list(gaps) == [-50.0, 50.0]
+    assert paired_gaps({"q1": [np.nan]}, {"q1": 1}).size == 0
+
+
+def test_tables_compute_the_papers_quantities(tmp_path):
+    answers = {("r", "original", "d"): _toy()}
+    recon = _toy()
+    recon.loc[recon["item_id"] == "q1_16", "hit"] = 0.0  # the tokenizer costs q1 at 16 pt
+    answers[("r", "tok", "d")] = recon
+    scorer = tables.Scorer({"samples": 200})
+    acc = tables.accuracy_table(answers, scorer)
+    col = {(c.dataset, c.metric): j for j, c in enumerate(acc.columns)}
+    cell = lambda t, j: t.cells[(t.models[0], j)]  # noqa: E731
+    assert cell(acc, col[("overall", "vt_accuracy")]).summary.mean == 50.0
+    assert cell(acc, col[("overall", "text_accuracy")]).summary.mean == 50.0
+    assert cell(acc, col[("overall", "modality_gap")]).summary.mean == 0.0
+    assert cell(acc, col[("math", "vt_accuracy")]).summary.mean == 50.0
+    assert cell(acc, col[("logic", "text_accuracy")]).summary.mean == 0.0
+    assert any("1 of 4 answers invalid" in n for n in cell(acc, col[("overall", "vt_accuracy")]).notes)
+    assert acc.models == ["r"]  # Table 1: the originals only
+
+    sweeps = {"d": {"size_style": "arial", "style_size": 16}}
+    font = tables.font_table(answers, sweeps, scorer)
+    fcol = {(c.dataset, c.metric): j for j, c in enumerate(font.columns)}
+    assert font.cells[("r / original", fcol[("size=9 pt", "vt_accuracy")])].summary.mean == 0.0
+    assert font.cells[("r / original", fcol[("size=9 pt", "modality_gap")])].summary.mean == -50.0
+    assert font.cells[("r / original", fcol[("size=16 pt", "modality_gap")])].summary.mean == 50.0
+    assert font.cells[("r / tok", fcol[("size=16 pt", "vt_accuracy")])].summary.mean == 50.0
+
+    rend = tables.rendering_errors_table(answers, sweeps, scorer)
+    rcol = {(c.dataset, c.metric): j for j, c in enumerate(rend.columns)}
+    # at 9 pt: q1 (right as text) wrong as VT -> 1 of 2 renders; q2 was wrong as text anyway
+    assert rend.cells[("r / original", rcol[("size=9 pt", "rendering_errors")])].summary.mean == 50.0
+    share = rend.cells[("r / original", rcol[("all", "rendering_share")])].summary
+    assert (share.mean, share.n) == (50.0, 2)  # 2 VT errors, one of them rendering-related
+
+    tok = tables.tokenizer_table(answers, scorer)
+    tcol = {(c.dataset, c.metric): j for j, c in enumerate(tok.columns)}
+    assert tok.models == ["r / tok"]
+    assert tok.cells[("r / tok", tcol[("recon", "vt_accuracy")])].summary.mean == 25.0
+    assert tok.cells[("r / tok", tcol[("recon", "delta_vt")])].summary.mean == -25.0
+    assert tok.cells[("r / tok", tcol[("original", "vt_accuracy")])].summary.mean == 50.0
+
+    curves = tables.gap_curves(answers, sweeps)
+    orig = curves[(curves["model"] == "original") & (curves["kind"] == "size")]
+    assert list(orig["group"]) == ["9 pt", "16 pt"] and list(orig["gap"]) == [-50.0, 50.0]

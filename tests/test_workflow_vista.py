@@ -1,0 +1,138 @@
+"""VISTA-Bench end to end: a VLM on an OpenAI-compatible endpoint (tests/fake_openai.py: it reads
+question images with Tesseract and solves the offline family) and the offline OCR solver answer
+rendered questions as text and as images, on the renders and on a model's reconstructions;
+faults are recorded per item; a rerun from scratch asks only what failed."""
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import REPO, requires_tesseract
+from fake_openai import FakeOpenAI
+
+pytestmark = [pytest.mark.workflow, requires_tesseract]
+
+KEY = "sk-vista-secret-0123456789"
+RETRIES = 2
+
+
+def smk(workdir, env):
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+                           "--configfile", "config.yaml", "--cores", "2"],
+                          cwd=workdir, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def config_for(base_url, jsonl):
+    fake = {"base_url": base_url, "key_env": "RT_FAKE_KEY", "timeout_s": 20,
+            "max_retries": RETRIES, "backoff_s": 0.05, "concurrency": 2, "cache_dir": "api_cache"}
+    return {
+        "datasets": {
+            "family": {"type": "vista_questions", "questions": "family", "count": 3,
+                       "styles": ["arial", "brush"], "sizes": [9, 16, 32]},
+            "mine": {"type": "vista_questions", "questions": str(jsonl), "styles": ["arial"],
+                     "sizes": [16], "models": ["identity"]},
+        },
+        "models": {"identity": {"type": "identity"},
+                   "bicubic_x4": {"type": "resample", "factor": 4}},
+        "ocr": {"engines": {"tesseract": {"type": "tesseract", "psm": 3, "oem": 1}}},
+        "vista": {"readers": {
+            "fakevlm": {"type": "vlm", "endpoint": "fake", "model": "fake-vlm",
+                        "prompt": "words20", "max_tokens": 32},
+            "ocr_solver": {"type": "ocr_solver", "ocr": "tesseract"}}},
+        "api": {"endpoints": {"fake": fake}},
+        "metrics": {"lpips": {"enabled": False}, "fid": {"enabled": False},
+                    "tokens": {"reference": None}},
+        "tables": {"bootstrap": {"samples": 200}},
+    }
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("vista_wf")
+    jsonl = work / "mine.jsonl"
+    jsonl.write_text("\n".join(json.dumps(q) for q in [
+        # the server fails every request that carries FAIL-ALWAYS: the text mode of this one
+        {"id": "fails", "question": "FAIL-ALWAYS What is 2 + 3?", "options": ["4", "5"],
+         "answer": "B"},
+        {"id": "open", "question": "What is 6 + 1?", "answer": "7"},
+    ]) + "\n")
+    env = dict(os.environ, RT_FAKE_KEY=KEY)
+    with FakeOpenAI(key=KEY) as srv:
+        (work / "config.yaml").write_text(yaml.safe_dump(config_for(srv.base_url, jsonl)))
+        srv.inject("429", "500")  # transient faults at the start: retried, not recorded
+        smk(work, env)
+        first = srv.counts["/v1/chat/completions"]
+        tables = {p.name: p.read_bytes() for p in (work / "results/tables").glob("vista_*.csv")}
+        subprocess.run(["rm", "-rf", "results", ".snakemake"], cwd=work, check=True)
+        smk(work, env)
+        second = srv.counts["/v1/chat/completions"] - first
+        yield work, first, second, tables
+
+
+def answers(work, reader, model, dataset):
+    return pd.read_csv(work / f"results/vista/{reader}/{model}/{dataset}/answers.csv",
+                       dtype={"item_id": str, "reason": str, "raw": str}, keep_default_na=False)
+
+
+def test_the_vlm_answers_text_and_images(run):
+    work, *_ = run
+    df = answers(work, "fakevlm", "original", "family")
+    text, vt = df[df["mode"] == "text"], df[df["mode"] == "vt"]
+    assert len(text) == 3 and len(vt) == 3 * 4  # 9/16/32 pt in arial, brush at 16 pt
+    assert (text["hit"] == 1).all() and (text["extracted_by"] == "letter").all()
+    assert (text["reasoning"] == "solving the question").all()  # cut at </think> and kept
+    large = vt[vt["size"].astype(float) == 32]
+    assert large["hit"].mean() >= 2 / 3  # Tesseract reads 32 pt Arial
+    small = vt[vt["size"].astype(float) == 9]
+    assert small["hit"].mean() < large["hit"].mean()  # the smallest font widens the gap
+
+
+def test_faults_are_recorded_per_item(run):
+    work, *_ = run
+    df = answers(work, "fakevlm", "original", "mine").set_index(["item_id", "mode"])
+    failed = df.loc[("fails", "text")]
+    assert failed["status"] == "error" and failed["hit"] == 0
+    assert "500" in failed["reason"] or "internal" in failed["reason"]
+    # the same question as an image does not carry the marker: answered (the solver reads it)
+    assert df.loc[("fails__arial_16pt", "vt"), "status"] == "ok"
+    open_q = df.loc[("open", "text")]
+    assert open_q["extracted_by"] == "open" and open_q["status"] == "ok"
+
+
+def test_tables_have_every_reader_and_model(run):
+    work, *_ = run
+    acc = pd.read_csv(work / "results/tables/vista_accuracy.csv")
+    assert set(acc["reader"]) == {"fakevlm (family)", "ocr_solver (family)", "fakevlm (mine)",
+                                  "ocr_solver (mine)"}
+    row = acc.set_index("reader").loc["ocr_solver (family)"]
+    assert row["overall.text_accuracy"] == 100.0
+    assert row["overall.modality_gap"] == pytest.approx(
+        row["overall.vt_accuracy"] - row["overall.text_accuracy"])
+    tok = pd.read_csv(work / "results/tables/vista_tokenizers.csv").set_index("reader / model")
+    assert {"fakevlm / identity (family)", "ocr_solver / bicubic_x4 (family)"} <= set(tok.index)
+    # the 4x bicubic round trip blurs the question images: the reader loses accuracy
+    bic = tok.loc["ocr_solver / bicubic_x4 (family)"]
+    assert bic["recon.vt_accuracy"] < bic["original.vt_accuracy"]
+    assert tok.loc["ocr_solver / identity (family)", "recon.delta_vt"] == 0.0
+    assert (work / "results/figures/vista_gap.png").stat().st_size > 10_000
+
+
+def test_a_rerun_asks_only_what_failed(run):
+    work, first, second, tables = run
+    assert first > 0
+    # only the failing text request is sent again, once per answer file that holds it
+    # (fakevlm on original and identity), each with its retries
+    assert second == 2 * (RETRIES + 1)
+    assert tables == {p.name: p.read_bytes() for p in (work / "results/tables").glob("vista_*.csv")}
+
+
+def test_the_key_stays_out_of_every_file(run):
+    work, *_ = run
+    for path in list((work / "results").rglob("*")) + list((work / "logs").rglob("*")):
+        if path.is_file() and path.suffix in (".csv", ".log", ".json", ".jsonl", ".md", ".tex"):
+            assert KEY not in path.read_text(errors="ignore"), path
