@@ -158,7 +158,9 @@ class FakeOpenAI:
             parts = [{"type": "text", "text": parts}]
         text = " ".join(p.get("text", "") for p in parts if p["type"] == "text")
         images = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
-        if "letter" in text:  # a VISTA question: the offline family's solver answers
+        if "Which option did the model choose" in text:  # the VISTA judge fallback
+            answer = self._vista_judge(text)
+        elif "letter" in text:  # a VISTA question: the offline family's solver answers
             answer = self._vista_answer(text, images)
         elif images:
             img = Image.open(io.BytesIO(base64.b64decode(images[0].split(",", 1)[1])))
@@ -188,6 +190,14 @@ class FakeOpenAI:
                              "message": {"role": "assistant", "content": answer}}],
                 "usage": {"prompt_tokens": len(text) // 4, "completion_tokens": len(answer) // 4,
                           "total_tokens": (len(text) + len(answer)) // 4}}
+
+    @staticmethod
+    def _vista_judge(text: str) -> str:
+        """The letter of the only option whose text the judged answer contains, else Z."""
+        options = dict(re.findall(r"^([A-H])\. (.+)$", text.split("The model's answer:")[0], re.M))
+        said = text.split("The model's answer:", 1)[-1].split("Which option", 1)[0].lower()
+        hits = [k for k, v in options.items() if v.lower() in said]
+        return hits[0] if len(hits) == 1 else "Z"
 
     @staticmethod
     def _vista_answer(text: str, images: list[str]) -> str:

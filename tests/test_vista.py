@@ -325,3 +325,66 @@ def test_tables_compute_the_papers_quantities(tmp_path):
     curves = tables.gap_curves(answers, sweeps)
     orig = curves[(curves["model"] == "original") & (curves["kind"] == "size")]
     assert list(orig["group"]) == ["9 pt", "16 pt"] and list(orig["gap"]) == [-50.0, 50.0]
+
+
+# -- the endpoint readers -----------------------------------------------------------------------
+def test_vlm_sends_item_pictures_then_the_question_image(monkeypatch):
+    sent = []
+    reader = build_answerer("v", {"type": "vlm", "endpoint": {"name": "x", "base_url": "u"},
+                                  "model": "m", "prompt": "short", "max_tokens": 8,
+                                  "decoding": {"top_p": 0.5}})
+    monkeypatch.setattr(reader, "_chat", lambda content: sent.append(content) or "A")
+    from roundtrip.readers.answerers import Question
+
+    picture = np.zeros((4, 4, 3), np.uint8)
+    q = Question("q1", "What is shown?\nA. cat\nB. dog", hint="A photo.", options=[("A", "cat"),
+                 ("B", "dog")], images=[picture], question_image=np.ones((5, 8, 3), np.uint8))
+    reader.answer(q, "text")
+    reader.answer(q, "vt")
+    text, vt = sent
+    assert [p["type"] for p in text] == ["image_url", "text"]
+    assert text[1]["text"].startswith("A photo.\nWhat is shown?\nA. cat\nB. dog\n\n")
+    assert text[1]["text"].endswith(PROMPT_PRESETS["short"]["text"])
+    assert [p["type"] for p in vt] == ["image_url", "image_url", "text"]
+    assert vt[2]["text"] == PROMPT_PRESETS["short"]["vt"] and "What is shown" not in str(vt)
+    assert reader.params == {"max_tokens": 8, "temperature": 0.0, "top_p": 0.5}
+
+
+@pytest.fixture()
+def fake_endpoint(tmp_path, monkeypatch):
+    from fake_openai import FakeOpenAI
+
+    from roundtrip.api.client import clear_clients
+
+    monkeypatch.setenv("RT_VISTA_KEY", "sk-unit")
+    with FakeOpenAI(key="sk-unit") as srv:
+        yield srv, {"name": "fake", "base_url": srv.base_url, "key_env": "RT_VISTA_KEY",
+                    "cache_dir": str(tmp_path / "cache"), "max_retries": 0, "timeout_s": 10}
+    clear_clients()
+
+
+def test_ocr_llm_answers_from_the_ocr_text(fake_endpoint):
+    srv, endpoint = fake_endpoint
+    from roundtrip.readers.answerers import Question
+
+    reader = build_answerer("o", {"type": "ocr_llm", "endpoint": endpoint, "model": "llm",
+                                  "ocr": "tesseract"})
+    q = Question("q", "What is 2 + 2?\nA. 4\nB. 5", options=[("A", "4"), ("B", "5")],
+                 ocr_text="What is 2 + 3?\nA. 4\nB. 5")  # misread: the LLM answers what it got
+    assert score(reader.answer(q, "text"), q.options, "A")["hit"] == 1.0
+    assert score(reader.answer(q, "vt"), q.options, "A")["extracted"] == "B"
+    assert srv.counts["/v1/chat/completions"] == 2
+    reader.answer(q, "vt")  # cached
+    assert srv.counts["/v1/chat/completions"] == 2
+
+
+def test_judge_fallback_maps_an_unreadable_answer(fake_endpoint):
+    srv, endpoint = fake_endpoint
+    judge = {"endpoint": endpoint, "model": "judge"}
+    long_answer = "My pick: the planet Venus, clearly, over the others here and there"
+    assert score(long_answer, OPTS, "B")["extracted_by"] == "invalid"  # too long for the rules
+    out = score(long_answer, OPTS, "B", "Which planet?", judge)
+    assert (out["extracted"], out["extracted_by"], out["hit"]) == ("B", "judge", 1.0)
+    refusal = score("I cannot answer this", OPTS, "B", "Which planet?", judge)
+    assert refusal["extracted_by"] == "invalid"
+    assert srv.counts["/v1/chat/completions"] == 1  # refusals never go to the judge

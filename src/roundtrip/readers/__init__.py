@@ -70,5 +70,6 @@ def ocr_items(engine, items: list[tuple[str, Path, str]], threads: int = 1) -> p
     return pd.DataFrame(rows, columns=["item_id", "text", "status", "reason"])
 
 
-__all__ = ["ANSWERER_TYPES", "JUDGE_TYPES", "OCR_TYPES", "OCRUnavailable", "TesseractOCR", "VlmJudge", "VlmOCR",
+__all__ = ["ANSWERER_TYPES", "JUDGE_TYPES", "OCR_TYPES", "OCRUnavailable", "TesseractOCR",
+           "VlmJudge", "VlmOCR",
            "build_answerer", "build_ocr", "ocr_items", "tesseract_package"]

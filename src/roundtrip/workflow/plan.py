@@ -297,12 +297,15 @@ class Plan:
         return out
 
     def dataset_fingerprint(self, dataset: str) -> str:
-        """Changes when the files of a folder or medical dataset change, so it is rebuilt."""
+        """Changes when the files of a folder, medical or VISTA release dataset change, so it is
+        rebuilt."""
         from roundtrip.datasets.folder import folder_fingerprint
 
         spec = self.config["datasets"][dataset]
         if spec["type"] == "folder":
             return folder_fingerprint(spec["path"]) + path_fingerprint(spec.get("labels_csv"))
+        if spec["type"] == "vista_release":  # the TSV and the images/, questions/ beside it
+            return path_fingerprint(Path(spec["path"]).parent)
         return path_fingerprint(spec.get("path")) if dataset in self.medical_datasets else ""
 
     def shards(self, dataset: str) -> int:
