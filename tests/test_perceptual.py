@@ -139,3 +139,22 @@ def test_fid_kid_need_two_samples():
     x = np.zeros((1, 8))
     assert math.isnan(fid(x, x))
     assert all(math.isnan(v) for v in kid(x, x))
+
+
+def test_kid_spread_uses_subsets_smaller_than_the_set():
+    """VTBench-sized sets: subsets as large as the set give std 0 always; the rows use half."""
+    from roundtrip.evals.vtbench.perceptual import distribution_rows
+
+    rng = np.random.default_rng(0)
+    real, fake = rng.normal(size=(8, 16)), rng.normal(0.3, 1.0, size=(8, 16))
+    assert kid(real, fake, subset_size=8, subsets=20)[1] < 1e-12  # the old behaviour: no spread
+    rows = distribution_rows(real, fake, kid_subset_size=1000, kid_subsets=20).set_index("metric")
+    assert rows.loc["kid_std", "value"] > 1e-3
+    mean, std = kid(real, fake, subset_size=4, subsets=20)
+    assert (rows.loc["kid", "value"], rows.loc["kid_std", "value"]) == (mean, std)
+    assert "20 random subsets of 4 of the 8 images (half the set" in rows.loc["kid", "note"]
+    assert rows.loc["fid", "note"] == ""
+    small = distribution_rows(real, fake, kid_subset_size=3, kid_subsets=20).set_index("metric")
+    assert small.loc["kid", "value"] == kid(real, fake, subset_size=3, subsets=20)[0]
+    assert "subsets of 3 of the 8 images" in small.loc["kid", "note"]
+    assert "half" not in small.loc["kid", "note"]

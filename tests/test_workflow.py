@@ -216,7 +216,7 @@ def test_snakemake_report_holds_every_table(run, tmp_path):
     names = zipfile.ZipFile(tmp_path / "report.zip").namelist()
     tables = {n.rsplit("/", 1)[-1] for n in names if n.endswith(".csv")}
     expected = {p.name for p in (work / "results/tables").glob("*.csv")}
-    assert len(expected) == 8 and tables == expected
+    assert len(expected) == 9 and tables == expected  # token_sensitivity_spearman too
     assert any(n.endswith("token_sensitivity.png") for n in names)
     html = next(n for n in names if n.endswith("report.html"))
     assert "VTBench" in zipfile.ZipFile(tmp_path / "report.zip").read(html).decode()

@@ -38,7 +38,9 @@ def sensitivity(tmp_path_factory):
                            "--configfile", "config.yaml", "--cores", "2", target],
                           cwd=work, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return pd.read_csv(work / target)
+    df = pd.read_csv(work / target)
+    df.attrs["spearman"] = pd.read_csv(work / "results/tables/token_sensitivity_spearman.csv")
+    return df
 
 
 def test_default_config_reproduces_the_chd_paper_sensitivity(sensitivity):
@@ -52,6 +54,13 @@ def test_default_config_reproduces_the_chd_paper_sensitivity(sensitivity):
         assert summary.loc[kind, "spearman_cmms"] <= target, (kind, summary.to_dict())
     # the scale of the effect, not only its order: the most degraded sets score lower than the
     # clean one by more than the level-to-level noise of a barely trained regressor
+    # the Spearman table holds the same numbers
+    table = df.attrs["spearman"].set_index("degradation")
+    for kind in KINDS:
+        assert table.loc[kind, "Spearman(level, CMMS)"] == pytest.approx(
+            summary.loc[kind, "spearman_cmms"])
+        assert table.loc[kind, "Spearman(level, CHD)"] == pytest.approx(
+            summary.loc[kind, "spearman_chd"])
     clean = df.loc[df["level"] == 0, "cmms"].iloc[0]
     worst = df[df["level"] == 10].set_index("kind")["cmms"]
     assert (worst < clean - 0.02).all(), (clean, worst.to_dict())

@@ -77,6 +77,7 @@ if PLAN.sensitivity_dataset:
             cmms=CMMS_FILE,
         output:
             report_table("token_sensitivity", "CHD and CMMS", "Sensitivity (Figure 2)"),
+            report_table("token_sensitivity_spearman", "CHD and CMMS", "Sensitivity (Figure 2)"),
             raw="results/metrics/token_sensitivity.csv",
             figure=report(
                 "results/figures/token_sensitivity.png",

@@ -487,7 +487,7 @@ class Plan:
         if self.token_reference:
             names.append("token_metrics")
         if self.sensitivity_dataset:
-            names.append("token_sensitivity")
+            names += ["token_sensitivity", "token_sensitivity_spearman"]
         if self.medical_datasets:
             names += MEDIBENCH_TABLES + ["medibench_latent_shapes"]
         if self.vista_keys:

@@ -91,13 +91,24 @@ def distribution_features(manifest_path: str | Path, status_path: str | Path,
 
 def distribution_rows(real: np.ndarray, fake: np.ndarray, kid_subset_size: int = 1000,
                       kid_subsets: int = 100, seed: int = 0) -> pd.DataFrame:
-    """Set rows ``fid``, ``kid``, ``kid_std`` with the sample count ``n`` beside each value."""
+    """Set rows ``fid``, ``kid``, ``kid_std`` with the sample count ``n`` beside each value.
+
+    KID's spread is the std over ``kid_subsets`` random subsets drawn without replacement. A
+    subset as large as the set is the set itself, so every subset would give the same value and
+    the std would always be 0: when ``kid_subset_size`` is not smaller than the set, subsets of
+    half the set (at least 2) are drawn instead. The KID rows' ``note`` says which size was used
+    (it becomes the cells' footnote).
+    """
     n = min(len(real), len(fake))
     note = "" if n >= 2 else f"FID/KID need at least 2 images, {n} reconstructed"
-    kid_mean, kid_std = kid(real, fake, kid_subset_size, kid_subsets, seed)
+    size = kid_subset_size if kid_subset_size < n else max(2, n // 2)
+    kid_note = note or (f"KID mean ± std over {kid_subsets} random subsets of {size} of the {n} "
+                        "images" + (" (half the set: subsets as large as the set would all be "
+                                    "the set, std 0)" if size != kid_subset_size else ""))
+    kid_mean, kid_std = kid(real, fake, size, kid_subsets, seed)
     return pd.DataFrame([{"metric": "fid", "value": fid(real, fake), "n": n, "note": note},
-                         {"metric": "kid", "value": kid_mean, "n": n, "note": note},
-                         {"metric": "kid_std", "value": kid_std, "n": n, "note": note}],
+                         {"metric": "kid", "value": kid_mean, "n": n, "note": kid_note},
+                         {"metric": "kid_std", "value": kid_std, "n": n, "note": kid_note}],
                         columns=SET_COLUMNS)
 
 
