@@ -307,6 +307,23 @@ def test_rank_agreement_measures_kendall_tau():
     assert "needs two OCR engines" in one["note"].iloc[0]
 
 
+def test_robustness_is_per_dataset_with_cer_only_for_scripts_without_spaces():
+    from roundtrip.evals.vtbench.ocr_robustness import agreement_per_dataset, robustness_columns
+
+    cols = robustness_columns(["posters", "zh"], ["tess", "rapid"], cer_only={"zh"})
+    assert [(c.dataset, c.metric) for c in cols] == [
+        ("posters/tess", "cer"), ("posters/tess", "wer"), ("posters/rapid", "cer"),
+        ("posters/rapid", "wer"), ("zh/tess", "cer"), ("zh/rapid", "cer")]
+    assert cols[0].group == "posters (tess)"
+    means = pd.DataFrame({"posters/tess.cer": [0.1, 0.2, 0.3], "posters/rapid.cer": [0.3, 0.2, 0.1],
+                          "zh/tess.cer": [0.1, 0.2, 0.3], "zh/rapid.cer": [0.2, 0.3, 0.4]},
+                         index=list("xyz"))
+    got = agreement_per_dataset(means, ["posters", "zh"], ["tess", "rapid"]).set_index("dataset")
+    assert got.loc["posters", "kendall_tau"] == pytest.approx(-1.0)
+    assert got.loc["zh", "kendall_tau"] == pytest.approx(1.0)
+    assert list(got["metric"]) == ["CER", "CER"]  # no WER columns: no WER rows
+
+
 def test_translated_multilingual_set_renders_the_translation(server, tmp_path):
     """datasets.<name>.translate: the English grammar text of the same seed, translated (the
     fake server upper-cases), is what the Korean canvas shows and what its ground truth says."""

@@ -125,6 +125,7 @@ rule ocr_robustness_table:
         datasets=PLAN.text_datasets,
         engines=PLAN.ocr_engines,
         langs={d: config["datasets"][d]["lang"] for d in PLAN.text_datasets},
+        not_run=PLAN.not_run(PLAN.text_datasets),
         bootstrap=config["tables"]["bootstrap"],
     log:
         "logs/tables/ocr_robustness.log",
