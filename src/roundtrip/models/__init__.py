@@ -1,6 +1,7 @@
 """Model zoo: the registry that turns a ``models:`` config entry into an :class:`Adapter`."""
 from __future__ import annotations
 
+from roundtrip.core.registry import build_registered
 from roundtrip.core.weights import WeightsMissing
 from roundtrip.models.api_backend import ApiImageModel
 from roundtrip.models.base import FAMILIES, Adapter, ModelInfo
@@ -46,15 +47,7 @@ def build_model(name: str, spec: dict) -> Adapter:
     Raises:
         ValueError: unknown type or bad arguments; the message names ``models.<name>``.
     """
-    spec = dict(spec)
-    kind = spec.pop("type", None)
-    if kind not in MODEL_TYPES:
-        raise ValueError(f"models.{name}.type: unknown model type {kind!r}; "
-                         f"known: {sorted(MODEL_TYPES)}")
-    try:
-        model = MODEL_TYPES[kind](**spec)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"models.{name}: {exc}") from exc
+    model = build_registered(MODEL_TYPES, spec, f"models.{name}", "model")
     model.name = name
     return model
 

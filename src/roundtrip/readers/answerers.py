@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from roundtrip.core.registry import build_registered
 from roundtrip.readers.question_family import Unsolvable, solve
 
 TEXT, VT = "text", "vt"
@@ -253,12 +254,4 @@ def build_answerer(name: str, spec: dict):
     Raises:
         ValueError: unknown type or bad settings (the message names the config key).
     """
-    spec = dict(spec)
-    kind = spec.pop("type", None)
-    if kind not in ANSWERER_TYPES:
-        raise ValueError(f"vista.readers.{name}.type: unknown reader type {kind!r}; "
-                         f"known: {sorted(ANSWERER_TYPES)}")
-    try:
-        return ANSWERER_TYPES[kind](**spec)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"vista.readers.{name}: {exc}") from exc
+    return build_registered(ANSWERER_TYPES, spec, f"vista.readers.{name}", "reader")
