@@ -76,3 +76,17 @@ def test_all_unsupported_is_a_dash_with_reason(tmp_path):
     text = md.read_text()
     assert "| titok | – [1] | – [1] |" in text
     assert "[1] d: 0 of 2 items scored; not scored: unsupported: fixed-size model" in text
+
+
+def test_table_notes_are_printed_under_the_table_and_kept_in_the_csv():
+    from roundtrip.metrics.stats import Summary
+    from roundtrip.tables import Cell, Column, Table, to_csv_frame, to_latex, to_markdown
+
+    t = Table("t", "T", ["m"], [Column("d", "psnr", "PSNR", 2)],
+              cells={("m", 0): Cell(Summary(30.0, 29.0, 31.0, 4))},
+              notes=["LPIPS not shown, n/a: weights missing"])
+    assert "Note: LPIPS not shown, n/a: weights missing" in to_markdown(t)
+    assert r"\par\footnotesize Note: LPIPS not shown, n/a: weights missing" in to_latex(t)
+    assert to_csv_frame(t).loc[0, "notes"] == "table: LPIPS not shown, n/a: weights missing"
+    t.notes = []
+    assert "Note:" not in to_markdown(t) and to_csv_frame(t).loc[0, "notes"] == ""

@@ -73,6 +73,9 @@ class Table:
     columns: list[Column]
     cells: dict[tuple[str, int], Cell] = field(default_factory=dict)
     row_label: str = "Model"
+    #: notes on the whole table (e.g. a metric left out because its weights are missing),
+    #: printed under it and repeated in every CSV row's ``notes``
+    notes: list[str] = field(default_factory=list)
 
 
 def _reason_summary(per_item: pd.DataFrame, metric: str | None) -> str:
@@ -155,7 +158,7 @@ def to_csv_frame(table: Table) -> pd.DataFrame:
                 row[f"{key}.{col.spread}"] = cell.spread
             row[f"{key}.n"] = cell.summary.n
             notes += [f"{col.dataset}.{col.metric}: {n}" for n in cell.notes]
-        row["notes"] = " | ".join(notes)
+        row["notes"] = " | ".join(notes + [f"table: {n}" for n in table.notes])
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -175,6 +178,7 @@ def to_markdown(table: Table) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     lines.append("Cells: mean over items [95% bootstrap CI].")
+    lines += [f"Note: {n}" for n in table.notes]
     lines += [f"[{i}] {n}" for i, n in enumerate(notes, 1)]
     return "\n".join(lines) + "\n"
 
@@ -215,6 +219,7 @@ def to_latex(table: Table) -> str:
         out.append(" & ".join(cells) + r" \\")
     out += [r"\bottomrule", r"\end{tabular}", "",
             r"\par\footnotesize Cells: mean over items [95\% bootstrap CI]."]
+    out += [rf"\par\footnotesize Note: {tex_escape(n)}" for n in table.notes]
     out += [rf"\par\footnotesize $^{{{i}}}$ {tex_escape(n)}" for i, n in enumerate(notes, 1)]
     out.append(r"\end{table}")
     return "\n".join(out) + "\n"
