@@ -47,6 +47,12 @@ class QuestionError(ValueError):
     """A question that cannot be used (the message names the line or row)."""
 
 
+def question_id(value, fallback: str = "") -> str:
+    """A question's id as item ids carry it: runs of characters other than letters, digits,
+    ``_`` and ``-`` become ``_``; ``fallback`` when nothing is left."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", str(value).strip()) or fallback
+
+
 def _blank(value) -> bool:
     return value is None or (isinstance(value, float) and np.isnan(value)) \
         or str(value).strip().lower() in _MISSING
@@ -104,7 +110,7 @@ def _options(row: dict) -> list[tuple[str, str]]:
 def _row_question(row: dict, n: int, base: Path, images_by_index: dict[str, str],
                   image_columns: tuple[str, ...]) -> dict:
     """One question from a TSV row (shared by both formats)."""
-    qid = re.sub(r"[^A-Za-z0-9_-]+", "_", str(row.get("index", "")).strip()) or f"row{n}"
+    qid = question_id(row.get("index", ""), f"row{n}")
     question = str(row.get("question", "")).strip()
     if not question:
         raise QuestionError(f"row {n} (index {qid}): no question")
@@ -221,7 +227,7 @@ def build_release(name: str, spec: dict, out_dir: str | Path) -> list:
     rows = df.to_dict("records")[: spec.get("limit") or None]
     items = []
     for n, row in enumerate(rows, start=2):
-        qid = re.sub(r"[^A-Za-z0-9_-]+", "_", str(row.get("index", "")).strip()) or f"row{n}"
+        qid = question_id(row.get("index", ""), f"row{n}")
         font = str(row.get("font", "")).strip()
         size = pd.to_numeric(row.get("size", ""), errors="coerce")
         extra = {"lang": "eng", "font": font, "font_size_pt": size, "question_id": qid}

@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from roundtrip.core.imaging import ImageReadError, read_image
+from roundtrip.core.registry import build_registered
 from roundtrip.readers.answerers import ANSWERER_TYPES, build_answerer
 from roundtrip.readers.tesseract import OCRUnavailable, TesseractOCR, tesseract_package
 from roundtrip.readers.vlm import VlmJudge, VlmOCR
@@ -37,14 +38,9 @@ def build_ocr(name: str, spec: dict):
     """OCR engine from its ``ocr.engines.<name>`` config entry.
 
     Raises:
-        ValueError: unknown type (message names the config key).
+        ValueError: unknown type or bad arguments (the message names the config key).
     """
-    spec = dict(spec)
-    kind = spec.pop("type", None)
-    if kind not in OCR_TYPES:
-        raise ValueError(f"ocr.engines.{name}.type: unknown OCR type {kind!r}; "
-                         f"known: {sorted(OCR_TYPES)}")
-    return OCR_TYPES[kind](**spec)
+    return build_registered(OCR_TYPES, spec, f"ocr.engines.{name}", "OCR")
 
 
 def ocr_items(engine, items: list[tuple[str, Path, str]], threads: int = 1) -> pd.DataFrame:

@@ -47,8 +47,8 @@ def check_config(config: dict) -> None:
     for name, spec in config.get("ocr", {}).get("engines", {}).items():
         try:
             build_ocr(name, spec)
-        except (ValueError, TypeError) as exc:
-            raise ConfigError(f"ocr.engines.{name}: {exc}") from exc
+        except ValueError as exc:  # the message names ocr.engines.<name>
+            raise ConfigError(str(exc)) from exc
     for name, spec in config.get("datasets", {}).items():
         if spec.get("text_eval") and not config.get("ocr", {}).get("engines"):
             raise ConfigError(f"datasets.{name}.text_eval: needs at least one engine in ocr.engines")

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
+from roundtrip.core.registry import build_registered
 from roundtrip.metrics.text import Normalization, text_errors
 from roundtrip.readers import JUDGE_TYPES
 from roundtrip.readers.tesseract import TesseractOCR
@@ -136,13 +137,9 @@ def build_judge(spec: dict | None) -> RenderJudge | None:
     """The judge of ``audit.judge`` (``{"type": ..., **options}``), or None when unset.
 
     Raises:
-        ValueError: an unknown judge type (the message lists the registered ones).
+        ValueError: an unknown judge type (the message lists the registered ones) or bad
+            arguments; the message names ``audit.judge``.
     """
     if not spec:
         return None
-    spec = dict(spec)
-    kind = spec.pop("type", None)
-    if kind not in JUDGES:
-        raise ValueError(f"audit.judge.type: unknown judge {kind!r}; registered: "
-                         f"{sorted(JUDGES)}")
-    return JUDGES[kind](**spec)
+    return build_registered(JUDGES, spec, "audit.judge", "judge")

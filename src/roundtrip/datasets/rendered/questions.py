@@ -20,7 +20,6 @@ vary at 16 pt; ``grid: full`` renders every style at every size.
 from __future__ import annotations
 
 import json
-import re
 import string
 from dataclasses import dataclass
 from importlib import resources
@@ -33,6 +32,7 @@ from roundtrip.datasets.vista import (
     load_mcq_tsv,
     prompt_text,
     question_extra,
+    question_id,
     write_item_images,
 )
 from roundtrip.readers.question_family import generate
@@ -122,7 +122,7 @@ def _question(q: dict, n: int) -> dict:
         raise QuestionError("an open question (no options) needs its answer")
     if opts and answer and answer not in dict(opts):
         raise QuestionError(f"answer {answer!r} is not one of the options")
-    qid = re.sub(r"[^A-Za-z0-9_-]+", "_", str(q["id"]))
+    qid = question_id(q["id"])
     return {"id": qid, "question": str(q["question"]), "options": [(k, str(v)) for k, v in opts],
             "answer": answer, "category": str(q.get("category", "")),
             "subfield": str(q.get("subfield", "")), "hint": str(q.get("hint", "")), "images": []}

@@ -39,6 +39,18 @@ def _fmt_size(size) -> str:
         return str(size)
 
 
+def question_gaps(vt: pd.DataFrame, text: pd.DataFrame) -> np.ndarray:
+    """Per-question gaps (points) of VT rows against the text rows of the same reader
+    (:func:`roundtrip.metrics.accuracy.paired_gaps`)."""
+    by_q = {q: g["hit"].astype(float).tolist() for q, g in vt.groupby("question_id")}
+    return paired_gaps(by_q, dict(zip(text["question_id"], text["hit"].astype(float))))
+
+
+def right_as_text(text: pd.DataFrame) -> set[str]:
+    """Ids of the questions answered right in text mode."""
+    return set(text.loc[text["hit"] == 1.0, "question_id"])
+
+
 class Scorer:
     """Cells from answer frames, with the bootstrap settings of the run."""
 
@@ -57,9 +69,7 @@ class Scorer:
 
     def gap(self, vt: pd.DataFrame, text: pd.DataFrame) -> Cell:
         """Modality gap (percentage points) over the questions present in both frames."""
-        by_q = {q: g["hit"].astype(float).tolist() for q, g in vt.groupby("question_id")}
-        t = {q: float(h) for q, h in zip(text["question_id"], text["hit"].astype(float))}
-        values = paired_gaps(by_q, t)
+        values = question_gaps(vt, text)
         if not len(values):
             return Cell(Summary(math.nan, math.nan, math.nan, 0), ["no question scored in both "
                                                                   "modes"])
@@ -67,7 +77,7 @@ class Scorer:
 
     def rendering_errors(self, vt: pd.DataFrame, text: pd.DataFrame) -> Cell:
         """% of VT answers wrong whose question the same reader answers right as Text."""
-        right = {q for q, h in zip(text["question_id"], text["hit"].astype(float)) if h == 1.0}
+        right = right_as_text(text)
         v = vt[vt["hit"].notna()]
         if v.empty:
             return Cell(Summary(math.nan, math.nan, math.nan, 0), ["no VT answer scored"])
@@ -178,11 +188,9 @@ def _sweep_table(name: str, title: str, answers: dict[Key, pd.DataFrame], sweeps
                  scorer: Scorer, metrics: list[tuple[str, str]]) -> Table:
     keys = list(answers)
     many = len({k[2] for k in keys}) > 1
-    labels: list[tuple[str, str]] = []
-    for k in keys:
-        for kind, label, _ in sweep_groups(_mc(answers[k]), sweeps.get(k[2])):
-            if (kind, label) not in labels:
-                labels.append((kind, label))
+    groups_of = {k: {(kind, label): part for kind, label, part in
+                     sweep_groups(_mc(answers[k]), sweeps.get(k[2]))} for k in keys}
+    labels = list(dict.fromkeys(g for k in keys for g in groups_of[k]))
     cols = [Column(f"{kind}={label}", m, lab, 1, group=label, show_n=True)
             for kind, label in labels for m, lab in metrics]
     rows = [_row_name(r, d, m, many) for r, m, d in keys]
@@ -190,8 +198,7 @@ def _sweep_table(name: str, title: str, answers: dict[Key, pd.DataFrame], sweeps
     for row, key in zip(rows, keys):
         df = _mc(answers[key])
         text = df[df["mode"] == "text"]
-        groups = {(kind, label): part for kind, label, part in
-                  sweep_groups(df, sweeps.get(key[2]))}
+        groups = groups_of[key]
         for j, col in enumerate(cols):
             kind, label = col.dataset.split("=", 1)
             part = groups.get((kind, label))
@@ -226,7 +233,7 @@ def rendering_errors_table(answers, sweeps, scorer) -> Table:
     for row, key in zip(table.models, answers):
         df = _mc(answers[key])
         vt, text = _modes(df)
-        right = {q for q, h in zip(text["question_id"], text["hit"]) if h == 1.0}
+        right = right_as_text(text)
         wrong = vt[vt["hit"] == 0.0]
         n = len(wrong)
         share = 100.0 * wrong["question_id"].isin(right).mean() if n else math.nan
@@ -312,8 +319,7 @@ def gap_curves(answers: dict[Key, pd.DataFrame], sweeps: dict) -> pd.DataFrame:
         df = _mc(df)
         text = df[df["mode"] == "text"]
         for kind, label, part in sweep_groups(df, sweeps.get(dataset)):
-            by_q = {q: g["hit"].tolist() for q, g in part.groupby("question_id")}
-            gaps = paired_gaps(by_q, dict(zip(text["question_id"], text["hit"])))
+            gaps = question_gaps(part, text)
             vals = part["hit"].dropna()
             out.append({"reader": reader, "model": model, "dataset": dataset, "kind": kind,
                         "group": label, "gap": float(np.mean(gaps)) if len(gaps) else math.nan,
