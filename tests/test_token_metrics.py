@@ -97,7 +97,7 @@ def test_token_histogram_rejects_bad_grids():
     with pytest.raises(ValueError, match=r"\[0, 4\)"):
         h.add(np.array([[0, 4]]))
     with pytest.raises(ValueError, match="grid"):
-        h.add(np.zeros(5, int))
+        h.add(np.zeros((2, 2, 2, 2), int))
     assert math.isnan(hellinger((np.zeros(0, np.int64), np.zeros(0)),
                                 (np.array([1]), np.array([1.0]))))
 
@@ -138,6 +138,23 @@ def test_pixel_kinds_are_stratified():
                 orders.add(tuple(kinds))
     assert len(orders) > 1  # shuffled, not a fixed cycle
     assert C._pixel_kinds(6, np.random.default_rng(3)) == C._pixel_kinds(6, np.random.default_rng(3))
+
+
+def test_pixel_targets_follow_the_distortion_strength(photos):
+    """The mildest versions of every kind that changes the image score below a clean crop; p is
+    proportional to the parameter (JPEG: quality steps below 100) and reaches P_MAX at s = 1."""
+    assert C.pixel_severity("occlusion", 0) == pytest.approx(0.3 * 0.1 / 0.4)
+    assert C.pixel_severity("jpeg", 0) == pytest.approx(0.3 * (100 - 90) / 90)
+    assert C.pixel_severity("jpeg", 0.5) == pytest.approx(0.3 * (100 - 50) / 90)
+    assert C.pixel_severity("blur", 0.2) == pytest.approx(0.3 * (0.5 + 2.5 * 0.2) / 3)
+    assert C.pixel_severity("photometric", 0) == 0.0  # factors of 1: the image is unchanged
+    img = C.to_square(next(iter(photos.values())), 64)
+    for kind in C.PIXEL_KINDS:
+        assert C.pixel_severity(kind, 1.0) == pytest.approx(C.P_MAX)
+        changed = not np.array_equal(C.pixel_degrade(img, kind, 0.0, np.random.default_rng(0)), img)
+        assert changed == (C.quality_target(C.pixel_severity(kind, 0.0)) < 1.0), kind
+    with pytest.raises(KeyError):
+        C.pixel_severity("sepia", 0.5)
 
 
 def test_cmms_learns_token_injection():
@@ -259,3 +276,91 @@ def test_fit_cmms_equals_the_steps_it_wraps(vq_tokenizer, photos):
         assert torch.equal(a, b)
     _, other = C.fit_cmms(vq_tokenizer, images, 64, {**options, "seed": 0}, seed=5)
     assert other == expect_history
+
+
+class Sequence1D(torch.nn.Module):
+    """A 1D tokenizer in TiTok's shape: an image becomes a sequence ``[B, n]`` of codes (the mean
+    colour of each 8x8 patch, raster order, snapped to a random 16-colour codebook)."""
+
+    def __init__(self, k: int = 16):
+        super().__init__()
+        self.register_buffer("codebook", torch.rand(k, 3, generator=torch.Generator().manual_seed(0)) * 2 - 1)
+
+    @torch.jit.export
+    def encode(self, x):
+        patches = torch.nn.functional.avg_pool2d(x, 8).flatten(2).transpose(1, 2)  # [B, n, 3]
+        return torch.cdist(patches, self.codebook.expand(x.shape[0], -1, -1)).argmin(-1)
+
+    @torch.jit.export
+    def decode(self, codes):
+        side = int(math.sqrt(codes.shape[1]))
+        grid = self.codebook[codes].transpose(1, 2).reshape(codes.shape[0], 3, side, side)
+        return torch.nn.functional.interpolate(grid, scale_factor=8.0, mode="nearest")
+
+    @torch.jit.export
+    def tokens(self, codes):
+        return codes
+
+    def forward(self, x):
+        return self.decode(self.encode(x))
+
+
+def test_one_dimensional_tokenizer_is_scored(tmp_path, photos):
+    """A [B, n] tokenizer loaded from a file: CHD-1D as for its tokens laid on a grid, CHD-2D over
+    successors along the sequence (dense re-derivation), CMMS of [B, n] = of [B, 1, n]."""
+    from PIL import Image
+
+    from roundtrip.core.manifest import write_manifest
+    from roundtrip.evals.chd.scoring import score_tokens
+    from roundtrip.models import build_model
+
+    torch.jit.script(Sequence1D().eval()).save(str(tmp_path / "seq.pt"))
+    tok = build_model("seq", {"type": "torchscript", "path": str(tmp_path / "seq.pt"),
+                              "family": "VQ", "codebook_size": 16, "downsample": 8})
+    images = [C.to_square(img, 64) for img in list(photos.values())[:4]]
+    seqs = C.tokenize(tok, np.stack(images))
+    assert seqs.shape == (4, 1, 64)  # [B, n] sequences as 1 x n grids
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "rec").mkdir()
+    rows, status = [], []
+    for i, img in enumerate(images):
+        Image.fromarray(img).save(tmp_path / "ref" / f"{i}.png")
+        Image.fromarray(np.ascontiguousarray(img[::-1])).save(tmp_path / "rec" / f"{i}.png")
+        rows.append({"item_id": str(i), "path": f"ref/{i}.png", "status": "ok", "reason": ""})
+        status.append({"item_id": str(i), "status": "ok", "reason": ""})
+    write_manifest(rows, tmp_path)
+    pd.DataFrame(status).to_csv(tmp_path / "status.csv", index=False)
+    cfg = C.CMMSConfig(vocab_size=16, d_model=16, layers=1, heads=2)
+    torch.manual_seed(0)
+    C.save_cmms(C.CMMSRegressor(cfg).eval(), tmp_path / "cmms.pt", {})
+    cmms = C.CMMS(tmp_path / "cmms.pt")
+    per_item, set_rows = score_tokens(tmp_path / "manifest.csv", tmp_path / "status.csv",
+                                      tmp_path / "rec", tok, cmms, 64)
+    assert (per_item["status"] == "ok").all(), per_item["reason"].tolist()
+    flipped = C.tokenize(tok, np.stack([np.ascontiguousarray(i[::-1]) for i in images]))
+    np.testing.assert_allclose(per_item["cmms"], cmms(flipped[:, 0, :]), rtol=1e-6)
+    np.testing.assert_allclose(per_item["cmms_reference"], cmms(seqs), rtol=1e-6)
+    got = dict(zip(set_rows["metric"], set_rows["value"]))
+
+    def dense(a, b):  # unigram and successor pairs of 1D sequences, Eq. 8-14 with D = {+1}
+        def uni(s):
+            return np.bincount(s.ravel(), minlength=16) / s.size
+
+        def co(s):
+            m = np.zeros((16, 16))
+            np.add.at(m, (s[:, :-1].ravel(), s[:, 1:].ravel()), 1)
+            m /= m.sum()
+            return (m + m.T) / 2
+
+        def hel(p, q):
+            return np.linalg.norm(np.sqrt(p) - np.sqrt(q)) / math.sqrt(2)
+        return hel(uni(a), uni(b)), hel(co(a), co(b))
+
+    d1, d2 = dense(seqs[:, 0], flipped[:, 0])
+    assert got["chd_1d"] == pytest.approx(d1) and got["chd_2d"] == pytest.approx(d2)
+    assert got["chd"] == pytest.approx((d1 + d2) / 2) and d2 > 0
+    # CMMS trains on the sequences too (fragment swaps become runs along the sequence)
+    options = {"d_model": 16, "layers": 1, "heads": 2, "steps": 2, "batch_size": 8, "lr": 1e-3,
+               "weight_decay": 0.01, "crops": 2, "pixel_variants": 2, "seed": 0}
+    model, history = C.fit_cmms(tok, images, 64, options)
+    assert model.cfg.vocab_size == 16 and len(history) == 2 and np.isfinite(history).all()

@@ -11,8 +11,10 @@ Definitions from "Evaluating Generative Models via One-Dimensional Code Distribu
   Hellinger distance between the two sets.
 * CHD (Eq. 14) = (CHD-1D + CHD-2D) / 2: 0 for identical sets, 1 for disjoint vocabularies.
 
-The paper tokenizes with a 1D TiTok; roundtrip uses any discrete tokenizer of the model zoo and
-its 2D grid. Residual models (``[h, w, Q]`` grids) count each quantizer level as its own
+The paper tokenizes with a 1D TiTok and defines Eq. 10 on a grid; roundtrip uses any discrete
+tokenizer of the model zoo with its 2D grid, and scores a 1D tokenizer's sequence ``[n]`` as a
+``1 x n`` grid: CHD-2D then averages over the right displacement alone, i.e. each token and its
+successor in the sequence (roundtrip's extension; the down displacement has no pairs). Residual models (``[h, w, Q]`` grids) count each quantizer level as its own
 vocabulary (level ``l`` code ``c`` is token ``l * V + c``); pairs are formed within a level.
 
 Counting streams: :class:`TokenHistogram` compacts its counts as it goes, so memory grows with the
@@ -67,7 +69,7 @@ class TokenHistogram:
         vocab_size: codebook size V (per quantizer level); token ids must be in ``[0, V)``.
 
     Raises:
-        ValueError: from :meth:`add`, for ids outside ``[0, V)`` or grids that are not 2D/3D.
+        ValueError: from :meth:`add`, for ids outside ``[0, V)`` or grids that are not 1D/2D/3D.
     """
 
     def __init__(self, vocab_size: int):
@@ -79,12 +81,15 @@ class TokenHistogram:
         self.n_grids = 0
 
     def add(self, grid: np.ndarray) -> None:
-        """Count one token grid: int ``[h, w]`` or ``[h, w, Q]`` (Q residual levels)."""
+        """Count one token grid: int ``[h, w]`` or ``[h, w, Q]`` (Q residual levels), or one
+        sequence ``[n]`` of a 1D tokenizer, counted as a ``1 x n`` grid (right pairs only)."""
         grid = np.asarray(grid)
+        if grid.ndim == 1:
+            grid = grid[None, :]
         if grid.ndim == 2:
             grid = grid[..., None]
         if grid.ndim != 3:
-            raise ValueError(f"token grid must be [h, w] or [h, w, Q], got shape {grid.shape}")
+            raise ValueError(f"token grid must be [n], [h, w] or [h, w, Q], got shape {grid.shape}")
         if grid.size and (grid.min() < 0 or grid.max() >= self.vocab_size):
             raise ValueError(f"token ids must lie in [0, {self.vocab_size}), got "
                              f"[{grid.min()}, {grid.max()}]")

@@ -15,8 +15,13 @@ Following "Evaluating Generative Models via One-Dimensional Code Distributions",
   lr 1e-4, weight decay 0.01).
 
 What the paper leaves open and roundtrip fixes (documented choices): pixel-space distortion
-parameters are mapped linearly from a severity ``s`` in [0, 1] to their range and the target uses
-``p = 0.3 s``; for fragment swapping, ``p`` is the share of tokens replaced; each training
+parameters are mapped linearly from a severity ``s`` in [0, 1] to their range, and the target's
+``p`` is proportional to the distortion's strength, 0.3 at the strongest setting
+(:func:`pixel_severity`: JPEG 90 gets ``p = 0.033``, not the clean crop's 0); "fragments" is a
+pixel-space version of fragment swapping (pairs of square blocks, 1/8 of the shorter side,
+exchanged until 5-40 % of the area has moved: what the token-space swap does to a 1D sequence,
+done where a 2D tokenizer sees it); for token fragment swapping, ``p`` is the share of tokens
+replaced; each training
 sequence carries one degradation family drawn uniformly; a crop's pixel versions cover the
 pixel kinds in equal numbers (stratified, :func:`_pixel_kinds`); grids are flattened in raster
 order;
@@ -45,6 +50,27 @@ log = logging.getLogger(__name__)
 P_MAX = 0.3
 FAMILIES = ("inject", "swap", "pixel")
 PIXEL_KINDS = ("blur", "jpeg", "noise", "occlusion", "photometric", "fragments")
+
+
+#: Strength of each pixel kind's mildest setting relative to its strongest (severity ``s = 0``
+#: of :func:`pixel_degrade`): blur sigma 0.5 of 3 px, JPEG quality 90 = 10 of 90 quality steps
+#: below 100, noise sigma 0.01 of 0.1, occlusion 10 % of 40 %, fragments 5 % of 40 % of the area;
+#: photometric factors start at no change.
+PIXEL_FLOOR = {"blur": 0.5 / 3, "jpeg": 10 / 90, "noise": 0.1, "occlusion": 0.25,
+               "photometric": 0.0, "fragments": 0.05 / 0.4}
+
+
+def pixel_severity(kind: str, s: float) -> float:
+    """Eq. 16's ``p`` for a pixel distortion of severity ``s`` in [0, 1]: proportional to the
+    distortion's strength, ``P_MAX`` at the strongest setting (roundtrip's mapping; the paper
+    gives pixel distortions ranges, not a ``p``). The mildest versions (JPEG 90, 10 % occluded)
+    are degraded and get ``p > 0``, a target below a clean crop's 1.0.
+
+    Raises:
+        KeyError: unknown ``kind``.
+    """
+    floor = PIXEL_FLOOR[kind]
+    return P_MAX * (floor + (1 - floor) * float(s))
 
 
 def quality_target(p: np.ndarray | float) -> np.ndarray | float:
@@ -163,10 +189,13 @@ def tokenize(model: Adapter, images: np.ndarray, batch_size: int = 32) -> np.nda
         images: uint8 ``[N, H, W, 3]`` of one size.
 
     Returns:
-        int64 ``[N, h, w]`` or ``[N, h, w, Q]``.
+        int64 ``[N, h, w]`` or ``[N, h, w, Q]``. A one-dimensional tokenizer's ``[N, n]``
+        sequences (TiTok-style, the CHD paper's own setting) come back as ``1 x n`` grids
+        ``[N, 1, n]``: CHD-2D then counts right neighbours along the sequence only, and CMMS reads
+        the sequence in order (docs/design.md, "One-dimensional token sequences").
 
     Raises:
-        ValueError: the model has no discrete tokens.
+        ValueError: the model has no discrete tokens, or returns ids of another rank.
     """
     out = []
     for start in range(0, len(images), batch_size):
@@ -175,6 +204,11 @@ def tokenize(model: Adapter, images: np.ndarray, batch_size: int = 32) -> np.nda
         tok = model.tokens(model.encode(x))
         if tok is None:
             raise ValueError(f"{model.name or type(model).__name__} has no discrete tokens")
+        if tok.ndim == 2:
+            tok = tok[:, None, :]
+        if tok.ndim not in (3, 4):
+            raise ValueError(f"token ids must be [B, n], [B, h, w] or [B, h, w, Q], got "
+                             f"shape {tuple(tok.shape)}")
         out.append(tok.cpu().numpy().astype(np.int64))
     return np.concatenate(out)
 
@@ -203,7 +237,8 @@ def sinusoidal_positions(length: int, dim: int) -> torch.Tensor:
 class CMMSRegressor(nn.Module):
     """Token grid -> quality in [0, 1].
 
-    Input: int64 ``[B, h, w]`` or ``[B, h, w, Q]``; output float32 ``[B]``.
+    Input: int64 ``[B, h, w]``, ``[B, h, w, Q]`` or ``[B, n]`` (a 1D tokenizer's sequences);
+    output float32 ``[B]``.
     """
 
     def __init__(self, cfg: CMMSConfig):
@@ -230,6 +265,8 @@ class CMMSRegressor(nn.Module):
         Raises:
             ValueError: the grids' token levels differ from ``cfg.levels``.
         """
+        if grids.ndim == 2:  # [B, n] sequences of a 1D tokenizer: a 1 x n grid
+            grids = grids[:, None, :]
         if grids.ndim == 3:
             grids = grids[..., None]
         b, h, w, q = grids.shape
@@ -317,7 +354,7 @@ def build_training_tokens(tokenizer: Adapter, images: list[np.ndarray], size: in
         for kind in _pixel_kinds(settings.pixel_variants, rng):
             s = float(rng.uniform(0, 1))
             variants.append(pixel_degrade(crop, kind, s, rng))
-            ps.append(P_MAX * s)
+            ps.append(pixel_severity(kind, s))
         crops.append(np.stack(variants))
         severities.append(ps)
     stacked = np.stack(crops)  # [crops, V, size, size, 3]
