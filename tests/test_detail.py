@@ -23,7 +23,7 @@ def test_hf_share_of_pure_tones():
     n = 128
     x = np.arange(n)
     low = np.tile(np.sin(2 * np.pi * (8 / n) * x), (n, 1))   # 0.0625 cycles/px: below cutoff
-    high = np.tile(np.sin(2 * np.pi * (32 / n) * x), (n, 1))  # 0.25 cycles/px: above cutoff
+    high = np.tile(np.sin(2 * np.pi * (40 / n) * x), (n, 1))  # 0.3125 cycles/px: above cutoff
     assert hf_energy_share(low) == pytest.approx(0.0, abs=1e-6)
     assert hf_energy_share(high) == pytest.approx(100.0, abs=1e-6)
     assert hf_energy_share(low + high) == pytest.approx(50.0, abs=1e-6)
@@ -40,6 +40,18 @@ def test_definitions_match_reference_calls():
     assert edge_density(y) == pytest.approx(ref_edges)
 
 
+def test_hf_share_is_on_the_papers_scale_for_imagenet_like_photos(photos):
+    """VTBench Table 4 reports 40.8 % for ImageNet; the bundled photographs land near it under
+    roundtrip's definition (amplitude above half Nyquist), not under a power share."""
+    shares = [detail_stats(img).hf_energy_pct for img in photos.values()]
+    assert 35 < np.median(shares) < 46
+    y = luma(skimage.data.astronaut())
+    a = np.abs(np.fft.fft2(y - y.mean()))
+    r = np.hypot(np.fft.fftfreq(512)[:, None], np.fft.fftfreq(512)[None, :])
+    assert hf_energy_share(y) == pytest.approx(100 * a[r > 0.25].sum() / a.sum())
+    assert (100 * (a ** 2)[r > 0.1].sum() / (a ** 2).sum()) < 15  # the power share: far below
+
+
 def test_textures_score_above_natural_photographs():
     natural = [skimage.data.astronaut(), skimage.data.chelsea(), skimage.data.coffee(),
                skimage.data.rocket(), skimage.data.camera(), skimage.data.coins()]
@@ -47,7 +59,9 @@ def test_textures_score_above_natural_photographs():
     rgb = [np.repeat(t[..., None], 3, -1) if t.ndim == 2 else t for t in natural + textures]
     stats = [detail_stats(im) for im in rgb]
     nat, tex = stats[:len(natural)], stats[len(natural):]
-    for field in ("hf_energy_pct", "laplacian_var", "edge_density_pct"):
+    # HF energy is left out: under the amplitude definition the low-contrast brick wall (27 %)
+    # scores below the photographs (about 40 %); sharpness and edges still separate them
+    for field in ("laplacian_var", "edge_density_pct"):
         n_mean = np.mean([getattr(s, field) for s in nat])
         t_mean = np.mean([getattr(s, field) for s in tex])
         assert t_mean > n_mean, field
