@@ -16,13 +16,13 @@ from roundtrip.tables import build_table, to_csv_frame, write_frame, write_table
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
-datasets, engines = list(smk.params.datasets), list(smk.params.engines)
+datasets, engines = list(smk.params.datasets), dict(smk.params.engines)  # dataset -> engines
 _, cer_only = text_dataset_kinds(dict(zip(datasets, smk.input.manifests)), smk.params.langs)
 files = {}
 for p in map(Path, smk.input.per_item):  # results/metrics/{model}/{dataset}/text_{engine}.csv
     files[(p.parent.parent.name, robustness_key(p.parent.name, engine_of(p)), "item")] = str(p)
 not_run = {(m, robustness_key(d, e)): reason for (m, d), reason in dict(smk.params.not_run).items()
-           for e in engines}
+           for e in engines[d]}
 columns = robustness_columns(datasets, engines, cer_only)
 table = build_table("ocr_robustness",
                     "OCR robustness: CER/WER of reconstructions vs originals under each OCR "

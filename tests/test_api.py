@@ -322,6 +322,13 @@ def test_robustness_is_per_dataset_with_cer_only_for_scripts_without_spaces():
     assert got.loc["posters", "kendall_tau"] == pytest.approx(-1.0)
     assert got.loc["zh", "kendall_tau"] == pytest.approx(1.0)
     assert list(got["metric"]) == ["CER", "CER"]  # no WER columns: no WER rows
+    # engines per dataset (ocr.engines.<name>.datasets): rapid reads the posters only
+    per_set = {"posters": ["tess", "rapid"], "zh": ["tess"]}
+    cols = robustness_columns(["posters", "zh"], per_set, cer_only={"zh"})
+    assert [c.dataset for c in cols][-1] == "zh/tess" and len(cols) == 5
+    got = agreement_per_dataset(means.drop(columns="zh/rapid.cer"), ["posters", "zh"], per_set)
+    assert got.set_index("dataset").loc["posters", "kendall_tau"] == pytest.approx(-1.0)
+    assert "reading the dataset" in got.set_index("dataset").loc["zh", "note"]
 
 
 def test_translated_multilingual_set_renders_the_translation(server, tmp_path):

@@ -57,6 +57,20 @@ def test_schema_errors_name_the_key(default_config, mutate, match):
     (lambda c: c["vista"].update(datasets=["natural"]), r"vista\.datasets: natural is a skimage"),
     (lambda c: c["datasets"].update(vb={"type": "vista_release", "path": "/no/such.tsv"}),
      r"datasets\.vb\.path: /no/such.tsv does not exist"),
+    # a second OCR engine: its sets exist, it reads their languages, the table engine reads all
+    (lambda c: c["ocr"]["engines"]["rapidocr"].update(datasets=["postres"]),
+     r"ocr\.engines\.rapidocr\.datasets: unknown datasets \['postres'\]"),
+    (lambda c: c["ocr"]["engines"]["rapidocr"].update(datasets=["posters", "multilingual_ko"]),
+     r"ocr\.engines\.rapidocr\.datasets: multilingual_ko \(kor\): RapidOCR has no recognizer "
+     r"for \['kor'\].*ocr\.engines\.rapidocr\.rec_models\.kor"),
+    (lambda c: c["ocr"]["engines"]["rapidocr"].update(
+        datasets=["multilingual_ko"], rec_models={"kor": {"model": "/no/k.onnx", "keys": "/no/k.txt"}}),
+     r"ocr\.engines\.rapidocr\.datasets: multilingual_ko \(kor\): ocr\.engines\.rapidocr\.rec_models"
+     r"\.kor\.model: /no/k\.onnx does not exist"),
+    (lambda c: c["tables"].update(ocr_engine="rapidocr"),
+     r"ocr\.engines\.rapidocr\.datasets: the text-preservation table's engine"),
+    (lambda c: c["vista"]["readers"]["ocr_solver"].update(ocr="rapidocr"),
+     r"vista\.readers\.ocr_solver\.ocr: rapidocr does not read \['vista_questions'\]"),
 ])
 def test_cross_key_checks(default_config, mutate, match):
     validate(default_config, SCHEMA)

@@ -39,3 +39,53 @@ def test_registry_and_package_names():
     assert isinstance(build_ocr("t", {"type": "tesseract", "psm": 6}), TesseractOCR)
     with pytest.raises(ValueError, match=r"ocr\.engines\.t\.type"):
         build_ocr("t", {"type": "gemma"})
+
+
+# -- RapidOCR: the PP-OCRv4 models inside the rapidocr-onnxruntime wheel, offline ---------------
+def test_rapidocr_reads_the_bundled_page_in_8_and_16_bit():
+    from rapidfuzz.distance import Levenshtein
+
+    engine = build_ocr("rapid", {"type": "rapidocr"})
+    page = skimage.data.page()
+    rgb = np.repeat(page[..., None], 3, axis=2)
+    text = engine.read(rgb, lang="eng")
+    assert "segmentation" in text and "background" in text
+    # one line per text line of the page, top to bottom
+    assert text.splitlines()[0].replace(" ", "").startswith("Region-based")
+    assert engine.read(rgb.astype(np.uint16) * 257, lang="eng") == text
+    ref = ("Region-based segmentation Let us first determine markers of the coins and the "
+           "background. These markers are pixels that we can label unambiguously as either "
+           "object or background.")
+    hyp = " ".join(text.split())[:len(ref)]
+    assert Levenshtein.normalized_distance(ref.replace(" ", ""), hyp.replace(" ", "")) < 0.1
+
+
+def test_rapidocr_languages_and_errors(tmp_path):
+    engine = build_ocr("rapid", {"type": "rapidocr"})
+    assert engine.check(["eng", "chi_sim", "eng+chi_sim"])  # the package version
+    with pytest.raises(OCRUnavailable, match=r"no recognizer for \['kor'\].*ocr\.engines\.rapid\."
+                                             r"rec_models\.kor"):
+        engine.check(["kor"])
+    with pytest.raises(OCRUnavailable, match="kor"):
+        engine.read(np.zeros((32, 32, 3), np.uint8), lang="kor")
+    own = build_ocr("r", {"type": "rapidocr", "rec_models": {
+        "kor": {"model": str(tmp_path / "k.onnx"), "keys": str(tmp_path / "k.txt")}}})
+    assert "kor" in own.languages()
+    with pytest.raises(OCRUnavailable, match=r"ocr\.engines\.r\.rec_models\.kor\.model: .*k\.onnx"):
+        own.check(["kor"])
+    with pytest.raises(ValueError, match=r"ocr\.engines\.bad: rec_models\.kor: needs 'model'"):
+        build_ocr("bad", {"type": "rapidocr", "rec_models": {"kor": {"model": "x"}}})
+    # a blank image has no text: an empty reading, not an error
+    assert engine.read(np.full((64, 64, 3), 255, np.uint8), lang="eng") == ""
+
+
+def test_reading_order_joins_boxes_into_lines():
+    from roundtrip.readers.rapidocr import reading_order
+
+    def box(x0, y0, x1, y1):
+        return np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], float)
+
+    boxes = [(box(120, 52, 200, 70), "world"), (box(10, 10, 100, 30), "Title"),
+             (box(10, 50, 100, 72), "hello"), (box(110, 12, 150, 28), "line")]
+    assert reading_order(boxes) == "Title line\nhello world"
+    assert reading_order([]) == ""

@@ -108,13 +108,17 @@ def test_shards():
 
 def test_targets(plan, tmp_path):
     targets = plan.targets()
-    assert table_files("reconstruction")[0] in targets
+    # VTBench Table 1, one table per setting: the showcase has all three
+    assert list(plan.reconstruction_tables) == [
+        "reconstruction_model_size", "reconstruction_1024", "reconstruction_native"]
+    assert plan.reconstruction_tables["reconstruction_1024"] == ["highres_1024"]
+    assert table_files("reconstruction_native")[0] in targets
     assert "results/tables/medibench_latent_shapes.tex" in targets
     assert "results/figures/medical/synthetic_3d.png" in targets
     assert "results/figures/token_sensitivity.png" in targets
     assert len(targets) == 3 * len(plan.tables) + len(plan.figures)
     p = Plan(small())  # no text, token or medical sets
-    assert p.tables == ["reconstruction", "detail_statistics", "model_card"]
+    assert p.tables == ["reconstruction_native", "detail_statistics", "model_card"]
     assert p.figures == []
 
 
@@ -142,12 +146,18 @@ def test_scorers_run_where_an_evaluation_reads_them(plan):
     assert list(plan.pair_scorers("natural")) == ["image_quality", "tokens"]
     assert list(plan.pair_scorers("highres_1024")) == ["image_quality"]
     assert list(plan.pair_scorers("scanned_text")) == ["image_quality", "text"]
-    assert list(plan.pair_scorers("abstracts")) == ["text"]  # Table 3 only
+    # rendered text sets: Table 3's image-quality columns and CER/WER, not Table 1
+    assert list(plan.pair_scorers("abstracts")) == ["image_quality", "text"]
+    assert "abstracts" not in plan.recon_datasets
     assert list(plan.pair_scorers("medical_2d")) == ["image_quality", "latent_utility"]
     text = plan.pair_scorers("multilingual_zh")["text"]
     assert text["lang"] == "chi_sim" and set(text["engines"]) == {"tesseract"}
     assert text["ocr_original"] == {
         "tesseract": "results/ocr/tesseract/original/multilingual_zh.csv"}
+    # RapidOCR reads the posters only (ocr.engines.rapidocr.datasets)
+    assert plan.engines_for("posters") == ["tesseract", "rapidocr"]
+    assert plan.engines_for("abstracts") == ["tesseract"]
+    assert set(plan.pair_scorers("posters")["text"]["ocr_original"]) == {"tesseract", "rapidocr"}
     tokens = plan.pair_scorers("natural")["tokens"]
     assert tokens["cmms"] == "results/weights/cmms/small_vq/model.pt" and tokens["size"] == 128
 
@@ -155,17 +165,20 @@ def test_scorers_run_where_an_evaluation_reads_them(plan):
 def test_one_reconstruction_rule_per_set_of_scorers(plan):
     variants = {name: (datasets, scorers) for name, datasets, scorers in plan.pair_variants()}
     assert set(variants) == {"reconstruct", "reconstruct_tokens", "reconstruct_text",
-                             "reconstruct_text_only", "reconstruct_latent_utility"}
+                             "reconstruct_text_tesseract", "reconstruct_latent_utility"}
     assert variants["reconstruct"][0] == ["highres_1024"]
     assert variants["reconstruct_tokens"][0] == ["natural", "textures", "natural_256"]
-    assert len(variants["reconstruct_text_only"][0]) == 7
+    # the sets Tesseract reads alone have a rule of their own; posters are read by both engines
+    assert variants["reconstruct_text"][0] == ["posters"]
+    assert len(variants["reconstruct_text_tesseract"][0]) == 7
     covered = [d for datasets, _ in variants.values() for d in datasets]
     assert sorted(covered) == sorted(plan.image_datasets)  # each set in exactly one rule
     outputs = plan.pair_outputs(variants["reconstruct_text"][1])
     assert outputs["text_tesseract"] == "results/metrics/{model}/{dataset}/text_tesseract.csv"
-    assert outputs["ocr_tesseract"] == "results/ocr/tesseract/{model}/{dataset}.csv"
+    assert outputs["ocr_rapidocr"] == "results/ocr/rapidocr/{model}/{dataset}.csv"
+    assert "text_rapidocr" not in plan.pair_outputs(variants["reconstruct_text"][1], ["tesseract"])
     assert set(plan.pair_inputs(("image_quality", "tokens"))) == {"tokenizer", "cmms"}
-    assert plan.pair_inputs(("text",)) == {
+    assert plan.pair_inputs(("text",), ["tesseract"]) == {
         "ocr_original_tesseract": "results/ocr/tesseract/original/{dataset}.csv"}
 
 

@@ -13,6 +13,7 @@ import torchvision
 import yaml
 from conftest import REPO, requires_tesseract
 from PIL import Image
+from result_tables import reconstruction, reconstruction_files, reconstruction_text
 
 pytestmark = [pytest.mark.workflow, requires_tesseract]
 
@@ -62,6 +63,9 @@ def run(tmp_path_factory):
                                 "batch_size": 8, "crops": 8, "pixel_variants": 1, "lr": 0.003},
                        "sensitivity": {"dataset": "tex", "levels": 3, "crops_per_image": 1}},
         },
+        # a second, offline OCR engine on one text set (the other keeps Tesseract alone)
+        "ocr": {"engines": {"tesseract": {"type": "tesseract"},
+                            "rapid": {"type": "rapidocr", "datasets": ["scan"]}}},
         "tables": {"bootstrap": {"samples": 200}},
     }
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
@@ -71,7 +75,7 @@ def run(tmp_path_factory):
 
 def test_tables_have_numbers_for_every_cell(run):
     work, _ = run
-    rec = pd.read_csv(work / "results/tables/reconstruction.csv").set_index("model")
+    rec = reconstruction(work)
     assert list(rec.index) == ["identity", "bicubic_x4", "small_vq"]
     for ds in ("tex", "scan", "mine"):
         assert rec.loc["identity", f"{ds}.psnr"] == math.inf
@@ -79,7 +83,7 @@ def test_tables_have_numbers_for_every_cell(run):
         assert 10 < rec.loc["bicubic_x4", f"{ds}.psnr"] < 40
         assert 0 < rec.loc["bicubic_x4", f"{ds}.ssim"] < 1
     assert rec.loc["bicubic_x4", "mine.psnr.n"] == 2  # the broken file is not scored...
-    md = (work / "results/tables/reconstruction.md").read_text()
+    md = reconstruction_text(work)
     assert "mine: 2 of 3 items scored" in md and "broken.jpg" in md  # ...and says why
     text = pd.read_csv(work / "results/tables/text_preservation.csv").set_index("model")
     assert text.loc["identity", "scan.cer"] == 0.0 and text.loc["identity", "scan.wer"] == 0.0
@@ -100,24 +104,61 @@ def test_rendered_text_set_feeds_the_text_table_only(run):
     assert math.isnan(text.loc["small_vq", "qs.cer"])  # excluded by datasets.qs.models
     md = (work / "results/tables/text_preservation.md").read_text()
     assert "not run on this dataset (datasets.qs.models)" in md
-    rec = pd.read_csv(work / "results/tables/reconstruction.csv")
+    rec = reconstruction(work)
     assert not any(c.startswith("qs.") for c in rec.columns)
     assert not (work / "results/recon/small_vq/qs").exists()
 
 
 def test_perceptual_metrics_and_missing_weights(run):
     work, _ = run
-    rec = pd.read_csv(work / "results/tables/reconstruction.csv").set_index("model")
+    rec = reconstruction(work)
     assert rec.loc["identity", "tex.lpips"] == pytest.approx(0.0, abs=1e-6)
     assert rec.loc["bicubic_x4", "tex.lpips"] > 0.01
     assert rec.loc["bicubic_x4", "mine.lpips.n"] == 2
     # FID/KID cannot run: no column of n/a per dataset, one note under the table
     assert not any(c.endswith((".fid", ".kid")) for c in rec.columns)
     assert "table: FID, KID not shown, n/a:" in rec.loc["bicubic_x4", "notes"]
-    md = (work / "results/tables/reconstruction.md").read_text()
-    assert "Note: FID, KID not shown, n/a:" in md and "roundtrip weights fetch inception-fid" in md
-    assert md.count("weights-inception-2015-12-05-6726825d.pth") == 1  # one note
-    assert "Note: FID, KID not shown" in (work / "results/tables/reconstruction.tex").read_text()
+    for path in reconstruction_files(work, "md"):  # one note per table
+        md = path.read_text()
+        assert "Note: FID, KID not shown, n/a:" in md and "roundtrip weights fetch inception-fid" in md
+        assert md.count("weights-inception-2015-12-05-6726825d.pth") == 1, path
+    assert "Note: FID, KID not shown" in reconstruction_text(work, "tex")
+    # Text sets show Table 3's image-quality columns beside CER/WER (LPIPS: weights present)
+    text = pd.read_csv(work / "results/tables/text_preservation.csv").set_index("model")
+    assert text.loc["identity", "qs.psnr"] == math.inf and text.loc["identity", "scan.ssim"] == 1.0
+    assert 0 < text.loc["bicubic_x4", "qs.ssim"] < 1 and text.loc["bicubic_x4", "qs.lpips"] > 0.01
+    assert text.loc["bicubic_x4", "qs.psnr"] == pytest.approx(
+        pd.read_csv(work / "results/metrics/bicubic_x4/qs/image_quality.csv")["psnr"].mean())
+    assert not any(c.endswith(".fid") for c in text.columns)
+
+
+def test_second_ocr_engine_on_the_sets_it_reads(run):
+    """RapidOCR reads "scan" only: Table 5 has its columns there, Kendall's tau compares it with
+    Tesseract on "scan", and "qs" keeps one engine (its tau row says so)."""
+    work, _ = run
+    rob = pd.read_csv(work / "results/tables/ocr_robustness.csv").set_index("model")
+    assert rob.loc["identity", "scan/rapid.cer"] == 0.0
+    assert rob.loc["bicubic_x4", "scan/rapid.cer"] > 0
+    assert not any(c.startswith("qs/rapid") for c in rob.columns)
+    assert not (work / "results/ocr/rapid/original/qs.csv").exists()
+    ocr = pd.read_csv(work / "results/ocr/rapid/original/scan.csv")
+    assert ocr.loc[0, "status"] == "ok" and "segmentation" in ocr.loc[0, "text"]
+    tau = pd.read_csv(work / "results/tables/ocr_rank_agreement.csv")
+    scan = tau[(tau["dataset"] == "scan") & (tau["metric"] == "CER")].iloc[0]
+    assert (scan["engine_a"], scan["engine_b"], scan["n_models"]) == ("rapid", "tesseract", 3)
+    assert "reading the dataset" in tau[tau["dataset"] == "qs"]["note"].iloc[0]
+
+
+def test_one_reconstruction_table_per_vtbench_setting(run):
+    work, _ = run
+    tables = work / "results/tables"
+    assert [p.name for p in reconstruction_files(work, "csv")] == [
+        "reconstruction_model_size.csv", "reconstruction_native.csv"]  # no 1024 set
+    size = pd.read_csv(tables / "reconstruction_model_size.csv")
+    native = pd.read_csv(tables / "reconstruction_native.csv")
+    assert {c.split(".")[0] for c in size.columns if "." in c} == {"crops"}
+    assert {c.split(".")[0] for c in native.columns if "." in c} == {"tex", "scan", "mine"}
+    assert "ImageNet setting" in (tables / "reconstruction_model_size.md").read_text()
 
 
 def test_token_metrics_and_sensitivity(run):
@@ -143,14 +184,15 @@ def test_detail_table_covers_every_dataset(run):
     det = pd.read_csv(work / "results/tables/detail_statistics.csv").set_index("dataset")
     assert list(det.index) == ["tex", "scan", "mine", "crops", "qs"]
     assert det.loc["mine", "originals.edge_density_pct.n"] == 2  # broken file not scored
-    assert det.loc["tex", "originals.hf_energy_pct"] > det.loc["mine", "originals.hf_energy_pct"]
+    assert det.loc["tex", "originals.edge_density_pct"] > det.loc["mine", "originals.edge_density_pct"]
+    assert 20 < det.loc["mine", "originals.hf_energy_pct"] < 60
     assert "Dataset" in (work / "results/tables/detail_statistics.md").read_text()
 
 
 def test_trained_tokenizer_protocols_and_model_card(run):
     work, _ = run
     assert (work / "results/weights/small_vq/model.pt").exists()
-    rec = pd.read_csv(work / "results/tables/reconstruction.csv").set_index("model")
+    rec = reconstruction(work)
     assert 5 < rec.loc["small_vq", "tex.psnr"] < rec.loc["identity", "tex.psnr"]
     assert rec.loc["identity", "crops.psnr"] == math.inf  # scored against the protocol reference
     crop = np.asarray(Image.open(work / "results/recon/small_vq/crops/chelsea.png"))
@@ -249,7 +291,7 @@ def test_adding_a_model_runs_only_its_jobs_and_the_tables(run):
     # OCR of the originals is reused, not recomputed
     assert "results/ocr/tesseract/original/scan.csv" not in re.findall(r"output: (\S+)", plan)
     smk(work)
-    rec = pd.read_csv(work / "results/tables/reconstruction.csv").set_index("model")
+    rec = reconstruction(work)
     assert rec.loc["jpeg_q10", "tex.psnr"] < rec.loc["identity", "tex.psnr"]
 
 

@@ -12,6 +12,7 @@ import pytest
 import yaml
 from conftest import REPO, requires_tesseract
 from fake_openai import FakeOpenAI
+from result_tables import reconstruction, reconstruction_text
 
 pytestmark = [pytest.mark.workflow, requires_tesseract]
 
@@ -80,7 +81,7 @@ def test_full_chain_fills_the_tables(chain):
     posters = pd.read_csv(work / "results/datasets/movie_posters/manifest.csv")
     assert (posters["status"] == "ok").all()
     assert {"prompt", "api_model", "generated_at", "title", "slogan", "text"} <= set(posters)
-    rec = pd.read_csv(work / "results/tables/reconstruction.csv").set_index("model")
+    rec = reconstruction(work)
     assert rec.loc["identity", "scenes.psnr"] == math.inf
     # the fake "recreation" keeps 5 bits per channel: about 40 dB, better than JPEG q30
     assert 35 < rec.loc["gpt_image", "scenes.psnr"] < 50
@@ -118,7 +119,7 @@ def test_a_failing_item_is_recorded_and_the_run_goes_on(chain):
     assert list(broken["status"]) == ["error"]
     assert "no image after 1 attempts" in broken.loc[0, "reason"]
     assert "HTTP 500" in broken.loc[0, "reason"]
-    md = (work / "results/tables/reconstruction.md").read_text()
+    md = reconstruction_text(work)
     assert "0 of 1 items scored" in md and "no image after 1 attempts" in md
 
 

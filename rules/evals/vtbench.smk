@@ -60,10 +60,14 @@ rule reconstruction_table:
         if PLAN.fid_run
         else [],
     output:
-        report_table("reconstruction", "VTBench", "Reconstruction (Table 1)"),
+        [
+            f
+            for name in PLAN.reconstruction_tables
+            for f in report_table(name, "VTBench", "Reconstruction (Table 1)")
+        ],
     params:
         models=MODELS,
-        datasets=PLAN.recon_datasets,
+        tables=PLAN.reconstruction_tables,
         not_run=PLAN.not_run(PLAN.recon_datasets),
         protocols={d: config["datasets"][d]["protocol"] for d in PLAN.recon_datasets},
         bootstrap=config["tables"]["bootstrap"],
@@ -87,6 +91,17 @@ rule text_preservation_table:
         per_item=PLAN.pair_files(
             f"results/metrics/{{model}}/{{dataset}}/text_{PLAN.table_ocr}.csv", PLAN.text_datasets
         ),
+        quality=PLAN.pair_files(
+            "results/metrics/{model}/{dataset}/image_quality.csv", PLAN.text_datasets
+        ),
+        lpips=PLAN.pair_files("results/metrics/{model}/{dataset}/lpips.csv", PLAN.text_datasets)
+        if PLAN.lpips_run
+        else [],
+        distribution=PLAN.pair_files(
+            "results/metrics/{model}/{dataset}/distribution.csv", PLAN.text_datasets
+        )
+        if PLAN.fid_run
+        else [],
     output:
         report_table("text_preservation", "VTBench", "Text preservation (Table 3)"),
     params:
@@ -96,6 +111,9 @@ rule text_preservation_table:
         not_run=PLAN.not_run(PLAN.text_datasets),
         ocr=PLAN.table_ocr,
         bootstrap=config["tables"]["bootstrap"],
+        lpips=PLAN.metrics["lpips"]["enabled"],
+        fid=PLAN.metrics["fid"]["enabled"],
+        unavailable=PLAN.unavailable_metrics(),
     log:
         "logs/tables/text_preservation.log",
     resources:
@@ -112,10 +130,9 @@ rule ocr_robustness_table:
         manifests=expand("results/datasets/{dataset}/manifest.csv", dataset=PLAN.text_datasets),
         per_item=[
             f
-            for ocr in PLAN.ocr_engines
-            for f in PLAN.pair_files(
-                f"results/metrics/{{model}}/{{dataset}}/text_{ocr}.csv", PLAN.text_datasets
-            )
+            for d in PLAN.text_datasets
+            for ocr in PLAN.engines_for(d)
+            for f in PLAN.pair_files(f"results/metrics/{{model}}/{{dataset}}/text_{ocr}.csv", [d])
         ],
     output:
         report_table("ocr_robustness", "VTBench", "OCR robustness (Table 5)"),
@@ -123,7 +140,7 @@ rule ocr_robustness_table:
     params:
         models=MODELS,
         datasets=PLAN.text_datasets,
-        engines=PLAN.ocr_engines,
+        engines={d: PLAN.engines_for(d) for d in PLAN.text_datasets},
         langs={d: config["datasets"][d]["lang"] for d in PLAN.text_datasets},
         not_run=PLAN.not_run(PLAN.text_datasets),
         bootstrap=config["tables"]["bootstrap"],

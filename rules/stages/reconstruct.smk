@@ -15,9 +15,9 @@ for VARIANT, VARIANT_DATASETS, VARIANT_SCORERS in PLAN.pair_variants():
             weights=model_weights,
             # datasets.<name>.shards > 1: the shards ran as jobs of their own (reconstruct_shard)
             shards=lambda wc: PLAN.shard_files(wc.model, wc.dataset),
-            **PLAN.pair_inputs(VARIANT_SCORERS),
+            **PLAN.pair_inputs(VARIANT_SCORERS, PLAN.engines_for(VARIANT_DATASETS[0])),
         output:
-            **PLAN.pair_outputs(VARIANT_SCORERS),
+            **PLAN.pair_outputs(VARIANT_SCORERS, PLAN.engines_for(VARIANT_DATASETS[0])),
         wildcard_constraints:
             model=regex_of(MODELS),
             dataset=regex_of(VARIANT_DATASETS),

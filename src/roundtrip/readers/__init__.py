@@ -1,7 +1,8 @@
 """Readers: image -> text. One registry for every component that reads an image.
 
-- OCR engines (config ``ocr.engines.<name>.type``): ``tesseract`` (:mod:`.tesseract`, offline)
-  and ``vlm`` (:mod:`.vlm`, a chat model on an OpenAI-compatible endpoint);
+- OCR engines (config ``ocr.engines.<name>.type``): ``tesseract`` (:mod:`.tesseract`, offline),
+  ``rapidocr`` (:mod:`.rapidocr`, PP-OCRv4 in ONNX Runtime, offline) and ``vlm`` (:mod:`.vlm`, a
+  chat model on an OpenAI-compatible endpoint);
 - render judges (config ``audit.judge.type``): ``vlm``;
 - question answerers of VISTA-Bench (config ``vista.readers.<name>.type``): ``vlm``, ``ocr_llm``,
   ``ocr_solver`` (:mod:`.answerers`; the offline question family in :mod:`.question_family`).
@@ -23,13 +24,16 @@ import pandas as pd
 from roundtrip.core.imaging import ImageReadError, read_image
 from roundtrip.core.registry import build_registered
 from roundtrip.readers.answerers import ANSWERER_TYPES, build_answerer
+from roundtrip.readers.rapidocr import RapidOCR
 from roundtrip.readers.tesseract import OCRUnavailable, TesseractOCR, tesseract_package
 from roundtrip.readers.vlm import VlmJudge, VlmOCR
 
 log = logging.getLogger(__name__)
 
 #: OCR ``type`` -> engine class; ``vlm`` reads through an OpenAI-compatible chat endpoint.
-OCR_TYPES = {"tesseract": TesseractOCR, "vlm": VlmOCR}
+OCR_TYPES = {"tesseract": TesseractOCR, "rapidocr": RapidOCR, "vlm": VlmOCR}
+#: Keys of an ``ocr.engines`` entry that belong to the workflow, not to the engine's constructor.
+WORKFLOW_KEYS = ("datasets",)
 #: render judge ``type`` -> judge class (VISTA-Bench App. B.3).
 JUDGE_TYPES = {"vlm": VlmJudge}
 
@@ -40,7 +44,10 @@ def build_ocr(name: str, spec: dict):
     Raises:
         ValueError: unknown type or bad arguments (the message names the config key).
     """
-    return build_registered(OCR_TYPES, spec, f"ocr.engines.{name}", "OCR")
+    spec = {k: v for k, v in spec.items() if k not in WORKFLOW_KEYS}
+    engine = build_registered(OCR_TYPES, spec, f"ocr.engines.{name}", "OCR")
+    engine.config_key = f"ocr.engines.{name}"  # error messages name the entry
+    return engine
 
 
 def ocr_items(engine, items: list[tuple[str, Path, str]], threads: int = 1) -> pd.DataFrame:
@@ -66,6 +73,6 @@ def ocr_items(engine, items: list[tuple[str, Path, str]], threads: int = 1) -> p
     return pd.DataFrame(rows, columns=["item_id", "text", "status", "reason"])
 
 
-__all__ = ["ANSWERER_TYPES", "JUDGE_TYPES", "OCR_TYPES", "OCRUnavailable", "TesseractOCR",
+__all__ = ["ANSWERER_TYPES", "JUDGE_TYPES", "OCR_TYPES", "OCRUnavailable", "RapidOCR", "TesseractOCR",
            "VlmJudge", "VlmOCR",
            "build_answerer", "build_ocr", "ocr_items", "tesseract_package"]

@@ -64,7 +64,38 @@ def check_config(config: dict) -> None:
                 raise ConfigError(f"datasets.{name}.images: not bundled with scikit-image: {unknown}; "
                                   f"choose from {sorted(SKIMAGE_BUNDLED)}")
     _check_metrics(config)
+    _check_ocr_datasets(config)
     _check_vista(config)
+
+
+def _check_ocr_datasets(config: dict) -> None:
+    """``ocr.engines.<name>.datasets`` names text sets; each engine reads their languages; the
+    text-preservation table's engine (``tables.ocr_engine``) reads every text set."""
+    from roundtrip.readers import OCRUnavailable
+
+    engines = config.get("ocr", {}).get("engines", {})
+    datasets = config.get("datasets", {})
+    text_sets = [d for d, spec in datasets.items() if spec.get("text_eval")]
+    for name, spec in engines.items():
+        chosen = spec.get("datasets")
+        unknown = [d for d in chosen or [] if d not in datasets]
+        if unknown:
+            raise ConfigError(f"ocr.engines.{name}.datasets: unknown datasets {unknown}")
+        engine = build_ocr(name, spec)
+        if not hasattr(engine, "languages"):
+            continue
+        for d in chosen or text_sets:
+            try:
+                engine.check([datasets[d].get("lang", "eng")])
+            except OCRUnavailable as exc:
+                raise ConfigError(f"ocr.engines.{name}.datasets: {d} ({datasets[d].get('lang', 'eng')}): "
+                                  f"{exc}") from exc
+    table_engine = config.get("tables", {}).get("ocr_engine") or next(iter(engines), None)
+    chosen = (engines.get(table_engine) or {}).get("datasets")
+    missed = [d for d in text_sets if chosen and d not in chosen]
+    if missed:
+        raise ConfigError(f"ocr.engines.{table_engine}.datasets: the text-preservation table's "
+                          f"engine (tables.ocr_engine) must read every text set; missing {missed}")
 
 
 def _check_vista(config: dict) -> None:
@@ -86,6 +117,13 @@ def _check_vista(config: dict) -> None:
             if engine not in engines:
                 raise ConfigError(f"vista.readers.{name}.ocr: {engine!r} is not an entry of "
                                   f"ocr.engines (known: {sorted(engines)})")
+            limited = engines[engine].get("datasets")
+            missed = [d for d in vista.get("datasets") or
+                      [d for d, s in datasets.items() if s["type"] in QUESTION_TYPES]
+                      if limited and d not in limited]
+            if missed:
+                raise ConfigError(f"vista.readers.{name}.ocr: {engine} does not read {missed} "
+                                  f"(ocr.engines.{engine}.datasets)")
     unknown = [m for m in vista.get("models") or [] if m not in config.get("models", {})]
     if unknown:
         raise ConfigError(f"vista.models: unknown models {unknown}")

@@ -178,6 +178,13 @@ class Plan:
         return [d for d in self.datasets if (d in chosen if chosen else
                                              self.config["datasets"][d]["type"] in QUESTION_TYPES)]
 
+    def engines_for(self, dataset: str) -> list[str]:
+        """OCR engines that read ``dataset``: those whose ``ocr.engines.<name>.datasets`` names
+        it, or that have no ``datasets`` key (they read every text set)."""
+        engines = self.config["ocr"]["engines"]
+        return [e for e in self.ocr_engines
+                if dataset in (engines[e].get("datasets") or [dataset])]
+
     def reader_ocr(self, reader: str) -> str | None:
         """The OCR engine a reader answers from (OCR reader types), else None."""
         spec = self.vista_readers[reader]
@@ -325,16 +332,18 @@ class Plan:
         """The per-pair scorers that run in the reconstruction job of an image dataset, with
         their options: what the evaluations covering the set need from its reconstructions.
 
-        - ``image_quality`` (VTBench Table 1, MediBench 2D): image and medical 2D sets;
-        - ``perceptual`` (LPIPS, FID/KID): image sets, when a weight file is in the cache;
+        - ``image_quality`` (VTBench Tables 1 and 3, MediBench 2D): image, text and medical 2D
+          sets;
+        - ``perceptual`` (LPIPS, FID/KID): image and text sets, when a weight file is in the
+          cache;
         - ``tokens`` (CHD, CMMS): ``metrics.tokens.datasets``;
         - ``text`` (OCR, CER/WER; VTBench Table 3): sets with ``text_eval``;
         - ``latent_utility`` (MediBench): labeled medical 2D sets.
         """
         role, out = self.roles[dataset], {}
-        if role in (IMAGES, MEDICAL_2D):
+        if role in (IMAGES, TEXT, MEDICAL_2D):
             out["image_quality"] = {}
-        if role == IMAGES and self.perceptual_run:
+        if role in (IMAGES, TEXT) and self.perceptual_run:
             out["perceptual"] = {"lpips": self.metrics["lpips"], "fid": self.metrics["fid"],
                                  "cache": self.metrics["weights_cache"]}
         if dataset in self.token_datasets:
@@ -342,9 +351,10 @@ class Plan:
                              "spec": self.spec_of(self.token_reference),
                              "size": self.tokens["size"], "cmms": self.cmms_file}
         if dataset in self.text_datasets:
-            out["text"] = {"engines": dict(self.config["ocr"]["engines"]),
+            engines = self.engines_for(dataset)
+            out["text"] = {"engines": {e: self.config["ocr"]["engines"][e] for e in engines},
                            "ocr_original": {e: f"results/ocr/{e}/original/{dataset}.csv"
-                                            for e in self.ocr_engines},
+                                            for e in engines},
                            "lang": self.config["datasets"][dataset]["lang"],
                            "normalization": self.config["ocr"]["normalization"]}
         if dataset in self.latent_datasets and role == MEDICAL_2D:
@@ -362,8 +372,10 @@ class Plan:
         return medical["latent_utility"] | {"patch": self.config["datasets"][dataset].get("patch"),
                                             "axis": medical["axis"]}
 
-    def pair_inputs(self, scorers: tuple[str, ...]) -> dict[str, str | list[str]]:
-        """Inputs the scorers add to a pair's job, beside the manifest and model weights."""
+    def pair_inputs(self, scorers: tuple[str, ...], engines: list[str] | None = None
+                    ) -> dict[str, str | list[str]]:
+        """Inputs the scorers add to a pair's job, beside the manifest and model weights;
+        ``engines``: the OCR engines of its datasets (default all)."""
         out: dict[str, str | list[str]] = {}
         if "perceptual" in scorers:
             out["metric_weights"] = (self.metric_weights("metrics.lpips")
@@ -372,12 +384,13 @@ class Plan:
             out |= {"tokenizer": self.weights_of(self.token_reference), "cmms": self.cmms_file}
         if "text" in scorers:
             out |= {f"ocr_original_{e}": f"results/ocr/{e}/original/{{dataset}}.csv"
-                    for e in self.ocr_engines}
+                    for e in (self.ocr_engines if engines is None else engines)}
         return out
 
-    def pair_outputs(self, scorers: tuple[str, ...]) -> dict[str, str]:
+    def pair_outputs(self, scorers: tuple[str, ...], engines: list[str] | None = None
+                     ) -> dict[str, str]:
         """Files a pair's job writes (patterns in ``{model}``, ``{dataset}``): ``status`` and
-        every frame of the scorers, by output name."""
+        every frame of the scorers, by output name; ``engines`` as in :meth:`pair_inputs`."""
         metrics = "results/metrics/{model}/{dataset}"
         out = {"status": "results/recon/{model}/{dataset}/status.csv"}
         files = {"image_quality": ["image_quality", "set"], "perceptual": ["lpips", "distribution"],
@@ -385,7 +398,7 @@ class Plan:
         for name in scorers:
             out |= {key: f"{metrics}/{key}.csv" for key in files.get(name, [])}
             if name == "text":
-                for e in self.ocr_engines:
+                for e in (self.ocr_engines if engines is None else engines):
                     out[f"ocr_{e}"] = f"results/ocr/{e}/{{model}}/{{dataset}}.csv"
                     out[f"text_{e}"] = f"{metrics}/text_{e}.csv"
         return out
@@ -394,13 +407,20 @@ class Plan:
         """``(rule name, datasets, scorers)``: one reconstruction rule per distinct set of
         scorers, since a rule's outputs are fixed. ``reconstruct`` scores image quality only;
         ``reconstruct_tokens``, ``reconstruct_text``... add the named scorers to it, and a
-        ``_only`` suffix marks a variant without image quality (rendered text sets)."""
-        groups: dict[tuple[str, ...], list[str]] = {}
+        ``_only`` suffix marks a variant without image quality. Text sets read by some of the
+        OCR engines only (``ocr.engines.<name>.datasets``) get a rule of their own, named with
+        those engines (``reconstruct_text_tesseract``); :meth:`engines_for` its first dataset
+        gives them."""
+        groups: dict[tuple, list[str]] = {}
         for d in self.image_datasets:
-            groups.setdefault(tuple(self.pair_scorers(d)), []).append(d)
+            scorers = tuple(self.pair_scorers(d))
+            engines = tuple(self.engines_for(d)) if "text" in scorers else ()
+            groups.setdefault((scorers, engines), []).append(d)
         variants = []
-        for scorers, datasets in groups.items():
+        for (scorers, engines), datasets in groups.items():
             extra = [s for s in scorers if s != "image_quality"]
+            if engines and list(engines) != self.ocr_engines:
+                extra += list(engines)
             name = "_".join(["reconstruct", *extra]) + ("" if "image_quality" in scorers
                                                        else "_only")
             variants.append((name, datasets, scorers))
@@ -477,11 +497,20 @@ class Plan:
                 for key, name in metric_weight_names(self.metrics).items()
                 if not self.metric_weights(key)}
 
+    @cached_property
+    def reconstruction_tables(self) -> dict[str, list[str]]:
+        """VTBench Table 1, one table per setting with datasets: ``reconstruction_model_size``,
+        ``reconstruction_1024``, ``reconstruction_native`` -> their datasets."""
+        from roundtrip.evals.vtbench.tables import reconstruction_tables
+
+        return reconstruction_tables({d: self.config["datasets"][d]["protocol"]
+                                      for d in self.recon_datasets})
+
     # -- targets ---------------------------------------------------------------------------------
     @cached_property
     def tables(self) -> list[str]:
         """Names of the tables this config produces."""
-        names = ["reconstruction", "detail_statistics", "model_card"]
+        names = [*self.reconstruction_tables, "detail_statistics", "model_card"]
         if self.text_datasets:
             names += ["text_preservation", "ocr_robustness", "ocr_rank_agreement"]
         if self.token_reference:

@@ -33,7 +33,6 @@ from roundtrip.datasets.vista import (
     prompt_text,
     question_extra,
     question_id,
-    write_item_images,
 )
 from roundtrip.readers.question_family import generate
 

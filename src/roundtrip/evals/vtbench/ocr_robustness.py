@@ -52,9 +52,18 @@ def robustness_key(dataset: str, engine: str) -> str:
     return f"{dataset}/{engine}"
 
 
-def robustness_columns(datasets: list[str], engines: list[str], cer_only: set[str]) -> list:
-    """Columns of the per-dataset robustness table: CER (and WER where defined) of each engine,
-    grouped by dataset.
+def _engines_of(engines: list[str] | dict[str, list[str]], dataset: str) -> list[str]:
+    return list(engines[dataset] if isinstance(engines, dict) else engines)
+
+
+def robustness_columns(datasets: list[str], engines: list[str] | dict[str, list[str]],
+                       cer_only: set[str]) -> list:
+    """Columns of the per-dataset robustness table: CER (and WER where defined) of each engine
+    that reads the dataset, grouped by dataset.
+
+    Args:
+        engines: the engines of every dataset, or ``dataset -> engines reading it``
+            (``ocr.engines.<name>.datasets``).
 
     Returns:
         ``roundtrip.tables.Column`` list; ``Column.dataset`` is :func:`robustness_key`.
@@ -62,21 +71,22 @@ def robustness_columns(datasets: list[str], engines: list[str], cer_only: set[st
     from roundtrip.tables import metric_column
 
     return [metric_column(robustness_key(d, e), m, group=f"{d} ({e})")
-            for d in datasets for e in engines
+            for d in datasets for e in _engines_of(engines, d)
             for m in (("cer",) if d in cer_only else ("cer", "wer"))]
 
 
-def agreement_per_dataset(means: pd.DataFrame, datasets: list[str], engines: list[str]
-                          ) -> pd.DataFrame:
+def agreement_per_dataset(means: pd.DataFrame, datasets: list[str],
+                          engines: list[str] | dict[str, list[str]]) -> pd.DataFrame:
     """:func:`rank_agreement` for each dataset, with a ``dataset`` column first.
 
     Args:
         means: one row per model, columns ``{dataset}/{engine}.{metric}`` (the robustness
             table's CSV means).
+        engines: as in :func:`robustness_columns`.
     """
     parts = []
     for d in datasets:
-        cols = {f"{robustness_key(d, e)}.{m}": f"{e}.{m}" for e in engines
+        cols = {f"{robustness_key(d, e)}.{m}": f"{e}.{m}" for e in _engines_of(engines, d)
                 for m in ("cer", "wer") if f"{robustness_key(d, e)}.{m}" in means}
         part = rank_agreement(means[list(cols)].rename(columns=cols))
         part.insert(0, "dataset", d)
@@ -117,8 +127,8 @@ def rank_agreement(means: pd.DataFrame, metrics: tuple[str, ...] = ("cer", "wer"
                 row |= {"kendall_tau": float(res.statistic), "p_value": float(res.pvalue)}
             rows.append(row)
     if not rows:
-        note = ("rank agreement needs two OCR engines (ocr.engines); this config has "
-                f"{len(engines)}: {', '.join(engines) or 'none'}")
+        note = ("rank agreement needs two OCR engines reading the dataset (ocr.engines, "
+                f"and their datasets key); it has {len(engines)}: {', '.join(engines) or 'none'}")
         rows.append({"engine_a": engines[0] if engines else "", "engine_b": "", "metric": "",
                      "kendall_tau": math.nan, "p_value": math.nan, "n_models": len(means),
                      "note": note})
