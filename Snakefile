@@ -11,9 +11,19 @@ min_version("8.0")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 
-configfile: "config.yaml"
+# --configfile my.yaml replaces the showcase instead of being merged into it (Snakemake's
+# default); --config key=value overrides still apply to whichever file is used.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
 
 
+from roundtrip.workflow.checks import schema_problem
+
+# A bad config stops here, before any job, with a short message whose first line names the key
+# (Snakemake's own validation error prints the schema); validate() then fills the defaults.
+if _problem := schema_problem(config, str(Path(workflow.basedir) / "config.schema.yaml")):
+    sys.exit(_problem)
 validate(config, "config.schema.yaml")
 
 

@@ -3,11 +3,15 @@
 import sys
 import time
 
+from roundtrip.core.config import ConfigError
 from roundtrip.workflow.checks import check_config
 from roundtrip.workflow.plan import Plan, regex_of, table_files
 
 RUN_STARTED = time.time()
-check_config(config)
+try:
+    check_config(config)
+except ConfigError as exc:  # the message's first line names the key; no traceback
+    sys.exit(str(exc))
 # workflow.cores is unset on a cluster (executor plugins), where the plan does without it.
 PLAN = Plan(config, cores=getattr(workflow, "cores", None))
 MODELS = PLAN.models

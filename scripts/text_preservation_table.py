@@ -15,7 +15,8 @@ manifests = dict(zip(smk.params.datasets, smk.input.manifests))
 has_gt, cer_only = text_dataset_kinds(manifests, smk.params.langs)
 files = {}
 for kind, paths in (("item", smk.input.per_item), ("quality", smk.input.quality),
-                    ("lpips", smk.input.lpips), ("distribution", smk.input.distribution)):
+                    ("quality_set", smk.input.quality_set), ("lpips", smk.input.lpips),
+                    ("distribution", smk.input.distribution)):
     for p in map(Path, paths):  # results/metrics/{model}/{dataset}/<file>
         files[(p.parent.parent.name, p.parent.name, kind)] = str(p)
 unavailable = dict(smk.params.unavailable)

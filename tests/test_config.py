@@ -1,7 +1,9 @@
 """A bad config fails before any work, naming the key."""
 import copy
+import re
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
@@ -123,3 +125,90 @@ def test_missing_weights_fail_early_in_an_explicit_config(default_config, tmp_pa
         check_config(default_config)
     default_config["metrics"]["fid"]["enabled"] = False
     check_config(default_config)  # nothing left that needs weights
+
+
+# -- issue 24: a bad config fails in seconds with a short message whose first line is the key --
+def _snakemake_n(tmp_path, config_text: str):
+    (tmp_path / "c.yaml").write_text(config_text)
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+                           "--configfile", "c.yaml", "--cores", "1", "-n"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    return proc, time.perf_counter() - t
+
+
+def _message(proc) -> list[str]:
+    """The lines of a failed run, without Snakemake's note on the workflow profile."""
+    return [line for line in (proc.stderr + proc.stdout).splitlines()
+            if line.strip() and not line.startswith("Using workflow specific profile")]
+
+
+MINIMAL = {"datasets": {"n": {"type": "skimage", "images": ["astronaut"]}},
+           "models": {"identity": {"type": "identity"}},
+           "metrics": {"missing_weights": "n/a"}}
+
+
+@pytest.mark.parametrize("mutate,first", [
+    (lambda c: c["models"].update(jpeg_bad={"type": "jpeg", "quality": 500}),
+     "models.jpeg_bad.quality: 500 is greater than the maximum of 100"),
+    (lambda c: c["models"].update(jpeg_bad={"type": "jpeg", "quality": 0}),
+     "models.jpeg_bad.quality: 0 is less than the minimum of 1"),
+    (lambda c: c["models"].update(s={"type": "small", "family": "XQ"}), "models.s.family: 'XQ'"),
+    (lambda c: c["datasets"]["n"].update(shard=2), "datasets.n: Additional properties"),
+    (lambda c: c["datasets"].update(f={"type": "folder"}), "datasets.f: 'path' is a required"),
+    (lambda c: c["datasets"].update(f={"type": "folder", "path": "/no/such/folder"}),
+     "datasets.f.path: /no/such/folder is not a directory"),
+    (lambda c: c["datasets"].update(v={"type": "nifti", "path": "/no/such"}),
+     "datasets.v.path: /no/such "),
+    (lambda c: c["datasets"]["n"].update(images=["lena"]), "datasets.n.images: not bundled"),
+    (lambda c: c.update(limits={"max_pixels": 0}), "limits.max_pixels: 0 is less than the minimum"),
+    (lambda c: c["metrics"].update(lpips=3), "metrics.lpips: 3 is not of type 'object'"),
+    (lambda c: c.update(colour="blue"), "config: Additional properties are not allowed"),
+    (lambda c: c["ocr"]["engines"].update(v={"type": "vlm"}) if "ocr" in c else
+     c.update(ocr={"engines": {"v": {"type": "vlm"}}}), "ocr.engines.v: 'endpoint' is a required"),
+    (lambda c: c["models"].update(original={"type": "identity"}), "models.original: the name"),
+])
+def test_bad_configs_fail_fast_with_the_key_first(tmp_path, mutate, first):
+    config = copy.deepcopy(MINIMAL)
+    mutate(config)
+    proc, seconds = _snakemake_n(tmp_path, yaml.safe_dump(config))
+    lines = _message(proc)
+    assert proc.returncode != 0
+    assert lines and lines[0].startswith(first), lines[:3]
+    assert len(lines) < 15 and seconds < 5, (len(lines), seconds)
+    assert not (tmp_path / "results").exists()
+
+
+def test_empty_folder_is_caught_before_any_job(tmp_path):
+    (tmp_path / "photos").mkdir()
+    (tmp_path / "photos" / "readme.txt").write_text("no images here")
+    config = copy.deepcopy(MINIMAL)
+    config["datasets"]["mine"] = {"type": "folder", "path": str(tmp_path / "photos")}
+    proc, _ = _snakemake_n(tmp_path, yaml.safe_dump(config))
+    assert _message(proc)[0].startswith(f"datasets.mine.path: {tmp_path / 'photos'} holds no image")
+
+
+def test_configfile_replaces_the_showcase(tmp_path):
+    """--configfile my.yaml is the whole config, not merged into the shipped config.yaml."""
+    proc, _ = _snakemake_n(tmp_path, yaml.safe_dump(MINIMAL))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    total = re.search(r"^total\s+(\d+)", proc.stdout, re.M)
+    assert total and int(total.group(1)) < 10, proc.stdout[-1500:]
+    assert "natural_256" not in proc.stdout
+
+
+def test_check_config_gives_the_line_of_a_yaml_error(tmp_path, capsys):
+    from roundtrip.cli import main
+
+    (tmp_path / "my.yaml").write_text("datasets:\n  n: {type: skimage, images: [astronaut]\n"
+                                      "models:\n  identity: {type: identity}\n")
+    assert main(["check-config", str(tmp_path / "my.yaml")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert re.match(rf"{re.escape(str(tmp_path / 'my.yaml'))}:3:\d+: YAML syntax error", err)
+    (tmp_path / "ok.yaml").write_text(yaml.safe_dump(MINIMAL))
+    assert main(["check-config", str(tmp_path / "ok.yaml")]) == 0
+    config = copy.deepcopy(MINIMAL)
+    config["models"]["j"] = {"type": "jpeg", "quality": 500}
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(config))
+    assert main(["check-config", str(tmp_path / "bad.yaml")]) == 1
+    assert capsys.readouterr().err.startswith("models.j.quality: 500 is greater than the maximum")

@@ -23,7 +23,7 @@ ALLOWED = {
     "evals": {"core", "metrics", "models", "readers", "datasets", "stages", "tables", "api"},
     "workflow": {"core", "metrics", "models", "readers", "datasets", "stages", "tables", "api",
                  "evals", "render"},
-    "cli": {"core"},
+    "cli": {"core", "workflow"},  # check-config runs the workflow's checks
 }
 
 

@@ -59,8 +59,23 @@ def test_inf_cells_and_escape(tmp_path):
     table = build_table("t", "T", ["identity"], [Column("d", "psnr", "PSNR", 2)],
                         {("identity", "d", "item"): str(p)})
     _, md, _ = write_table(table, tmp_path)
-    assert "| identity | inf [inf, inf] |" in md.read_text()
+    assert "| identity | inf [inf, inf] [1] |" in md.read_text()  # an inf cell has a footnote
+    assert "[1] d: 2 of 2 items reconstructed exactly (PSNR = inf)" in md.read_text()
     assert tex_escape("a_b & 50%") == r"a\_b \& 50\%"
+
+
+def test_a_mean_made_infinite_by_one_exact_item_says_so(tmp_path):
+    """A blank page reconstructed exactly by a lossy codec: the mean reads inf, and the footnote
+    counts the exact items and gives the mean of the others."""
+    p = tmp_path / "i.csv"
+    pd.DataFrame({"item_id": ["blank", "b", "c"], "status": ["ok", "ok", "error"],
+                  "reason": ["", "", "broken"], "psnr": [math.inf, 28.4, math.nan]}).to_csv(p, index=False)
+    table = build_table("t", "T", ["jpeg"], [Column("d", "psnr", "PSNR", 2)],
+                        {("jpeg", "d", "item"): str(p)})
+    _, md, _ = write_table(table, tmp_path)
+    text = md.read_text()
+    assert "| jpeg | inf [28.40, inf] [1][2] |" in text
+    assert "1 of 2 items reconstructed exactly (PSNR = inf); mean of the other 1: 28.40 dB" in text
 
 
 def test_all_unsupported_is_a_dash_with_reason(tmp_path):

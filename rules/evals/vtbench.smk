@@ -94,6 +94,7 @@ rule text_preservation_table:
         quality=PLAN.pair_files(
             "results/metrics/{model}/{dataset}/image_quality.csv", PLAN.text_datasets
         ),
+        quality_set=PLAN.pair_files("results/metrics/{model}/{dataset}/set.csv", PLAN.text_datasets),
         lpips=PLAN.pair_files("results/metrics/{model}/{dataset}/lpips.csv", PLAN.text_datasets)
         if PLAN.lpips_run
         else [],

@@ -2,11 +2,14 @@
 
     roundtrip weights list  [--cache DIR]          what the metrics need and what is present
     roundtrip weights fetch [NAME ...] [--cache DIR]  download (all by default) and verify
+    roundtrip check-config FILE [--schema PATH]    YAML (with the line), schema and cross-key
+                                                    checks of a config, before any run
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from roundtrip.core import weights
 
@@ -31,6 +34,21 @@ def _fetch(args) -> int:
     return 1 if failed else 0
 
 
+#: The schema beside the Snakefile (a checkout or an editable install).
+SCHEMA = Path(__file__).resolve().parents[2] / "config.schema.yaml"
+
+
+def _check_config(args) -> int:
+    from roundtrip.workflow.checks import check_file
+
+    problem = check_file(args.file, args.schema)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 1
+    print(f"{args.file}: ok")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``roundtrip`` console script; returns the exit status."""
     parser = argparse.ArgumentParser(prog="roundtrip")
@@ -44,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         if action == "fetch":
             p.add_argument("names", nargs="*", help=f"any of {sorted(weights.REGISTRY)}")
         p.set_defaults(func=func)
+    c = sub.add_parser("check-config", help="check a config file as the workflow would, "
+                                            "with the line of a YAML error")
+    c.add_argument("file")
+    c.add_argument("--schema", default=str(SCHEMA))
+    c.set_defaults(func=_check_config)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -26,10 +26,47 @@ IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 #: zlib level of PNGs written once per model (reconstructions): fast, same pixels.
 FAST_PNG = 1
+#: Default of config ``limits.max_pixels``: larger images are refused before decoding (a
+#: 1.7 MB PNG can declare 30000 x 30000 pixels: 5.4 GB as 16-bit RGB).
+DEFAULT_MAX_PIXELS = 100_000_000
+_limits = {"max_pixels": DEFAULT_MAX_PIXELS}
+# Pillow's own bomb check raises at twice its limit inside Image.open, with a message that does
+# not give the size; roundtrip checks every header against limits.max_pixels instead.
+Image.MAX_IMAGE_PIXELS = None
 
 
 class ImageReadError(ValueError):
-    """A file could not be decoded as an image; the message says why."""
+    """A file could not be decoded as an image; the message says why, in one stable line."""
+
+
+def set_max_pixels(max_pixels: int) -> None:
+    """The pixel limit (width x height) every later :func:`decode_image` applies before
+    decoding; the workflow sets it from config ``limits.max_pixels``.
+
+    Raises:
+        ValueError: ``max_pixels`` < 1.
+    """
+    if int(max_pixels) < 1:
+        raise ValueError(f"max_pixels must be >= 1, got {max_pixels}")
+    _limits["max_pixels"] = int(max_pixels)
+
+
+def one_line(text: object) -> str:
+    """A reason fit for a manifest cell and a footnote: one line, no object addresses (which
+    change between runs), at most 300 characters."""
+    import re
+
+    line = " ".join(str(text).split())
+    line = re.sub(r"<([\w.]+) object at 0x[0-9a-fA-F]+>", r"<\1>", line)
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+def _check_pixels(width: int, height: int, path: Path) -> None:
+    limit = _limits["max_pixels"]
+    if width * height > limit:
+        raise ImageReadError(f"{path.name}: declares {width} x {height} pixels "
+                             f"({width * height / 1e6:.0f} MP), above limits.max_pixels "
+                             f"({limit / 1e6:.0f} MP); not decoded")
 
 
 def read_image(path: str | Path) -> np.ndarray:
@@ -63,18 +100,28 @@ def decode_image(data: bytes, path: str | Path = "image") -> np.ndarray:
         ``uint8`` or ``uint16`` array of shape ``(H, W, 3)``.
 
     Raises:
-        ImageReadError: not a decodable image.
+        ImageReadError: not a decodable image, or larger than ``limits.max_pixels``
+            (:func:`set_max_pixels`; checked from the header, before decoding).
     """
     path = Path(path)
     if data[:8] == _PNG_SIGNATURE and _png_bit_depth(data) == 16:
+        _check_pixels(*_png_size(data), path)
         return _read_png16(data, path)
     try:
         with Image.open(io.BytesIO(data)) as im:
+            _check_pixels(*im.size, path)  # the header only: nothing is decoded yet
             im.load()
             im = ImageOps.exif_transpose(im)
             return _pil_to_rgb(im, path)
-    except (UnidentifiedImageError, OSError, SyntaxError) as exc:
-        raise ImageReadError(f"cannot decode {path.name}: {exc}") from exc
+    except Image.DecompressionBombError as exc:
+        raise ImageReadError(f"{path.name}: {one_line(exc)}") from exc
+    except UnidentifiedImageError as exc:  # its message holds a BytesIO's address
+        raise ImageReadError(f"cannot decode {path.name}: not a recognised image format "
+                             "(PNG, JPEG, TIFF, BMP, WebP, GIF)") from exc
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as exc:
+        if isinstance(exc, ImageReadError):
+            raise
+        raise ImageReadError(f"cannot decode {path.name}: {one_line(exc)}") from exc
 
 
 def _png_bit_depth(data: bytes) -> int:
@@ -82,12 +129,19 @@ def _png_bit_depth(data: bytes) -> int:
     return data[24] if len(data) > 24 else 0
 
 
+def _png_size(data: bytes) -> tuple[int, int]:
+    # IHDR: width at bytes 16-19, height at 20-23, big-endian
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
 def _read_png16(data: bytes, path: Path) -> np.ndarray:
+    import zlib
+
     try:
         width, height, rows, info = png.Reader(bytes=data).asDirect()
         arr = np.vstack([np.asarray(r, dtype=np.uint16) for r in rows])
-    except (png.FormatError, png.ChunkError, ValueError) as exc:
-        raise ImageReadError(f"cannot decode 16-bit PNG {path.name}: {exc}") from exc
+    except (png.Error, ValueError, zlib.error, EOFError) as exc:
+        raise ImageReadError(f"cannot decode 16-bit PNG {path.name}: {one_line(exc)}") from exc
     planes = info["planes"]
     arr = arr.reshape(height, width, planes)
     has_alpha = info.get("alpha", False)

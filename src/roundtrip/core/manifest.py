@@ -57,14 +57,14 @@ def write_dataset(items: list[Item], out_dir: str | Path) -> pd.DataFrame:
         out_dir: dataset folder, created if missing.
 
     Returns:
-        The manifest as a DataFrame.
-
-    Raises:
-        ValueError: duplicate item ids.
+        The manifest as a DataFrame; items whose id collided with an earlier one are renamed
+        (:func:`unique_ids`) and say so in a ``notes`` column.
     """
     out_dir = Path(out_dir)
     (out_dir / "images").mkdir(parents=True, exist_ok=True)
-    check_unique_ids([it.item_id for it in items])
+    for it, note in zip(items, unique_ids(items)):
+        if note:
+            it.extra = (it.extra or {}) | {"notes": note}
     rows = []
     for it in items:
         row = {"item_id": it.item_id, "kind": "image", "depth": "", "source": it.source}
@@ -78,6 +78,33 @@ def write_dataset(items: list[Item], out_dir: str | Path) -> pd.DataFrame:
         row.update(it.extra or {})
         rows.append(row)
     return write_manifest(rows, out_dir)
+
+
+def unique_ids(items: list) -> list[str]:
+    """Rename, in place, every item whose ``item_id`` an earlier item already has, to
+    ``{id}__2``, ``{id}__3``... (the first free one), so one file's name never costs another
+    file its item.
+
+    Args:
+        items: objects with a mutable ``item_id`` and a ``source`` (what the note names).
+
+    Returns:
+        Per item, ``""`` or the note recording the rename.
+    """
+    seen = {it.item_id for it in items}
+    taken, notes = set(), []
+    for it in items:
+        if it.item_id not in taken:
+            taken.add(it.item_id)
+            notes.append("")
+            continue
+        k, old = 2, it.item_id
+        while f"{old}__{k}" in taken or f"{old}__{k}" in seen:
+            k += 1
+        it.item_id = f"{old}__{k}"
+        taken.add(it.item_id)
+        notes.append(f"item id {old!r} already taken by another source; renamed {it.item_id!r}")
+    return notes
 
 
 def check_unique_ids(ids: list[str]) -> None:

@@ -155,21 +155,27 @@ def build_dataset(name: str, spec: dict, out_dir: str | Path) -> pd.DataFrame:
     Args:
         name: dataset name (config key).
         spec: the ``datasets.<name>`` entry (rendered sets also carry the ``render`` and
-            ``audit`` sections); optional ``lang`` is written to every row that has no
-            language of its own.
+            ``audit`` sections, every set the ``limits`` section); optional ``lang`` is written
+            to every row that has no language of its own.
 
     Returns:
         The manifest written to ``out_dir/manifest.csv``.
 
     Raises:
         ValueError: unknown type (the message names ``datasets.<name>.type``); a builder's
-            own errors (a missing folder, duplicate ids) propagate.
+            own errors (a missing folder) propagate. Colliding item ids are renamed, not fatal.
     """
     from roundtrip.core.manifest import write_dataset
+
+    from roundtrip.core.imaging import DEFAULT_MAX_PIXELS, set_max_pixels
+    from roundtrip.datasets.volumes import DEFAULT_MAX_VOXELS, set_max_voxels
 
     kind = spec["type"]
     if kind not in DATASET_TYPES:
         raise ValueError(f"datasets.{name}.type: unknown dataset type '{kind}'")
+    limits = spec.get("limits") or {}  # config limits: checked before any file is decoded
+    set_max_pixels(limits.get("max_pixels") or DEFAULT_MAX_PIXELS)
+    set_max_voxels(limits.get("max_voxels") or DEFAULT_MAX_VOXELS)
     module, func = DATASET_TYPES[kind].builder.split(":")
     if is_volume_spec(spec):  # a medmnist set with dims: 3
         module, func = _VOLUME.builder.split(":")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from pathlib import Path
 
-from roundtrip.core.imaging import IMAGE_EXTENSIONS, ImageReadError, read_image
+from roundtrip.core.imaging import IMAGE_EXTENSIONS, ImageReadError, one_line, read_image
 from roundtrip.core.manifest import Item, safe_item_id
 
 log = logging.getLogger(__name__)
@@ -26,8 +27,9 @@ def list_image_files(root: str | Path) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"dataset folder {root} does not exist or is not a directory")
+    # a broken symbolic link is listed too: it becomes an error item, not a silent omission
     return sorted(p for p in root.rglob("*")
-                  if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
+                  if (p.is_file() or p.is_symlink()) and p.suffix.lower() in IMAGE_EXTENSIONS
                   and not any(part.startswith(".") for part in p.relative_to(root).parts))
 
 
@@ -45,10 +47,16 @@ def folder_items(root: str | Path) -> list[Item]:
             item_id = f"{item_id}_{f.suffix.lstrip('.').lower()}"
         seen.add(item_id)
         try:
+            if f.is_symlink() and not f.exists():
+                raise ImageReadError(f"{rel}: broken symbolic link to {os.readlink(f)}")
             items.append(Item(item_id, f"folder:{rel}", image=read_image(f)))
         except ImageReadError as exc:
             log.warning("item %s: %s", item_id, exc)
-            items.append(Item(item_id, f"folder:{rel}", reason=str(exc)))
+            items.append(Item(item_id, f"folder:{rel}", reason=one_line(exc)))
+        except MemoryError:
+            log.warning("item %s: out of memory decoding %s", item_id, rel)
+            items.append(Item(item_id, f"folder:{rel}",
+                              reason=f"{rel}: out of memory while decoding; lower limits.max_pixels"))
     return items
 
 
@@ -63,7 +71,7 @@ def folder_fingerprint(root: str | Path) -> str:
         return "missing"
     h = hashlib.sha256()
     for f in files:
-        st = f.stat()
+        st = f.stat() if f.exists() else f.lstat()  # a broken link: stat the link itself
         h.update(f"{f.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     return h.hexdigest()[:16]
 

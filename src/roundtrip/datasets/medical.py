@@ -29,16 +29,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roundtrip.core.imaging import one_line
 from roundtrip.core.manifest import (
     Item,
-    check_unique_ids,
     safe_item_id,
     sha256_file,
+    unique_ids,
     write_manifest,
 )
 from roundtrip.datasets.volumes import (
     VolumeError,
     bundled_nifti,
+    constant_note,
     load_volume,
     on_grid,
     synthetic_volume,
@@ -284,6 +286,9 @@ def _load(src: VolumeSource, volume_index: int, nonfinite: str):
     if src.path is not None:
         vol = load_volume(src.path, volume_index=volume_index, nonfinite=nonfinite)
         return vol.data, vol.affine, vol.spacing, vol.source_dtype, vol.notes
+    if np.asarray(src.array).dtype.kind not in "biuf":
+        raise VolumeError(f"voxel type {np.asarray(src.array).dtype} is not supported (real "
+                          "integer or float voxels are)")
     data = np.asarray(src.array, dtype=np.float32)
     if not np.isfinite(data).all():
         raise VolumeError("NaN/Inf voxels")
@@ -329,16 +334,17 @@ def write_volume_dataset(sources: list[VolumeSource], out_dir: str | Path, modal
     out_dir = Path(out_dir)
     for sub in ("volumes", "labels"):
         (out_dir / sub).mkdir(parents=True, exist_ok=True)
-    check_unique_ids([s.item_id for s in sources])
+    renamed = unique_ids(sources)
     intensity = intensity or {}
     rows = []
-    for src in sources:
+    for src, rename in zip(sources, renamed):
         row = {"item_id": src.item_id, "kind": "volume", "source": src.source, "path": "",
                "width": "", "height": "", "depth": "", "sha256": "", "status": "error",
-               "reason": "", "notes": "", "modality": modality, "label": "", "subject": "",
+               "reason": "", "notes": rename, "modality": modality, "label": "", "subject": "",
                "split": "", "seg": "", "spacing": ""} | src.extra
         try:
             data, affine, vox, dtype, notes = _load(src, volume_index, nonfinite)
+            notes = ([rename] if rename else []) + notes + [n for n in [constant_note(data)] if n]
             source_affine = affine
             if spacing:
                 data, affine = resample(data, affine, spacing)
@@ -356,7 +362,10 @@ def write_volume_dataset(sources: list[VolumeSource], out_dir: str | Path, modal
                 row["seg"] = _write_seg(src.seg, source_affine, affine, spacing, unit.shape,
                                         out_dir, src.item_id)
         except (VolumeError, ValueError) as exc:
-            row.update(status="error", reason=str(exc))  # also when only the label map failed
+            reason = one_line(exc)  # also when only the label map failed
+            if src.path is not None and Path(src.path).name not in reason:
+                reason = f"{Path(src.path).name}: {reason}"  # every reason names its file
+            row.update(status="error", reason=reason)
             log.warning("volume %s: %s", src.item_id, exc)
         rows.append(row)
     return write_manifest(rows, out_dir)

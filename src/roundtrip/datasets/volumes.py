@@ -28,6 +28,51 @@ class VolumeError(ValueError):
     """A volume that cannot be evaluated; the message is the item's reason."""
 
 
+#: Default of config ``limits.max_voxels`` (X x Y x Z of the volume used): 512^3, a 512 MB
+#: float32 volume; larger headers are refused before the voxels are read.
+DEFAULT_MAX_VOXELS = 512 ** 3
+_limits = {"max_voxels": DEFAULT_MAX_VOXELS}
+
+
+def set_max_voxels(max_voxels: int) -> None:
+    """The voxel limit later :func:`load_volume` calls apply from the header (config
+    ``limits.max_voxels``).
+
+    Raises:
+        ValueError: ``max_voxels`` < 1.
+    """
+    if int(max_voxels) < 1:
+        raise ValueError(f"max_voxels must be >= 1, got {max_voxels}")
+    _limits["max_voxels"] = int(max_voxels)
+
+
+def _check_header(img, path: Path) -> None:
+    """Refuse, before reading voxels, what cannot be evaluated: complex or structured voxel
+    types (a real part would be silently wrong), more voxels than ``limits.max_voxels``, and a
+    singular affine (no orientation can be derived from it)."""
+    dtype = img.get_data_dtype()
+    if dtype.kind not in "biuf":
+        raise VolumeError(f"{path.name}: voxel type {dtype.name} is not supported (real integer "
+                          "or float voxels are; store the magnitude of complex data)")
+    n = int(np.prod(img.shape[:3], dtype=np.int64))
+    if n > _limits["max_voxels"]:
+        raise VolumeError(f"{path.name}: {' x '.join(map(str, img.shape[:3]))} = {n / 1e6:.0f} M "
+                          f"voxels, above limits.max_voxels ({_limits['max_voxels'] / 1e6:.0f} M); "
+                          "not read")
+    rot = np.asarray(img.affine, dtype=np.float64)[:3, :3]
+    if not np.isfinite(rot).all() or abs(np.linalg.det(rot)) < 1e-12:
+        raise VolumeError(f"{path.name}: singular affine (a zero or non-finite voxel axis in the "
+                          "header's qform/sform): no orientation can be derived; fix the header")
+
+
+def constant_note(data: np.ndarray) -> str:
+    """The manifest note of a constant volume (every voxel equal), else ``""``: intensity
+    scaling maps it to all zeros, and every model reconstructs it exactly (PSNR = inf)."""
+    if data.size and float(data.min()) == float(data.max()):
+        return f"constant volume (every voxel {float(data.min()):g}): mapped to all zeros"
+    return ""
+
+
 @dataclass
 class Volume:
     """One 3D volume.
@@ -80,7 +125,8 @@ def load_volume(path: str | Path, volume_index: int = 0, nonfinite: str = "error
 
     Raises:
         VolumeError: unreadable/truncated file, unsupported dimensionality, volume index out of
-            range, non-finite voxels (with ``nonfinite="error"``), an empty volume.
+            range, non-finite voxels (with ``nonfinite="error"``), an empty volume, complex or
+            structured voxels, more voxels than ``limits.max_voxels``, a singular affine.
     """
     import nibabel as nib
 
@@ -90,6 +136,7 @@ def load_volume(path: str | Path, volume_index: int = 0, nonfinite: str = "error
     notes: list[str] = []
     try:
         img = nib.load(str(path))
+        _check_header(img, path)
         shape = img.shape
         dtype = str(img.get_data_dtype().newbyteorder("="))
         if len(shape) == 4:
@@ -105,7 +152,10 @@ def load_volume(path: str | Path, volume_index: int = 0, nonfinite: str = "error
     except VolumeError:
         raise
     except Exception as exc:  # noqa: BLE001 - nibabel/zlib/OS errors all mean "cannot read"
-        raise VolumeError(f"cannot read {path.name}: {type(exc).__name__}: {exc}") from exc
+        from roundtrip.core.imaging import one_line
+
+        detail = one_line(str(exc).replace(str(path), path.name))  # no machine-specific path
+        raise VolumeError(f"cannot read {path.name}: {type(exc).__name__}: {detail}") from exc
     if data.size == 0 or min(data.shape) == 0:
         raise VolumeError(f"empty volume {data.shape}")
     bad = int((~np.isfinite(data)).sum())

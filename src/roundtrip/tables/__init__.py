@@ -8,6 +8,7 @@ from roundtrip.tables.engine import (
                                      Column,
                                      Table,
                                      build_table,
+                                     exact_note,
                                      format_value,
                                      item_cell,
                                      metric_column,
@@ -20,6 +21,6 @@ from roundtrip.tables.engine import (
                                      write_table,
 )
 
-__all__ = ["Cell", "Column", "Table", "build_table", "format_value", "item_cell", "metric_column",
+__all__ = ["Cell", "Column", "Table", "build_table", "exact_note", "format_value", "item_cell", "metric_column",
            "read_per_item", "tex_escape", "to_csv_frame", "to_latex", "to_markdown",
            "write_frame", "write_table"]

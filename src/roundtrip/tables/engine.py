@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from roundtrip.metrics import METRICS
@@ -87,6 +88,25 @@ def _reason_summary(per_item: pd.DataFrame, metric: str | None) -> str:
     return "; ".join(parts) + (f"; and {more} other reasons" if more > 0 else "")
 
 
+def exact_note(values, metric: str = "psnr", unit: str = "dB") -> str:
+    """The footnote of a mean that exact reconstructions make infinite: ``"k of n items
+    reconstructed exactly (PSNR = inf); mean of the other m: x dB"``, or ``""`` when no value is
+    ``+inf``. NaN values (items not scored) are not counted.
+
+    Args:
+        values: the per-item values (array-like of float).
+    """
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v)]
+    k = int(np.isposinf(v).sum())
+    if not k:
+        return ""
+    note = f"{k} of {len(v)} items reconstructed exactly ({metric.upper()} = inf)"
+    if k < len(v):
+        note += f"; mean of the other {len(v) - k}: {v[np.isfinite(v)].mean():.2f} {unit}".rstrip()
+    return note
+
+
 def item_cell(per_item: pd.DataFrame | None, metric: str, missing_reason: str = "",
               n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> Cell:
     """Cell summarizing per-item ``metric`` values (NaN rows count as not scored)."""
@@ -99,6 +119,8 @@ def item_cell(per_item: pd.DataFrame | None, metric: str, missing_reason: str = 
     notes = []
     if s.n < n_all:
         notes.append(f"{s.n} of {n_all} items scored; not scored: {_reason_summary(per_item, metric)}")
+    if metric == "psnr" and (exact := exact_note(per_item[metric])):
+        notes.append(exact)  # an inf mean is explained, and the pooled PSNR stays finite
     dash = n_all > 0 and s.n == 0 and bool((per_item["status"] == "unsupported").all())
     return Cell(s, notes, dash)
 
@@ -253,6 +275,8 @@ def _set_cell(path: str | Path, metric: str, spread: str = "") -> Cell:
     notes = [str(note)] if isinstance(note, str) and note else []
     if not notes and not n:
         notes = ["no item could be scored"]
+    if math.isinf(value) and value > 0:  # e.g. pooled PSNR with a pooled MSE of 0
+        notes.append(f"every one of the {n} items reconstructed exactly ({metric} = inf)")
     sd = df[df["metric"] == spread]["value"] if spread else pd.Series(dtype=float)
     return Cell(Summary(value, math.nan, math.nan, n), notes,
                 spread=float(sd.iloc[0]) if len(sd) else math.nan)

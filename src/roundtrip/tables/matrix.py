@@ -50,7 +50,7 @@ def write_matrix(name: str, title: str, row_label: str, rows: list[str], columns
             nrow |= {f"{c}.{k}": v for k, v in zip(numbers, vals)}
         avg = tuple(nan_mean([cells[(r, c)][0][i] for c in avg_columns if (r, c) in cells])
                     for i in range(len(numbers)))
-        drow["Avg"] = fmt(avg)
+        drow["Avg"] = fmt(avg) + _inf_mark(avg, notes)
         nrow |= {f"Avg.{k}": v for k, v in zip(numbers, avg)}
         display.append(drow)
         csv_rows.append(nrow)
@@ -58,12 +58,20 @@ def write_matrix(name: str, title: str, row_label: str, rows: list[str], columns
         drow, nrow = {row_label: "Average"}, {row_label: "Average"}
         for c in columns + ["Avg"]:
             avg = tuple(nan_mean([n[f"{c}.{k}"] for n in csv_rows]) for k in numbers)
-            drow[c] = fmt(avg)
+            drow[c] = fmt(avg) + _inf_mark(avg, notes)
             nrow |= {f"{c}.{k}": v for k, v in zip(numbers, avg)}
         display.append(drow)
         csv_rows.append(nrow)
     df = pd.DataFrame(display, columns=[row_label] + columns + ["Avg"])
     return write_frame(df, name, title, notes.texts, out_dir, csv_frame=pd.DataFrame(csv_rows))
+
+
+#: The footnote of an average that an infinite cell (exact reconstructions) makes infinite.
+INF_AVERAGE = "an average over a cell that reads inf is inf (exact reconstructions; the cell's note counts them)"
+
+
+def _inf_mark(values: tuple, notes: Notes) -> str:
+    return notes.mark(INF_AVERAGE) if any(math.isinf(v) for v in values) else ""
 
 
 def tuple_formatter(digits=(2, 3)):

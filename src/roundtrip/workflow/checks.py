@@ -18,6 +18,51 @@ from roundtrip.workflow.plan import metric_weight_names
 DISCRETE_FAMILIES = ("VQ", "LFQ", "BSQ", "RVQ", "RBSQ")
 
 
+def schema_problem(config: dict, schema_path: str) -> str | None:
+    """The short message of the first schema violation of ``config`` (first line: the key),
+    or None (:func:`roundtrip.core.config.schema_error`)."""
+    import yaml
+
+    from roundtrip.core.config import schema_error
+
+    with open(schema_path) as fh:
+        return schema_error(config, yaml.safe_load(fh))
+
+
+def check_file(path: str, schema_path: str) -> str | None:
+    """Every check of a config file, as ``roundtrip check-config`` runs them: YAML syntax (with
+    the line), the schema, then :func:`check_config`. Returns the problem, or None.
+
+    Snakemake's ``--configfile`` loader reports a YAML error without its line; this does not.
+    """
+    import copy
+
+    import yaml
+    from snakemake.utils import validate
+
+    from roundtrip.core.config import yaml_error
+
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except OSError as exc:
+        return f"{path}: cannot read: {exc.strerror or exc}"
+    if problem := yaml_error(text, path):
+        return problem
+    config = yaml.safe_load(text) or {}
+    if not isinstance(config, dict):
+        return f"{path}: a config is a mapping of sections (datasets, models, ...)"
+    if problem := schema_problem(config, schema_path):
+        return problem
+    config = copy.deepcopy(config)
+    validate(config, schema_path)  # fills the defaults check_config relies on
+    try:
+        check_config(config)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 def check_config(config: dict) -> None:
     """Validate cross-key constraints of a schema-validated config.
 
@@ -56,6 +101,7 @@ def check_config(config: dict) -> None:
         if unknown:
             raise ConfigError(f"datasets.{name}.models: unknown models {unknown}")
         _check_synthetic(name, spec)
+        _check_path(name, spec)
         if spec["type"] == "skimage":
             from roundtrip.datasets.skimage import SKIMAGE_BUNDLED
 
@@ -96,6 +142,39 @@ def _check_ocr_datasets(config: dict) -> None:
     if missed:
         raise ConfigError(f"ocr.engines.{table_engine}.datasets: the text-preservation table's "
                           f"engine (tables.ocr_engine) must read every text set; missing {missed}")
+
+
+#: Dataset types whose ``path`` is a folder of files, and what the folder must hold.
+_FOLDER_TYPES = {"folder": "image files", "nifti": ".nii/.nii.gz files", "bids": "a BIDS tree",
+                 "brats": "BraTS case folders"}
+
+
+def _check_path(name: str, spec: dict) -> None:
+    """A dataset's ``path`` (and ``labels_csv``) exists, and a folder is not empty, before any
+    job runs (otherwise its build job fails late, without naming the key)."""
+    from pathlib import Path
+
+    path = spec.get("path")
+    if not path:
+        return
+    p = Path(path)
+    if spec["type"] in _FOLDER_TYPES:
+        if not p.is_dir():
+            raise ConfigError(f"datasets.{name}.path: {path} is not a directory")
+        if spec["type"] == "folder":
+            from roundtrip.datasets.folder import list_image_files
+
+            if not list_image_files(p):
+                raise ConfigError(f"datasets.{name}.path: {path} holds no {_FOLDER_TYPES['folder']} "
+                                  "(.png, .jpg, .tif, .bmp, .webp, .gif)")
+        elif not any(p.iterdir()):
+            raise ConfigError(f"datasets.{name}.path: {path} is empty (expected "
+                              f"{_FOLDER_TYPES[spec['type']]})")
+    elif not p.exists():
+        raise ConfigError(f"datasets.{name}.path: {path} does not exist")
+    labels = spec.get("labels_csv")
+    if labels and not Path(labels).is_file():
+        raise ConfigError(f"datasets.{name}.labels_csv: {labels} does not exist")
 
 
 def _check_vista(config: dict) -> None:

@@ -298,6 +298,9 @@ class Plan:
         ``render`` and ``audit`` sections and the OCR normalization."""
         spec = self.config["datasets"][dataset]
         out = {k: spec[k] for k in file_keys(spec) if k in spec}
+        limits = self.config.get("limits", {})
+        if any(v is not None for v in limits.values()):  # what a file may be before decoding
+            out["limits"] = dict(limits)
         if spec["type"] in SYNTHETIC_TYPES:
             out |= {"render": self.config["render"], "audit": self.config["audit"],
                     "normalization": self.config["ocr"]["normalization"]}

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from roundtrip.core.manifest import read_manifest
-from roundtrip.tables import format_value, read_per_item, write_frame
+from roundtrip.tables import exact_note, format_value, read_per_item, write_frame
 from roundtrip.tables.matrix import Notes, tuple_formatter, write_matrix
 
 #: Baseline feature names of the latent tables (``features`` column of the baselines' file).
@@ -44,14 +44,20 @@ def _avg_models(models: list[str], specs: dict) -> list[str]:
 def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str, str],
                    not_run: dict, by_item_modality: bool = True):
     """``{(modality, model): ((psnr, ssim), note)}`` from ``image_quality.csv`` files; 2D sets
-    are grouped by each item's manifest ``modality`` (several sets may share a modality)."""
+    are grouped by each item's manifest ``modality`` (several sets may share a modality).
+    A mean made infinite by exactly reconstructed items carries a note counting them
+    (:func:`roundtrip.tables.exact_note`); constant volumes are counted too."""
     frames: dict[tuple[str, str], list[pd.DataFrame]] = {}
     reasons: dict[tuple[str, str], str] = {}
     rows: list[str] = []
+    constant: set[str] = set()
     for d in datasets:
         manifest = read_manifest(f"results/datasets/{d}/manifest.csv")
         item_mod = dict(zip(manifest["item_id"], manifest["modality"])) \
             if by_item_modality and "modality" in manifest else {}
+        if "notes" in manifest:  # constant volumes: scaled to all zeros (datasets.volumes)
+            constant.update((d, i) for i in manifest.loc[
+                manifest["notes"].str.contains("constant volume"), "item_id"])
         for m in models:
             if (m, d) in not_run:
                 for mod in sorted(set(item_mod.values()) or {modalities[d]}):
@@ -59,6 +65,7 @@ def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str,
                     rows.append(mod)
                 continue
             per_item = read_per_item(f"results/metrics/{m}/{d}/image_quality.csv")
+            per_item["dataset"] = d
             per_item["modality"] = per_item["item_id"].map(item_mod).fillna(modalities[d]) \
                 if item_mod else modalities[d]
             per_item.loc[per_item["modality"] == "", "modality"] = modalities[d]
@@ -71,6 +78,12 @@ def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str,
         scored = df["psnr"].notna().sum() if "psnr" in df else 0
         note = "" if scored == len(df) else \
             f"{scored} of {len(df)} items scored; not scored: {_reasons(df, 'psnr')}"
+        exact = exact_note(pd.to_numeric(df["psnr"], errors="coerce")) if "psnr" in df else ""
+        if exact:  # an inf mean says how many items were exact
+            note = "; ".join(n for n in (note, exact) if n)
+        if n_const := sum((d, i) in constant for d, i in zip(df["dataset"], df["item_id"])):
+            note = "; ".join(n for n in (note, f"{n_const} constant volume(s), all zeros after "
+                                               "intensity scaling") if n)
         cells[key] = ((_mean(df.get("psnr", pd.Series(dtype=float))),
                        _mean(df.get("ssim", pd.Series(dtype=float)))), note)
     for key, why in reasons.items():
@@ -132,7 +145,9 @@ def latent_rows(datasets, models, not_run) -> pd.DataFrame:
             df = read_per_item(f"results/metrics/{m}/{d}/latent_utility.csv")
             df = df.assign(dataset=d, features=[m if m != "original" else f for f in df["features"]])
             out += df.to_dict("records")
-    return pd.DataFrame(out)
+    # no labeled set: an empty frame that still has the columns the tables select on
+    return pd.DataFrame(out) if out else pd.DataFrame(
+        columns=["dataset", "features", "head", "status", "reason", "macro_auc"])
 
 
 def write_latent(name, title, datasets, models, specs, modalities, rows: pd.DataFrame, out_dir,

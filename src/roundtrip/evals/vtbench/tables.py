@@ -70,8 +70,9 @@ def reconstruction_columns(datasets: list[str], protocols: dict[str, str] | None
 
 def text_columns(datasets: dict[str, bool], cer_only: set[str] | frozenset = frozenset(),
                  quality: bool = False, lpips: bool = False, fid: bool = False) -> list[Column]:
-    """VTBench Table 3 columns per text dataset: PSNR, SSIM, LPIPS and FID of the
-    reconstructions (file kinds ``quality``, ``set``, ``lpips``, ``distribution``), then CER and
+    """VTBench Table 3 columns per text dataset: PSNR (mean and pooled), SSIM, LPIPS and FID of
+    the reconstructions (file kinds ``quality``, ``quality_set``, ``lpips``, ``distribution``),
+    then CER and
     WER of their OCR vs OCR of the originals (kind ``item``), and vs ground truth where the
     dataset has it.
 
@@ -84,7 +85,9 @@ def text_columns(datasets: dict[str, bool], cer_only: set[str] | frozenset = fro
     cols = []
     for d, has_gt in datasets.items():
         if quality:
-            cols += [metric_column(d, "psnr", file="quality"), metric_column(d, "ssim", file="quality")]
+            cols += [metric_column(d, "psnr", file="quality"),
+                     metric_column(d, "psnr_pooled", source="set", file="quality_set"),
+                     metric_column(d, "ssim", file="quality")]
         if lpips:
             cols.append(metric_column(d, "lpips", file="lpips"))
         if fid:
