@@ -15,7 +15,7 @@ APT_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-
 .PHONY: run test setup system-deps lint bench clean
 
 run: setup
-	$(VENV)/bin/snakemake --cores $(CORES)
+	$(VENV)/bin/snakemake --profile profiles/workstation --cores $(CORES)
 
 test: setup
 	$(PY) -m pytest -q

@@ -12,8 +12,17 @@ try:
     check_config(config)
 except ConfigError as exc:  # the message's first line names the key; no traceback
     sys.exit(str(exc))
-# workflow.cores is unset on a cluster (executor plugins), where the plan does without it.
-PLAN = Plan(config, cores=getattr(workflow, "cores", None))
+
+
+def run_cores():
+    """``workflow.cores``, or None where it is unset (a cluster run: Snakemake raises)."""
+    try:
+        return workflow.cores
+    except Exception:  # WorkflowError: no --cores given
+        return None
+
+
+PLAN = Plan(config, cores=run_cores(), cluster=not workflow.local_exec)
 MODELS = PLAN.models
 TOKENS = PLAN.tokens
 RUN = config["run"]

@@ -20,7 +20,6 @@ LIGHT_SCRIPTS = {
     "build_dataset.py": ["roundtrip.datasets.skimage", "roundtrip.datasets.folder",
                          "roundtrip.datasets.rendered.build", "roundtrip.datasets.generated",
                          "roundtrip.datasets.vista"],
-    "detail_stats.py": [],
     "ocr.py": [],
     "reconstruction_table.py": [],
     "text_preservation_table.py": [],

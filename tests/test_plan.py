@@ -230,3 +230,25 @@ def test_vista_question_sets_become_text_sets_for_ocr_readers():
     assert p.vista_keys == [("v", "original", "q"), ("v", "vq", "q")]
     assert p.text_datasets == []  # a VLM reads the images itself
     assert "ocr" not in p.vista_inputs("v", "vq", "q")
+
+
+def test_limits_change_a_dataset_only_when_not_the_default(plan):
+    """A default limit changes no dataset (results built before the key existed stay valid);
+    another limit is part of what every set is built from."""
+    config = copy.deepcopy(plan.config)
+    config["limits"] = {"max_pixels": 100_000_000, "max_voxels": 512 ** 3}
+    assert "limits" not in Plan(config).dataset_spec("natural")
+    config["limits"]["max_pixels"] = 4_000_000
+    assert Plan(config).dataset_spec("natural")["limits"] == {"max_pixels": 4_000_000}
+    assert Plan(config).dataset_spec("mri_nibabel")["limits"] == {"max_pixels": 4_000_000}
+
+
+def test_gpu_request_follows_the_config_on_a_cluster(plan):
+    """On a cluster the login node's hardware does not decide: auto requests no GPU, cuda one."""
+    config = copy.deepcopy(plan.config)
+    config["run"]["device"] = "auto"
+    assert Plan(config, cluster=True).gpu_for("small_vq") == 0
+    config["run"]["device"] = "cuda"
+    assert Plan(config, cluster=True).gpu_for("small_vq") == 1
+    assert Plan(config, cluster=True).gpu_for("jpeg_q75") == 0  # codecs never
+    assert Plan(config).half_cores() == 1  # cores unknown (a cluster run)

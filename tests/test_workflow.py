@@ -287,7 +287,7 @@ def test_adding_a_model_runs_only_its_jobs_and_the_tables(run):
     assert {"reconstruct_perceptual_tokens", "reconstruct_perceptual_tokens_text",
             "reconstruct_shard", "reconstruction_table", "token_table",
             "text_preservation_table"} <= rules
-    assert "ocr_original" not in rules and "detail_stats" not in rules
+    assert "ocr_original" not in rules and "detail_table" not in rules
     # OCR of the originals is reused, not recomputed
     assert "results/ocr/tesseract/original/scan.csv" not in re.findall(r"output: (\S+)", plan)
     smk(work)

@@ -21,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 
 from roundtrip.core import weights
+from roundtrip.core.imaging import DEFAULT_MAX_PIXELS
 from roundtrip.datasets import (
     IMAGES,
     MEDICAL_2D,
@@ -32,6 +33,7 @@ from roundtrip.datasets import (
     file_keys,
     role_of,
 )
+from roundtrip.datasets.volumes import DEFAULT_MAX_VOXELS
 from roundtrip.models import CODEC_TYPES, ORIGINAL, TRAINED_TYPES
 from roundtrip.stages.train import TRAIN_DEFAULTS
 
@@ -45,6 +47,10 @@ VISTA_TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista
 OCR_READER_TYPES = ("ocr_llm", "ocr_solver")
 #: Config keys of the metrics that need pretrained weights -> the table file they fill.
 WEIGHTED_METRIC_FILES = {"metrics.lpips": "lpips", "metrics.fid": "distribution"}
+
+
+#: The defaults of config ``limits`` (config.schema.yaml), as the readers apply them.
+LIMIT_DEFAULTS = {"max_pixels": DEFAULT_MAX_PIXELS, "max_voxels": DEFAULT_MAX_VOXELS}
 
 
 def table_files(name: str) -> list[str]:
@@ -78,11 +84,14 @@ class Plan:
         config: a config validated against ``config.schema.yaml`` (defaults filled in).
         cores: the cores of this run (``workflow.cores``), or None where it is not known
             (a cluster run plans without it).
+        cluster: jobs run elsewhere (an executor plugin such as Slurm): the machine making the
+            plan says nothing about the GPUs of the machines that run the jobs.
     """
 
-    def __init__(self, config: dict, cores: int | None = None):
+    def __init__(self, config: dict, cores: int | None = None, cluster: bool = False):
         self.config = config
         self.cores = cores
+        self.cluster = cluster
         self.models: list[str] = list(config["models"])
         self.datasets: list[str] = list(config["datasets"])
         self.roles = {d: role_of(config["datasets"][d]) for d in self.datasets}
@@ -298,9 +307,12 @@ class Plan:
         ``render`` and ``audit`` sections and the OCR normalization."""
         spec = self.config["datasets"][dataset]
         out = {k: spec[k] for k in file_keys(spec) if k in spec}
-        limits = self.config.get("limits", {})
-        if any(v is not None for v in limits.values()):  # what a file may be before decoding
-            out["limits"] = dict(limits)
+        # limits other than the defaults are part of what a dataset is built from (a default
+        # one changes nothing, so results built before the key existed stay valid)
+        limits = {k: v for k, v in self.config.get("limits", {}).items()
+                  if v is not None and v != LIMIT_DEFAULTS.get(k)}
+        if limits:
+            out["limits"] = limits
         if spec["type"] in SYNTHETIC_TYPES:
             out |= {"render": self.config["render"], "audit": self.config["audit"],
                     "normalization": self.config["ocr"]["normalization"]}
@@ -449,14 +461,18 @@ class Plan:
         return max(1, (self.cores or 2) // 2)
 
     def gpu_for_device(self) -> int:
-        """1 when networks run on CUDA: ``run.device`` names CUDA, or is ``auto`` on a machine
-        where CUDA is available (the profile limits concurrent GPU jobs)."""
+        """1 when networks run on CUDA: ``run.device`` names CUDA, or is ``auto`` in a local run
+        on a machine where CUDA is available (the workstation profile limits concurrent GPU
+        jobs). On a cluster the request follows the config alone: a CPU-only login node must
+        not decide, so ``auto`` requests no GPU there (set ``run.device: cuda`` for GPUs)."""
         device = self.config["run"]["device"]
         if device == "cpu" or device == "mps":
             return 0
         if device.startswith("cuda"):
             return 1
-        import torch  # "auto": decided where the plan is made
+        if self.cluster:
+            return 0
+        import torch  # "auto" in a local run: decided where the plan is made
 
         return int(torch.cuda.is_available())
 
