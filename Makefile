@@ -1,11 +1,13 @@
 # roundtrip: the two commands of the README.
 #   make run    install everything, then run the workflow on config.yaml
+#               (make run CONFIG=my.yaml: check my.yaml, YAML line numbers included, then run it)
 #   make test   install everything, then run the test suite
 # Installs Debian packages (as root, or prints the apt-get line to run) and a Python venv in .venv.
 
 VENV        ?= .venv
 PYTHON      ?= python3
 CORES       ?= all
+CONFIG      ?=
 PY          := $(VENV)/bin/python
 APT_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-jpn \
                 tesseract-ocr-kor tesseract-ocr-hin poppler-utils fonts-liberation \
@@ -15,7 +17,12 @@ APT_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-
 .PHONY: run test setup system-deps lint bench clean
 
 run: setup
+ifdef CONFIG
+	$(VENV)/bin/roundtrip check-config $(CONFIG)
+	$(VENV)/bin/snakemake --profile profiles/workstation --cores $(CORES) --configfile $(CONFIG)
+else
 	$(VENV)/bin/snakemake --profile profiles/workstation --cores $(CORES)
+endif
 
 test: setup
 	$(PY) -m pytest -q
