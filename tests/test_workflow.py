@@ -245,9 +245,11 @@ def test_lean_jobs(run):
     assert sum(pairs.values()) == 3 * 4 + 2  # 3 models x 4 sets, 2 on qs (datasets.qs.models)
     assert pairs == {"reconstruct_perceptual_tokens": 3 * 3,  # tex, mine, crops
                      "reconstruct_perceptual_tokens_text": 3,  # scan: a text set too
-                     "reconstruct_text_only": 2}  # qs: rendered, text preservation only
+                     # qs: rendered, Table 3 only (image quality too), read by Tesseract alone
+                     "reconstruct_perceptual_text_tesseract": 2}
     assert counts["reconstruct_shard"] == 3 * 2  # tex: 2 shards
-    assert counts["ocr_original"] == 2 and counts["train_reference_tokenizer"] == 1
+    # originals read once per (engine, set): scan by both engines, qs by Tesseract
+    assert counts["ocr_original"] == 3 and counts["train_reference_tokenizer"] == 1
     for gone in ("merge_status", "image_quality", "perceptual", "token_metrics", "text_metrics",
                  "ocr", "volume_metrics"):
         assert gone not in counts
@@ -261,7 +263,8 @@ def test_snakemake_report_holds_every_table(run, tmp_path):
     names = zipfile.ZipFile(tmp_path / "report.zip").namelist()
     tables = {n.rsplit("/", 1)[-1] for n in names if n.endswith(".csv")}
     expected = {p.name for p in (work / "results/tables").glob("*.csv")}
-    assert len(expected) == 9 and tables == expected  # token_sensitivity_spearman too
+    # token_sensitivity_spearman too; Table 1 as one table per setting (native, model size)
+    assert len(expected) == 10 and tables == expected
     assert any(n.endswith("token_sensitivity.png") for n in names)
     html = next(n for n in names if n.endswith("report.html"))
     assert "VTBench" in zipfile.ZipFile(tmp_path / "report.zip").read(html).decode()
