@@ -5,14 +5,11 @@ import _bootstrap  # noqa: F401
 
 from roundtrip.core.logs import setup_logging
 from roundtrip.evals.chd.tables import token_columns
-from roundtrip.tables import build_table, write_table
+from roundtrip.tables import build_table, metric_files, write_table
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])
-files = {}
-for kind, paths in (("tokens", smk.input.per_item), ("token_set", smk.input.set)):
-    for p in map(Path, paths):  # results/metrics/{model}/{dataset}/<file>
-        files[(p.parent.parent.name, p.parent.name, kind)] = str(p)
+files = metric_files({"tokens": smk.input.per_item, "token_set": smk.input.set})
 title = (f"Token-space metrics in the tokens of {smk.params.reference} at "
          f"{smk.params.size}x{smk.params.size}: CHD (references vs reconstructions) and CMMS")
 table = build_table("token_metrics", title, smk.params.models,

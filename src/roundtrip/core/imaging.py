@@ -113,14 +113,12 @@ def decode_image(data: bytes, path: str | Path = "image") -> np.ndarray:
             im.load()
             im = ImageOps.exif_transpose(im)
             return _pil_to_rgb(im, path)
-    except Image.DecompressionBombError as exc:
-        raise ImageReadError(f"{path.name}: {one_line(exc)}") from exc
+    except ImageReadError:  # the pixel limit: already the item's reason
+        raise
     except UnidentifiedImageError as exc:  # its message holds a BytesIO's address
         raise ImageReadError(f"cannot decode {path.name}: not a recognised image format "
                              "(PNG, JPEG, TIFF, BMP, WebP, GIF)") from exc
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as exc:
-        if isinstance(exc, ImageReadError):
-            raise
+    except (Image.DecompressionBombError, OSError, SyntaxError, ValueError, EOFError) as exc:
         raise ImageReadError(f"cannot decode {path.name}: {one_line(exc)}") from exc
 
 

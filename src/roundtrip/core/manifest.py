@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,7 +85,7 @@ def unique_ids(items: list) -> list[str]:
     file its item.
 
     Args:
-        items: objects with a mutable ``item_id`` and a ``source`` (what the note names).
+        items: objects with a mutable ``item_id`` (dataset items, volume sources).
 
     Returns:
         Per item, ``""`` or the note recording the rename.
@@ -105,14 +104,6 @@ def unique_ids(items: list) -> list[str]:
         taken.add(it.item_id)
         notes.append(f"item id {old!r} already taken by another source; renamed {it.item_id!r}")
     return notes
-
-
-def check_unique_ids(ids: list[str]) -> None:
-    """Raises ValueError naming up to 5 item ids that occur more than once."""
-    counts = Counter(ids)
-    dup = sorted(i for i, n in counts.items() if n > 1)
-    if dup:
-        raise ValueError(f"duplicate item ids: {dup[:5]}")
 
 
 def write_manifest(rows: list[dict], out_dir: str | Path) -> pd.DataFrame:

@@ -11,6 +11,7 @@ from roundtrip.tables.engine import (
                                      exact_note,
                                      format_value,
                                      item_cell,
+                                     metric_files,
                                      metric_column,
                                      read_per_item,
                                      tex_escape,
@@ -21,6 +22,6 @@ from roundtrip.tables.engine import (
                                      write_table,
 )
 
-__all__ = ["Cell", "Column", "Table", "build_table", "exact_note", "format_value", "item_cell", "metric_column",
+__all__ = ["Cell", "Column", "Table", "build_table", "exact_note", "format_value", "item_cell", "metric_column", "metric_files",
            "read_per_item", "tex_escape", "to_csv_frame", "to_latex", "to_markdown",
            "write_frame", "write_table"]

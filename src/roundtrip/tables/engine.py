@@ -258,6 +258,17 @@ def write_table(table: Table, out_dir: str | Path) -> list[Path]:
     return paths
 
 
+def metric_files(paths_by_kind: dict[str, list]) -> dict[tuple[str, str, str], str]:
+    """The ``files`` argument of :func:`build_table` from metric files laid out as
+    ``results/metrics/{model}/{dataset}/<file>``: ``(model, dataset, kind) -> path``.
+
+    Args:
+        paths_by_kind: file kind (a :attr:`Column.file_kind`) -> that kind's paths.
+    """
+    return {(Path(p).parent.parent.name, Path(p).parent.name, kind): str(p)
+            for kind, paths in paths_by_kind.items() for p in paths}
+
+
 def read_per_item(path: str | Path) -> pd.DataFrame:
     """A per-item metric CSV: ids, status and reason as strings, empty metric cells as NaN."""
     return pd.read_csv(path, dtype={"item_id": str, "reason": str, "status": str},

@@ -35,8 +35,6 @@ def check_file(path: str, schema_path: str) -> str | None:
 
     Snakemake's ``--configfile`` loader reports a YAML error without its line; this does not.
     """
-    import copy
-
     import yaml
     from snakemake.utils import validate
 
@@ -54,7 +52,6 @@ def check_file(path: str, schema_path: str) -> str | None:
         return f"{path}: a config is a mapping of sections (datasets, models, ...)"
     if problem := schema_problem(config, schema_path):
         return problem
-    config = copy.deepcopy(config)
     validate(config, schema_path)  # fills the defaults check_config relies on
     try:
         check_config(config)
@@ -89,9 +86,10 @@ def check_config(config: dict) -> None:
                 model.check_weights()
             except WeightsMissing as exc:
                 raise ConfigError(f"models.{name}: {exc}") from exc
+    ocr_engines = {}
     for name, spec in config.get("ocr", {}).get("engines", {}).items():
         try:
-            build_ocr(name, spec)
+            ocr_engines[name] = build_ocr(name, spec)
         except ValueError as exc:  # the message names ocr.engines.<name>
             raise ConfigError(str(exc)) from exc
     for name, spec in config.get("datasets", {}).items():
@@ -110,13 +108,14 @@ def check_config(config: dict) -> None:
                 raise ConfigError(f"datasets.{name}.images: not bundled with scikit-image: {unknown}; "
                                   f"choose from {sorted(SKIMAGE_BUNDLED)}")
     _check_metrics(config)
-    _check_ocr_datasets(config)
+    _check_ocr_datasets(config, ocr_engines)
     _check_vista(config)
 
 
-def _check_ocr_datasets(config: dict) -> None:
-    """``ocr.engines.<name>.datasets`` names text sets; each engine reads their languages; the
-    text-preservation table's engine (``tables.ocr_engine``) reads every text set."""
+def _check_ocr_datasets(config: dict, built: dict) -> None:
+    """``ocr.engines.<name>.datasets`` names text sets; each engine (``built``: name -> the
+    engine) reads their languages; the text-preservation table's engine (``tables.ocr_engine``)
+    reads every text set."""
     from roundtrip.readers import OCRUnavailable
 
     engines = config.get("ocr", {}).get("engines", {})
@@ -127,7 +126,7 @@ def _check_ocr_datasets(config: dict) -> None:
         unknown = [d for d in chosen or [] if d not in datasets]
         if unknown:
             raise ConfigError(f"ocr.engines.{name}.datasets: unknown datasets {unknown}")
-        engine = build_ocr(name, spec)
+        engine = built[name]
         if not hasattr(engine, "languages"):
             continue
         for d in chosen or text_sets:

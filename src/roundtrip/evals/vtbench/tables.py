@@ -102,17 +102,23 @@ def text_columns(datasets: dict[str, bool], cer_only: set[str] | frozenset = fro
     return cols
 
 
-def weighted_metric_notes(lpips: bool, fid: bool, unavailable: dict[str, str]) -> list[str]:
-    """Table notes for enabled metrics whose weights are missing (one note each, instead of a
-    column of n/a per dataset).
+def weighted_metrics(lpips: bool, fid: bool, unavailable: dict[str, str]
+                     ) -> tuple[bool, bool, list[str]]:
+    """Which weighted metrics a table shows, and its notes: an enabled metric whose weights are
+    missing is one note under the table, not a column of n/a per dataset.
 
     Args:
+        lpips, fid: ``metrics.lpips.enabled``, ``metrics.fid.enabled``.
         unavailable: file kind (``lpips``, ``distribution``) -> why it was not computed
             (:meth:`roundtrip.workflow.plan.Plan.unavailable_metrics`).
+
+    Returns:
+        ``(show LPIPS, show FID/KID, notes)``.
     """
-    return [f"{label} not shown, {unavailable[kind]}"
-            for on, kind, label in ((lpips, "lpips", "LPIPS"), (fid, "distribution", "FID, KID"))
-            if on and kind in unavailable]
+    notes = [f"{label} not shown, {unavailable[kind]}"
+             for on, kind, label in ((lpips, "lpips", "LPIPS"), (fid, "distribution", "FID, KID"))
+             if on and kind in unavailable]
+    return lpips and "lpips" not in unavailable, fid and "distribution" not in unavailable, notes
 
 
 def wer_beyond_paper(manifests: dict[str, str | Path], default_langs: dict[str, str],
