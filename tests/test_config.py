@@ -3,7 +3,6 @@ import copy
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 import yaml
@@ -127,14 +126,15 @@ def test_missing_weights_fail_early_in_an_explicit_config(default_config, tmp_pa
     check_config(default_config)  # nothing left that needs weights
 
 
-# -- issue 24: a bad config fails in seconds with a short message whose first line is the key --
+# -- issue 24: a bad config fails before any work with a short message whose first line is the key.
+# "Before any work" is checked by what did not happen (no DAG built, no results folder), not by a
+# wall-clock bound: Snakemake's start-up time depends on the machine (the Slurm executor plugin
+# runs `scontrol show config` at import and waits ~10 s where Slurm clients have no controller).
 def _snakemake_n(tmp_path, config_text: str):
     (tmp_path / "c.yaml").write_text(config_text)
-    t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+    return subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
                            "--configfile", "c.yaml", "--cores", "1", "-n"],
                           cwd=tmp_path, capture_output=True, text=True)
-    return proc, time.perf_counter() - t
 
 
 def _message(proc) -> list[str]:
@@ -171,11 +171,12 @@ MINIMAL = {"datasets": {"n": {"type": "skimage", "images": ["astronaut"]}},
 def test_bad_configs_fail_fast_with_the_key_first(tmp_path, mutate, first):
     config = copy.deepcopy(MINIMAL)
     mutate(config)
-    proc, seconds = _snakemake_n(tmp_path, yaml.safe_dump(config))
+    proc = _snakemake_n(tmp_path, yaml.safe_dump(config))
     lines = _message(proc)
     assert proc.returncode != 0
     assert lines and lines[0].startswith(first), lines[:3]
-    assert len(lines) < 15 and seconds < 5, (len(lines), seconds)
+    assert len(lines) < 15, lines
+    assert not any("Building DAG" in line or "Traceback" in line for line in lines), lines
     assert not (tmp_path / "results").exists()
 
 
@@ -184,13 +185,13 @@ def test_empty_folder_is_caught_before_any_job(tmp_path):
     (tmp_path / "photos" / "readme.txt").write_text("no images here")
     config = copy.deepcopy(MINIMAL)
     config["datasets"]["mine"] = {"type": "folder", "path": str(tmp_path / "photos")}
-    proc, _ = _snakemake_n(tmp_path, yaml.safe_dump(config))
+    proc = _snakemake_n(tmp_path, yaml.safe_dump(config))
     assert _message(proc)[0].startswith(f"datasets.mine.path: {tmp_path / 'photos'} holds no image")
 
 
 def test_configfile_replaces_the_showcase(tmp_path):
     """--configfile my.yaml is the whole config, not merged into the shipped config.yaml."""
-    proc, _ = _snakemake_n(tmp_path, yaml.safe_dump(MINIMAL))
+    proc = _snakemake_n(tmp_path, yaml.safe_dump(MINIMAL))
     assert proc.returncode == 0, proc.stderr[-2000:]
     total = re.search(r"^total\s+(\d+)", proc.stdout, re.M)
     assert total and int(total.group(1)) < 10, proc.stdout[-1500:]
