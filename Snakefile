@@ -52,6 +52,11 @@ if PLAN.vista_keys:
     include: "rules/evals/vista.smk"
 
 
+if PLAN.telephone_keys:
+
+    include: "rules/evals/telephone.smk"
+
+
 rule all:
     default_target: True
     input:

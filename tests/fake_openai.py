@@ -4,7 +4,8 @@ Endpoints: ``POST /v1/chat/completions`` (text and image parts), ``/v1/images/ge
 ``/v1/images/edits`` (multipart). Answers are deterministic:
 
 - chat with an image: Tesseract's reading of the image (a stand-in VLM that really reads), or a
-  JSON verdict when the prompt asks for a ``score``;
+  JSON verdict when the prompt asks for a ``score``; a prompt asking to "describe" the image (a
+  captioner) gets the reading of the white text box that images.generate draws;
 - a VISTA question (the prompt asks for an option ``letter``): the answer of the offline question
   family's solver, to the text, or to Tesseract's reading of the last image (the question
   image), with a short reasoning trace before ``</think>``; ``cannot determine`` when the
@@ -164,7 +165,9 @@ class FakeOpenAI:
             answer = self._vista_answer(text, images)
         elif images:
             img = Image.open(io.BytesIO(base64.b64decode(images[0].split(",", 1)[1])))
-            if "score" in text:
+            if "describe" in text.lower():  # a captioner (Telephone Game): read the drawn text
+                answer = _read_white_box(img)
+            elif "score" in text:
                 ink = (np.asarray(img.convert("L")) < 128).mean()
                 score = 2 if ink > 0.001 else 0
                 answer = json.dumps({"score": score, "explanation": f"fake judge: ink {ink:.4f}"})
@@ -233,6 +236,17 @@ class FakeOpenAI:
                 draw.text((w // 12, y), s, fill="black", font=font)
                 y += font.size * 2
         return img
+
+
+def _read_white_box(img: Image.Image) -> str:
+    """Tesseract's reading of the rows where an images.generate picture has its white text box
+    (the colourful background defeats Tesseract's binarization), else of the whole image."""
+    import pytesseract
+
+    arr = np.asarray(img.convert("RGB"))
+    rows = np.flatnonzero((arr == 255).all(axis=2).mean(axis=1) > 0.5)
+    crop = arr[rows.min():rows.max() + 1] if len(rows) else arr
+    return pytesseract.image_to_string(Image.fromarray(crop), config="--psm 6").strip()
 
 
 def _multipart(headers, body: bytes) -> dict[str, bytes]:

@@ -167,6 +167,15 @@ MINIMAL = {"datasets": {"n": {"type": "skimage", "images": ["astronaut"]}},
     (lambda c: c["ocr"]["engines"].update(v={"type": "vlm"}) if "ocr" in c else
      c.update(ocr={"engines": {"v": {"type": "vlm"}}}), "ocr.engines.v: 'endpoint' is a required"),
     (lambda c: c["models"].update(original={"type": "identity"}), "models.original: the name"),
+    (lambda c: c.update(telephone={"pairs": {"r": {"type": "render_ocr", "tokenizer": "nope"}}}),
+     "telephone.pairs.r.tokenizer: 'nope' is not an entry of models"),
+    (lambda c: c.update(telephone={"datasets": ["n"]}),
+     "telephone.datasets: n is a skimage set, not a chain input"),
+    (lambda c: c.update(telephone={"pairs": {"g": {"type": "api", "endpoint": "nowhere",
+                                                    "t2i_model": "x", "i2t_model": "y"}}}),
+     "telephone.pairs.g.endpoint: unknown endpoint 'nowhere'"),
+    (lambda c: c["datasets"].update(ch={"type": "chains", "path": "/tmp"}),
+     "datasets.ch.path: /tmp: no text-first/gen-0.csv"),
 ])
 def test_bad_configs_fail_fast_with_the_key_first(tmp_path, mutate, first):
     config = copy.deepcopy(MINIMAL)

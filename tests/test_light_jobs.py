@@ -19,7 +19,7 @@ HEAVY = ("torch", "monai", "diffusers", "transformers", "lpips", "torch_fidelity
 LIGHT_SCRIPTS = {
     "build_dataset.py": ["roundtrip.datasets.skimage", "roundtrip.datasets.folder",
                          "roundtrip.datasets.rendered.build", "roundtrip.datasets.generated",
-                         "roundtrip.datasets.vista"],
+                         "roundtrip.datasets.vista", "roundtrip.datasets.telephone"],
     "ocr.py": [],
     "reconstruction_table.py": [],
     "text_preservation_table.py": [],
@@ -30,6 +30,7 @@ LIGHT_SCRIPTS = {
     "medical_panel.py": [],
     "vista_answers.py": ["roundtrip.readers.question_family"],
     "vista_tables.py": ["matplotlib.pyplot"],
+    "telephone_tables.py": ["matplotlib.pyplot", "scipy.optimize"],
 }
 
 

@@ -252,3 +252,30 @@ def test_gpu_request_follows_the_config_on_a_cluster(plan):
     assert Plan(config, cluster=True).gpu_for("small_vq") == 1
     assert Plan(config, cluster=True).gpu_for("jpeg_q75") == 0  # codecs never
     assert Plan(config).half_cores() == 1  # cores unknown (a cluster run)
+
+
+def test_telephone_plan(plan, tmp_path):
+    assert plan.telephone_datasets == ["telephone_captions"]
+    assert "telephone_captions" not in plan.general_datasets + plan.image_datasets
+    assert plan.telephone_keys == [(p, "telephone_captions") for p in
+                                   ("render_identity", "render_jpeg_q75", "render_small_kl",
+                                    "render_small_vq")]
+    spec = plan.telephone_pair_spec("render_small_vq", "telephone_captions")
+    assert spec["tokenizer"]["name"] == "small_vq"
+    assert spec["tokenizer"]["spec"]["checkpoint"] == "results/weights/small_vq/model.pt"
+    assert plan.telephone_inputs("render_small_vq", "telephone_captions")["weights"] == [
+        "results/weights/small_vq/model.pt"]
+    assert plan.telephone_inputs("render_identity", "telephone_captions")["weights"] == []
+    assert "results/tables/telephone_sdr.csv" in plan.targets()
+    assert "results/figures/telephone_strip.png" in plan.figures
+    # a chains set made elsewhere is scored under its own model name, in its own folder
+    (tmp_path / "c/text-first").mkdir(parents=True)
+    config = small(chains={"type": "chains", "path": str(tmp_path / "c"), "model": "BAGEL"},
+                   caps={"type": "captions", "count": 2})
+    config["telephone"] = {"pairs": {"r": {"type": "render_ocr"}}}
+    p = Plan(validated(config))
+    assert p.telephone_keys == [("BAGEL", "chains"), ("r", "caps")]
+    assert p.telephone_chain_root("BAGEL", "chains") == str(tmp_path / "c")
+    assert p.telephone_pair_spec("BAGEL", "chains") is None
+    assert p.telephone_chain_root("r", "caps") == "results/telephone/r/caps/chains"
+    assert Plan(small()).telephone_keys == [] and "telephone_mcd" not in Plan(small()).tables

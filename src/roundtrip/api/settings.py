@@ -16,6 +16,8 @@ Uses (config path -> prompt fields and their default template in ``api.prompts``
 - ``datasets.<d>.translate`` of an ``abstracts`` set: ``prompt`` <- ``translate``
 - ``vista.readers.<r>`` with ``type: vlm|ocr_llm`` and ``vista.judge``: endpoint only (their
   prompts are presets, :mod:`roundtrip.readers.answerers`)
+- ``telephone.pairs.<p>`` with ``type: api``: ``t2i_prompt`` <- ``telephone_t2i``,
+  ``i2t_prompt`` <- ``telephone_i2t``
 """
 from __future__ import annotations
 
@@ -52,6 +54,10 @@ def api_uses(config: dict) -> Iterator[tuple[str, dict, dict[str, str]]]:
             yield f"vista.readers.{name}", spec, {}
     if vista.get("judge"):
         yield "vista.judge", vista["judge"], {}
+    for name, spec in ((config.get("telephone") or {}).get("pairs") or {}).items():
+        if spec.get("type") == "api":
+            yield f"telephone.pairs.{name}", spec, {"t2i_prompt": "telephone_t2i",
+                                                    "i2t_prompt": "telephone_i2t"}
 
 
 def resolve_api(config: dict) -> list[str]:

@@ -16,6 +16,7 @@ tables they feed) and which config keys change the built files (a change rebuild
 | ``gpt_posters`` | :mod:`.generated` | text |
 | ``skimage_medical``, ``medmnist`` | :mod:`.medical` | medical 2D (3D with ``dims: 3``) |
 | ``nifti``, ``bids``, ``brats``, ``synthetic_volumes`` | :mod:`.medical` | medical volumes |
+| ``captions``, ``geneval``, ``chains`` | :mod:`.telephone` | chain inputs (The Telephone Game) |
 
 Any set with a ``modality`` key joins the medical branch (MediBench).
 """
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 
 #: Roles: which evaluations a dataset feeds.
 IMAGES, TEXT, MEDICAL_2D, VOLUMES = "images", "text", "medical_2d", "volumes"
+#: Inputs of The Telephone Game's chains: feed no reconstruction, only the chains.
+CHAIN_INPUTS = "chain_inputs"
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,9 @@ DATASET_TYPES: dict[str, DatasetType] = {
     "bids": _VOLUME,
     "brats": _VOLUME,
     "synthetic_volumes": _VOLUME,
+    "captions": DatasetType("roundtrip.datasets.telephone:build_captions", CHAIN_INPUTS),
+    "geneval": DatasetType("roundtrip.datasets.telephone:build_geneval", CHAIN_INPUTS),
+    "chains": DatasetType("roundtrip.datasets.telephone:build_chains", CHAIN_INPUTS),
 }
 
 #: Dataset types rendered by roundtrip itself (:mod:`roundtrip.datasets.rendered`).
@@ -87,6 +93,8 @@ MEDICAL_TYPES = tuple(k for k, t in DATASET_TYPES.items() if t.role in (MEDICAL_
 #: Config keys that change the built files of any set.
 COMMON_KEYS = ("type", "images", "path", "lang")
 #: Config keys of the medical sources (:mod:`.medical`).
+#: Config keys of the chain inputs (:mod:`.telephone`).
+CHAIN_KEYS = ("captions", "prompts", "render", "font_size_pt", "width_px", "count")
 MEDICAL_KEYS = ("modality", "labels_csv", "splits", "dims", "limit", "bundled", "suffix",
                 "label_column", "sequence", "count", "volume_size", "seed", "intensity",
                 "volume_index", "nonfinite", "spacing")
@@ -126,6 +134,8 @@ def file_keys(spec: dict) -> tuple[str, ...]:
 
         keys += SYNTHETIC_KEYS[kind]
     keys += MEDICAL_KEYS
+    if DATASET_TYPES[kind].role == CHAIN_INPUTS:
+        keys += CHAIN_KEYS
     if kind in GPT_TYPES:
         from roundtrip.datasets.generated import GPT_KEYS
 

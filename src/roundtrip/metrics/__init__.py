@@ -10,6 +10,8 @@ One module per family; each definition names its paper and section:
 - :mod:`.fidelity`: PSNR and MONAI SSIM of volumes (MediBench pillar 1);
 - :mod:`.segmentation`: SegSim, Dice, HD95 (MediBench pillar 2);
 - :mod:`.accuracy`: accuracy and the modality gap (VISTA-Bench Table 1);
+- :mod:`.drift`: S(g), MCD, SDR fits (The Telephone Game, Sec. 3.1-3.2);
+- :mod:`.geneval`: GenEval's rules on detections (MGG, The Telephone Game Sec. 3.3);
 - :mod:`.stats`: bootstrap confidence intervals.
 
 :data:`METRICS` declares, once, each metric's direction and the precision the tables print.
@@ -72,6 +74,8 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
     MetricInfo("rendering_errors", "Rend. err.", False, 1, "%",
                "VISTA-Bench Sec. 4.3: right as Text, wrong as VT"),
     MetricInfo("macro_auc", "Macro-AUC", True, 3, "", "MediBench Sec. 3.3"),
+    MetricInfo("mcd", "MCD", True, 4, "", "The Telephone Game Sec. 3.1, Eq. 2"),
+    MetricInfo("mgg", "MGG", True, 3, "", "The Telephone Game Sec. 3.3"),
 ]}
 
 #: Public name -> the module that defines it (imported on first use).
@@ -87,6 +91,8 @@ _EXPORTS = {
     **dict.fromkeys(("segsim", "structure_metrics"), "segmentation"),
     **dict.fromkeys(("Summary", "bootstrap_mean"), "stats"),
     **dict.fromkeys(("accuracy_values", "paired_gaps"), "accuracy"),
+    **dict.fromkeys(("similarity_curve", "mcd", "fit_sdr", "SDRFit", "average_fits",
+                     "cer_similarity"), "drift"),
 }
 
 __all__ = ["METRICS", "MetricInfo", *sorted(_EXPORTS)]

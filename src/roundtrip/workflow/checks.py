@@ -110,6 +110,7 @@ def check_config(config: dict) -> None:
     _check_metrics(config)
     _check_ocr_datasets(config, ocr_engines)
     _check_vista(config)
+    _check_telephone(config)
 
 
 def _check_ocr_datasets(config: dict, built: dict) -> None:
@@ -219,6 +220,52 @@ def _check_vista(config: dict) -> None:
                 raise ConfigError(f"datasets.{name}.path: a vista_release set needs the TSV")
             if not Path(spec["path"]).is_file():
                 raise ConfigError(f"datasets.{name}.path: {spec['path']} does not exist")
+
+
+def _check_telephone(config: dict) -> None:
+    """The Telephone Game: pairs build (a render_ocr tokenizer is a model of the config),
+    backbones are known types, its datasets are chain inputs, a chains folder has the layout."""
+    from roundtrip.datasets import CHAIN_INPUTS, role_of
+    from roundtrip.evals.telephone.unified import build_pair
+
+    tele = config.get("telephone") or {}
+    models, datasets = config.get("models", {}), config.get("datasets", {})
+    for name, spec in (tele.get("pairs") or {}).items():
+        tok = spec.get("tokenizer")
+        if tok is not None and tok not in models:
+            raise ConfigError(f"telephone.pairs.{name}.tokenizer: {tok!r} is not an entry of models")
+        if name == ORIGINAL:
+            raise ConfigError(f"telephone.pairs.{name}: the name '{ORIGINAL}' is reserved")
+        try:
+            build_pair(name, {k: v for k, v in spec.items() if k != "tokenizer"})
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+    for d in tele.get("datasets") or []:
+        if d not in datasets:
+            raise ConfigError(f"telephone.datasets: unknown dataset {d!r}")
+        if role_of(datasets[d]) != CHAIN_INPUTS:
+            raise ConfigError(f"telephone.datasets: {d} is a {datasets[d]['type']} set, not a "
+                              f"chain input (captions, geneval, chains)")
+    for name, spec in datasets.items():
+        if spec["type"] == "chains":
+            from pathlib import Path
+
+            from roundtrip.datasets.telephone import chain_items
+
+            if not spec.get("path"):
+                raise ConfigError(f"datasets.{name}.path: a chains set needs the chain folder")
+            try:
+                chain_items(Path(spec["path"]))
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"datasets.{name}.path: {exc}") from exc
+        elif spec["type"] in ("captions", "geneval"):
+            source = spec.get("captions" if spec["type"] == "captions" else "prompts", "builtin")
+            if source != "builtin":
+                from pathlib import Path
+
+                if not Path(source).expanduser().is_file():
+                    key = "captions" if spec["type"] == "captions" else "prompts"
+                    raise ConfigError(f"datasets.{name}.{key}: {source} does not exist")
 
 
 def _check_api(config: dict) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from roundtrip.core import weights
 from roundtrip.core.imaging import DEFAULT_MAX_PIXELS
 from roundtrip.datasets import (
+    CHAIN_INPUTS,
     IMAGES,
     MEDICAL_2D,
     QUESTION_TYPES,
@@ -43,6 +44,11 @@ MEDIBENCH_TABLES = ["medibench_2d_fidelity", "medibench_2d_latent", "medibench_3
 #: Table names of VISTA-Bench (roundtrip.evals.vista.tables.TABLES; one rule writes them all).
 VISTA_TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
                 "vista_tokenizers"]
+#: Table names of The Telephone Game (roundtrip.evals.telephone.tables.TABLES).
+TELEPHONE_TABLES = ["telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_mgg"]
+#: Its figures (roundtrip.evals.telephone.figures).
+TELEPHONE_FIGURES = [f"results/figures/telephone_{n}.png"
+                     for n in ("similarity", "sdr", "mgg", "mgg_mcd", "strip")]
 #: Reader types that answer from an OCR engine's reading of the question image.
 OCR_READER_TYPES = ("ocr_llm", "ocr_solver")
 #: Config keys of the metrics that need pretrained weights -> the table file they fill.
@@ -166,6 +172,74 @@ class Plan:
     def latent_datasets(self) -> list[str]:
         """Medical sets whose items carry labels: MediBench's latent utility."""
         return [d for d in self.medical_datasets if self.has_labels(d)]
+
+    # -- The Telephone Game ----------------------------------------------------------------------
+    @cached_property
+    def telephone(self) -> dict:
+        return self.config.get("telephone") or {}
+
+    @cached_property
+    def telephone_pairs(self) -> dict[str, dict]:
+        """``telephone.pairs``: name -> unified model spec."""
+        return dict(self.telephone.get("pairs") or {})
+
+    @cached_property
+    def telephone_datasets(self) -> list[str]:
+        """Chain-input sets (captions, geneval, chains): ``telephone.datasets``, default all."""
+        chosen = self.telephone.get("datasets")
+        return [d for d in self._with_role(CHAIN_INPUTS) if not chosen or d in chosen]
+
+    def telephone_models(self, dataset: str) -> list[str]:
+        """Who makes the chains of a set: every pair, or, for a ``chains`` set, its own model
+        name (``datasets.<d>.model``, default the set's name)."""
+        spec = self.config["datasets"][dataset]
+        if spec["type"] == "chains":
+            return [spec.get("model") or dataset]
+        return list(self.telephone_pairs)
+
+    @cached_property
+    def telephone_keys(self) -> list[tuple[str, str]]:
+        """``(model, dataset)`` of every Telephone Game job."""
+        return [(m, d) for d in self.telephone_datasets for m in self.telephone_models(d)]
+
+    @staticmethod
+    def telephone_files(model: str, dataset: str) -> dict[str, str]:
+        base = f"results/telephone/{model}/{dataset}"
+        return {"similarity": f"{base}/similarity.csv", "mgg": f"{base}/mgg.csv"}
+
+    def telephone_chain_root(self, model: str, dataset: str) -> str:
+        """Where the chains are: ``results/telephone/{model}/{dataset}/chains``, or a ``chains``
+        set's own folder."""
+        spec = self.config["datasets"][dataset]
+        if spec["type"] == "chains":
+            return str(spec["path"])
+        return f"results/telephone/{model}/{dataset}/chains"
+
+    def telephone_pair_spec(self, model: str, dataset: str) -> dict | None:
+        """The pair's spec with a ``render_ocr`` tokenizer resolved into ``{name, spec}`` (its
+        trained checkpoint included); None for a ``chains`` set (nothing is generated)."""
+        if self.config["datasets"][dataset]["type"] == "chains":
+            return None
+        spec = dict(self.telephone_pairs[model])
+        tok = spec.get("tokenizer")
+        if tok:
+            spec["tokenizer"] = {"name": tok, "spec": self.spec_of(tok)}
+        return spec
+
+    def telephone_inputs(self, model: str, dataset: str) -> dict[str, object]:
+        """The set's manifest and a trained tokenizer's checkpoint."""
+        spec = self.telephone_pair_spec(model, dataset) or {}
+        tok = (spec.get("tokenizer") or {}).get("name")
+        return {"manifest": f"results/datasets/{dataset}/manifest.csv",
+                "weights": self.weights_of(tok) if tok else []}
+
+    def telephone_gpu(self, model: str, dataset: str) -> int:
+        """1 when the job runs a network on CUDA (diffusers pairs, learned tokenizers)."""
+        spec = self.telephone_pair_spec(model, dataset) or {}
+        if spec.get("type") == "diffusers":
+            return self.gpu_for_device()
+        tok = (spec.get("tokenizer") or {}).get("name")
+        return self.gpu_for(tok) if tok else 0
 
     # -- VISTA-Bench ------------------------------------------------------------------------------
     @cached_property
@@ -540,6 +614,8 @@ class Plan:
             names += MEDIBENCH_TABLES + ["medibench_latent_shapes"]
         if self.vista_keys:
             names += VISTA_TABLES
+        if self.telephone_keys:
+            names += TELEPHONE_TABLES
         return names
 
     @cached_property
@@ -549,6 +625,8 @@ class Plan:
             out.append("results/figures/token_sensitivity.png")
         if self.vista_keys:
             out.append("results/figures/vista_gap.png")
+        if self.telephone_keys:
+            out += TELEPHONE_FIGURES
         return out
 
     def targets(self) -> list[str]:

@@ -1,0 +1,355 @@
+"""Unified models as a pair of backends behind one interface: ``t2i(texts) -> images`` and
+``i2t(images) -> texts`` (The Telephone Game, Sec. 3: a unified model, or a decoupled pair such as
+LLaVA + SDXL).
+
+One registry, :data:`UNIFIED_TYPES` (config ``telephone.pairs.<name>.type``):
+
+- ``render_ocr`` (:class:`RenderOCR`): offline. T2I renders the text with roundtrip's XeLaTeX
+  renderer, optionally through a tokenizer of the model zoo (``tokenizer: small_vq``); I2T reads
+  the image back with Tesseract. Each generation inherits the previous one's reading errors, so
+  the chain drifts as much as the tokenizer loses.
+- ``api`` (:class:`ApiPair`): ``images.generate`` and a captioning chat completion on an
+  OpenAI-compatible endpoint (the client of :mod:`roundtrip.api.client`: cache, retries, usage).
+- ``diffusers`` (:class:`DiffusersPair`): a diffusers text-to-image pipeline from a local folder
+  (seeded per item and generation) with a ``transformers`` captioner from a local folder.
+
+Both methods return one result per input, in order: the image (``(H, W, 3)`` uint8) or text, or
+the exception that item raised, so that one failed item does not stop the others.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+import numpy as np
+
+from roundtrip.core.weights import WeightsMissing
+
+_WS = re.compile(r"\s+")
+
+
+def one_paragraph(text: str) -> str:
+    """Whitespace (line breaks included) collapsed to single spaces: a caption is one line."""
+    return _WS.sub(" ", text).strip()
+
+
+def item_seed(item_id: str, generation: int, seed: int = 0) -> int:
+    """A seed for item ``item_id`` at ``generation``: stable across runs and machines."""
+    digest = hashlib.sha256(f"{seed}/{item_id}/{generation}".encode()).hexdigest()
+    return int(digest[:8], 16)
+
+
+class UnifiedPair(ABC):
+    """A T2I backend and an I2T backend (see the module docstring).
+
+    Attributes:
+        name: the config key (``telephone.pairs.<name>``).
+    """
+
+    name: str = ""
+
+    @abstractmethod
+    def t2i(self, texts: list[str], seeds: list[int]) -> list:
+        """Images for ``texts`` (``(H, W, 3)`` uint8 each, or the item's exception)."""
+
+    @abstractmethod
+    def i2t(self, images: list[np.ndarray]) -> list:
+        """Captions of ``images`` (one-line strings, or the item's exception)."""
+
+    def describe(self) -> str:
+        """One line for tables and logs."""
+        return type(self).__name__
+
+
+def _per_item(fn, items: list) -> list:
+    out = []
+    for item in items:
+        try:
+            out.append(fn(item))
+        except Exception as exc:  # noqa: BLE001 - recorded per item by the chain
+            out.append(exc)
+    return out
+
+
+# -- render_ocr ---------------------------------------------------------------------------------
+class RenderOCR(UnifiedPair):
+    """T2I: XeLaTeX render of the text (black on white, ``width_px`` wide), padded with white to
+    a multiple of ``pad_to`` px and passed through ``tokenizer`` (a model of the zoo) when one is
+    given; I2T: Tesseract.
+
+    Args:
+        tokenizer: ``{"name": ..., "spec": {...}}`` of a ``models`` entry, or None (the render
+            itself is the image).
+        font_size_pt: text size (= px at the renderer's anchoring).
+        width_px: image width.
+        style: font style of :data:`roundtrip.render.FONT_STYLES`.
+        lang: Tesseract language; psm: Tesseract page segmentation mode.
+        pad_to: image sides are padded to a multiple of this (tokenizers downsample by 8-16).
+        device: where the tokenizer runs.
+    """
+
+    def __init__(self, tokenizer: dict | None = None, font_size_pt: float = 20,
+                 width_px: int = 512, style: str = "arial", lang: str = "eng", psm: int = 6,
+                 pad_to: int = 32, device: str = "auto"):
+        self.tokenizer_spec = tokenizer
+        self.font_size_pt, self.width_px, self.style = float(font_size_pt), int(width_px), style
+        self.lang, self.psm, self.pad_to, self.device = lang, int(psm), int(pad_to), device
+        self._model = None
+        self._ocr = None
+
+    def describe(self) -> str:
+        through = self.tokenizer_spec["name"] if self.tokenizer_spec else "no tokenizer"
+        return f"XeLaTeX render ({through}) + Tesseract ({self.lang})"
+
+    def _tokenizer(self):
+        if self._model is None and self.tokenizer_spec:
+            from roundtrip.stages.reconstruct import load_model
+
+            self._model = load_model(self.tokenizer_spec["name"], self.tokenizer_spec["spec"],
+                                     self.device)
+        return self._model
+
+    def t2i(self, texts: list[str], seeds: list[int]) -> list:
+        from roundtrip.datasets.telephone import render_caption_images
+
+        images = render_caption_images(texts, self.font_size_pt, self.width_px, self.style,
+                                       self.pad_to)
+        return self._through_tokenizer(images)
+
+    def _through_tokenizer(self, images: list) -> list:
+        model = self._tokenizer()
+        if model is None:
+            return images
+        import torch
+
+        out = list(images)
+        for i, img in enumerate(images):
+            if isinstance(img, Exception):
+                continue
+            try:
+                x = torch.from_numpy(img).permute(2, 0, 1)[None].float().div(127.5).sub(1.0)
+                if not model.supports(x.shape[2], x.shape[3]):
+                    raise ValueError(f"{model.name} does not take {x.shape[2]}x{x.shape[3]} inputs")
+                y = model.reconstruct(x.to(model.device))[0].cpu()
+                out[i] = ((y.permute(1, 2, 0).numpy() + 1.0) * 127.5).round().clip(0, 255
+                                                                                    ).astype(np.uint8)
+            except Exception as exc:  # noqa: BLE001 - recorded per item
+                out[i] = exc
+        return out
+
+    def i2t(self, images: list[np.ndarray]) -> list:
+        if self._ocr is None:
+            from roundtrip.readers.tesseract import TesseractOCR
+
+            self._ocr = TesseractOCR(psm=self.psm)
+            self._ocr.check([self.lang])
+        return _per_item(lambda im: one_paragraph(self._ocr.read(im, self.lang)), images)
+
+
+# -- api ------------------------------------------------------------------------------------------
+class ApiPair(UnifiedPair):
+    """T2I by ``images.generate`` and I2T by a chat completion with the image, on one
+    OpenAI-compatible endpoint (resolved settings from ``api.endpoints``).
+
+    Args:
+        endpoint: resolved endpoint settings (never a key).
+        t2i_model, i2t_model: model names at the endpoint.
+        t2i_prompt: template with ``{caption}`` (``api.prompts.telephone_t2i`` by default).
+        i2t_prompt: captioning instruction (``api.prompts.telephone_i2t``).
+        size: image size asked for (``1024x1024``).
+        max_tokens: caption length limit.
+    """
+
+    def __init__(self, endpoint: dict, t2i_model: str, i2t_model: str, t2i_prompt: str = "",
+                 i2t_prompt: str = "", size: str = "1024x1024", max_tokens: int = 300):
+        if not isinstance(endpoint, dict):
+            raise ValueError("endpoint: not resolved; name an entry of api.endpoints")
+        if "{caption}" not in t2i_prompt:
+            raise ValueError("t2i_prompt: must contain {caption}")
+        if not i2t_prompt:
+            raise ValueError("i2t_prompt: empty (set it, or api.prompts.telephone_i2t)")
+        self.endpoint, self.t2i_model, self.i2t_model = endpoint, t2i_model, i2t_model
+        self.t2i_prompt, self.i2t_prompt = t2i_prompt, i2t_prompt
+        self.size, self.max_tokens = size, int(max_tokens)
+
+    def describe(self) -> str:
+        return f"{self.t2i_model} + {self.i2t_model} at {self.endpoint['base_url']}"
+
+    def _client(self):
+        from roundtrip.api.client import client_for
+
+        return client_for(self.endpoint)
+
+    def t2i(self, texts: list[str], seeds: list[int]) -> list:
+        from roundtrip.core.imaging import decode_image, to_uint8
+
+        client = self._client()
+
+        def one(text):
+            reply = client.generate_image(self.t2i_model, self.t2i_prompt.format(caption=text),
+                                          size=self.size)
+            return to_uint8(decode_image(reply.image_bytes(), "generated image"))
+        return client.map(one, texts)
+
+    def i2t(self, images: list[np.ndarray]) -> list:
+        from roundtrip.api.client import image_data_url
+        from roundtrip.api.images import png_bytes
+
+        client = self._client()
+
+        def one(image):
+            messages = [{"role": "user", "content": [
+                {"type": "text", "text": self.i2t_prompt},
+                {"type": "image_url", "image_url": {"url": image_data_url(png_bytes(image))}}]}]
+            reply = client.chat(self.i2t_model, messages, max_tokens=self.max_tokens,
+                                temperature=0.0)
+            return one_paragraph(reply.text)
+        return client.map(one, images)
+
+
+# -- diffusers + transformers ----------------------------------------------------------------------
+def _local_folder(path: str, key: str) -> str:
+    folder = Path(path).expanduser()
+    if not (folder / "config.json").is_file() and not (folder / "model_index.json").is_file():
+        raise WeightsMissing(
+            f"{key}: {folder} is not a saved model folder (no model_index.json or config.json). "
+            f"Save the model there (save_pretrained), e.g. on a machine with internet "
+            f"`huggingface-cli download <repo id> --local-dir {folder}`, and copy it here.")
+    return str(folder)
+
+
+class DiffusersPair(UnifiedPair):
+    """T2I: a diffusers pipeline (``AutoPipelineForText2Image``) from a local folder, one seeded
+    ``torch.Generator`` per item and generation; I2T: a ``transformers`` captioner from a local
+    folder (a ``VisionEncoderDecoderModel``, or an image-text-to-text model such as LLaVA with
+    ``i2t_prompt``). The paper's decoupled "LLaVA 1.5 + SDXL" row is this pair.
+
+    Args:
+        t2i: folder of the pipeline (``save_pretrained`` layout).
+        i2t: folder of the captioner (model, processor/tokenizer).
+        steps, guidance, size: sampling settings (size: output side in px).
+        i2t_prompt: instruction for chat captioners (ignored by encoder-decoder captioners).
+        max_new_tokens: caption length limit.
+        device: ``auto``, ``cpu``, ``cuda``.
+
+    Raises:
+        WeightsMissing: (on first use) a folder is not a saved model; the message says what to
+            put where.
+    """
+
+    def __init__(self, t2i: str, i2t: str, steps: int = 30, guidance: float = 7.5,
+                 size: int = 1024, i2t_prompt: str = "", max_new_tokens: int = 77,
+                 device: str = "auto", name: str = ""):
+        self.t2i_path, self.i2t_path = t2i, i2t
+        self.steps, self.guidance, self.size = int(steps), float(guidance), int(size)
+        self.i2t_prompt, self.max_new_tokens, self.device = i2t_prompt, int(max_new_tokens), device
+        self._pipe = self._captioner = None
+        self.name = name
+
+    def describe(self) -> str:
+        return f"diffusers {Path(self.t2i_path).name} + transformers {Path(self.i2t_path).name}"
+
+    def _torch_device(self):
+        from roundtrip.stages.reconstruct import resolve_device
+
+        return resolve_device(self.device)
+
+    def _pipeline(self):
+        if self._pipe is None:
+            from diffusers import AutoPipelineForText2Image
+
+            folder = _local_folder(self.t2i_path, f"telephone.pairs.{self.name}.t2i")
+            self._pipe = AutoPipelineForText2Image.from_pretrained(
+                folder, local_files_only=True).to(self._torch_device())
+            self._pipe.set_progress_bar_config(disable=True)
+        return self._pipe
+
+    def t2i(self, texts: list[str], seeds: list[int]) -> list:
+        import torch
+
+        pipe = self._pipeline()
+
+        def one(args):
+            text, seed = args
+            gen = torch.Generator(device="cpu").manual_seed(int(seed))
+            image = pipe(prompt=text, num_inference_steps=self.steps,
+                         guidance_scale=self.guidance, height=self.size, width=self.size,
+                         generator=gen, output_type="np").images[0]
+            return (np.clip(image, 0, 1) * 255).round().astype(np.uint8)
+        return _per_item(one, list(zip(texts, seeds)))
+
+    def _load_captioner(self):
+        if self._captioner is None:
+            import transformers
+
+            folder = _local_folder(self.i2t_path, f"telephone.pairs.{self.name}.i2t")
+            config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
+            device = self._torch_device()
+            if config.model_type == "vision-encoder-decoder":
+                model = transformers.VisionEncoderDecoderModel.from_pretrained(
+                    folder, local_files_only=True)
+                processor = transformers.AutoImageProcessor.from_pretrained(
+                    folder, local_files_only=True)
+                tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
+            else:
+                model = transformers.AutoModelForImageTextToText.from_pretrained(
+                    folder, local_files_only=True)
+                processor = transformers.AutoProcessor.from_pretrained(folder, local_files_only=True)
+                tokenizer = processor.tokenizer
+            self._captioner = (model.to(device).eval(), processor, tokenizer,
+                               config.model_type == "vision-encoder-decoder")
+        return self._captioner
+
+    def i2t(self, images: list[np.ndarray]) -> list:
+        import torch
+
+        model, processor, tokenizer, encoder_decoder = self._load_captioner()
+
+        def one(image):
+            with torch.no_grad():
+                if encoder_decoder:
+                    pixels = processor(images=image, return_tensors="pt").pixel_values
+                    ids = model.generate(pixels.to(model.device), max_new_tokens=self.max_new_tokens,
+                                         do_sample=False)
+                    return one_paragraph(tokenizer.decode(ids[0], skip_special_tokens=True))
+                inputs = processor(images=image, text=self.i2t_prompt, return_tensors="pt")
+                inputs = inputs.to(model.device)
+                ids = model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
+                new = ids[0][inputs["input_ids"].shape[1]:]
+                return one_paragraph(tokenizer.decode(new, skip_special_tokens=True))
+        return _per_item(one, images)
+
+
+#: config ``telephone.pairs.<name>.type`` -> class.
+UNIFIED_TYPES: dict[str, type[UnifiedPair]] = {
+    "render_ocr": RenderOCR,
+    "api": ApiPair,
+    "diffusers": DiffusersPair,
+}
+
+
+def build_pair(name: str, spec: dict, device: str = "auto") -> UnifiedPair:
+    """The pair of config entry ``telephone.pairs.<name>`` (the workflow resolves a
+    ``render_ocr`` tokenizer name into ``{"name", "spec"}`` and an ``api`` endpoint into its
+    settings before the job runs).
+
+    Raises:
+        ValueError: unknown type or bad arguments; the message starts with the config key.
+    """
+    args = {k: v for k, v in spec.items() if k not in ("type", "chains")}
+    kind = spec.get("type")
+    if kind not in UNIFIED_TYPES:
+        raise ValueError(f"telephone.pairs.{name}.type: unknown {kind!r}; known: "
+                         f"{sorted(UNIFIED_TYPES)}")
+    if kind in ("render_ocr", "diffusers"):
+        args["device"] = device
+    if kind == "diffusers":
+        args["name"] = name
+    try:
+        pair = UNIFIED_TYPES[kind](**args)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"telephone.pairs.{name}: {exc}") from exc
+    pair.name = name
+    return pair
