@@ -237,8 +237,10 @@ def _check_telephone(config: dict) -> None:
         if name == ORIGINAL:
             raise ConfigError(f"telephone.pairs.{name}: the name '{ORIGINAL}' is reserved")
         try:
-            build_pair(name, {k: v for k, v in spec.items() if k != "tokenizer"})
+            build_pair(name, {k: v for k, v in spec.items() if k != "tokenizer"}).check()
         except ValueError as exc:
+            raise ConfigError(str(exc)) from exc
+        except WeightsMissing as exc:  # the message starts with telephone.pairs.<name>.<key>
             raise ConfigError(str(exc)) from exc
     for d in tele.get("datasets") or []:
         if d not in datasets:

@@ -102,9 +102,11 @@ class ClipColour:
         import torch
 
         h, w = image.shape[:2]
-        x0, y0 = max(0, int(box[0])), max(0, int(box[1]))
-        x1, y1 = min(w, max(x0 + 1, int(math.ceil(box[2])))), min(h, max(y0 + 1, int(math.ceil(box[3]))))
-        crop = image[y0:y1, x0:x1]
+        # at least one pixel inside the image, however degenerate the box
+        x0, y0 = min(w - 1, max(0, int(box[0]))), min(h - 1, max(0, int(box[1])))
+        x1 = min(w, max(x0 + 1, int(math.ceil(box[2]))))
+        y1 = min(h, max(y0 + 1, int(math.ceil(box[3]))))
+        crop = np.ascontiguousarray(image[y0:y1, x0:x1])
         inputs = self.processor(text=[f"a photo of a {c} {label}" for c in COLORS], images=crop,
                                 return_tensors="pt", padding=True).to(self.device)
         with torch.no_grad():

@@ -187,7 +187,8 @@ class ClipBackbone(Backbone):
                                          truncation=True).to(self.device)
                 out = self._model.get_text_features(**inputs)
             else:
-                inputs = self._processor(images=list(values), return_tensors="pt").to(self.device)
+                inputs = self._processor(images=[np.ascontiguousarray(v) for v in values],
+                                         return_tensors="pt").to(self.device)
                 out = self._model.get_image_features(**inputs)
         if not torch.is_tensor(out):  # transformers 5 may return a model output
             out = out.pooler_output
@@ -216,7 +217,8 @@ class DinoBackbone(Backbone):
         import torch
 
         with torch.no_grad():
-            inputs = self._processor(images=list(values), return_tensors="pt").to(self.device)
+            inputs = self._processor(images=[np.ascontiguousarray(v) for v in values],
+                                     return_tensors="pt").to(self.device)
             out = self._model(**inputs).last_hidden_state[:, 0]
         return out.float().cpu().numpy().astype(np.float64)
 

@@ -62,6 +62,13 @@ class UnifiedPair(ABC):
         """One line for tables and logs."""
         return type(self).__name__
 
+    def check(self) -> None:
+        """Raise before any work if what the pair needs is missing (default: nothing to check).
+
+        Raises:
+            WeightsMissing: a model folder is missing (the message says what to put where).
+        """
+
 
 def _per_item(fn, items: list) -> list:
     out = []
@@ -250,6 +257,10 @@ class DiffusersPair(UnifiedPair):
 
     def describe(self) -> str:
         return f"diffusers {Path(self.t2i_path).name} + transformers {Path(self.i2t_path).name}"
+
+    def check(self) -> None:
+        _local_folder(self.t2i_path, f"telephone.pairs.{self.name}.t2i")
+        _local_folder(self.i2t_path, f"telephone.pairs.{self.name}.i2t")
 
     def _torch_device(self):
         from roundtrip.stages.reconstruct import resolve_device

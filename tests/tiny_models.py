@@ -1,0 +1,173 @@
+"""Tiny random-weight models saved in the layouts the real ones ship in (``save_pretrained``),
+for tests of the loading and inference code paths that run offline: CLIP (tokenizer written
+here: byte-level vocabulary, no merges), DINOv2, OWLv2, a Stable Diffusion pipeline and a
+VisionEncoderDecoder captioner. Their outputs are meaningless; their shapes and plumbing are
+the real ones."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2/CLIP's reversible byte -> printable character table."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
+        list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+def clip_tokenizer(folder: Path):
+    """A CLIPTokenizer over single bytes (every character a token), saved to ``folder``."""
+    from transformers import CLIPTokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    chars = list(_bytes_to_unicode().values())
+    vocab = {c: i for i, c in enumerate(chars)}
+    vocab.update({c + "</w>": len(vocab) + i for i, c in enumerate(chars)})
+    vocab["<|startoftext|>"] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    (folder / "merges.txt").write_text("#version: 0.2\n")
+    tok = CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"), model_max_length=77)
+    return tok
+
+
+def clip_configs(vocab_size: int, image_size: int = 32) -> dict:
+    text = dict(vocab_size=vocab_size, hidden_size=32, intermediate_size=37, num_hidden_layers=2,
+                num_attention_heads=4, max_position_embeddings=77, bos_token_id=vocab_size - 2,
+                eos_token_id=vocab_size - 1, pad_token_id=vocab_size - 1)
+    vision = dict(image_size=image_size, patch_size=8, hidden_size=32, intermediate_size=37,
+                  num_hidden_layers=2, num_attention_heads=4)
+    return {"text_config": text, "vision_config": vision, "projection_dim": 16}
+
+
+def tiny_clip(folder: Path) -> Path:
+    """CLIPModel + CLIPProcessor (32 px images) with random weights."""
+    import torch
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
+
+    torch.manual_seed(0)
+    tok = clip_tokenizer(folder / "_tok")
+    CLIPModel(CLIPConfig(**clip_configs(len(tok)))).save_pretrained(folder)
+    images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    CLIPProcessor(image_processor=images, tokenizer=tok).save_pretrained(folder)
+    return folder
+
+
+def tiny_dino(folder: Path) -> Path:
+    """Dinov2Model + its image processor (28 px crops) with random weights."""
+    import torch
+    from transformers import BitImageProcessor, Dinov2Config, Dinov2Model
+
+    torch.manual_seed(0)
+    Dinov2Model(Dinov2Config(image_size=28, patch_size=14, hidden_size=32, num_hidden_layers=2,
+                             num_attention_heads=4, intermediate_size=37)).save_pretrained(folder)
+    BitImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 28, "width": 28},
+                      do_center_crop=True).save_pretrained(folder)
+    return folder
+
+
+def tiny_owlv2(folder: Path) -> Path:
+    """Owlv2ForObjectDetection + Owlv2Processor (32 px) with random weights."""
+    import torch
+    from transformers import (Owlv2Config, Owlv2ForObjectDetection, Owlv2ImageProcessor,
+                              Owlv2Processor)
+
+    torch.manual_seed(0)
+    tok = clip_tokenizer(folder / "_tok")
+    cfg = clip_configs(len(tok))
+    cfg["projection_dim"] = 32  # the class head maps image features to the text width
+    Owlv2ForObjectDetection(Owlv2Config(**cfg)).save_pretrained(folder)
+    images = Owlv2ImageProcessor(size={"height": 32, "width": 32})
+    Owlv2Processor(image_processor=images, tokenizer=tok).save_pretrained(folder)
+    return folder
+
+
+def tiny_stable_diffusion(folder: Path) -> Path:
+    """A StableDiffusionPipeline (32 px latents of 4 channels, 64 px images) with random
+    weights, no safety checker."""
+    import torch
+    from diffusers import (AutoencoderKL, DDIMScheduler, StableDiffusionPipeline,
+                           UNet2DConditionModel)
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    torch.manual_seed(0)
+    tok = clip_tokenizer(folder / "_tok")
+    unet = UNet2DConditionModel(block_out_channels=(32, 64), layers_per_block=1, sample_size=32,
+                                in_channels=4, out_channels=4, cross_attention_dim=32,
+                                down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+                                up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+                                norm_num_groups=32, attention_head_dim=4)
+    vae = AutoencoderKL(block_out_channels=(32, 64), in_channels=3, out_channels=3,
+                        down_block_types=("DownEncoderBlock2D",) * 2,
+                        up_block_types=("UpDecoderBlock2D",) * 2, latent_channels=4,
+                        norm_num_groups=32)
+    text = CLIPTextModel(CLIPTextConfig(**clip_configs(len(tok))["text_config"]))
+    pipe = StableDiffusionPipeline(vae=vae, text_encoder=text, tokenizer=tok, unet=unet,
+                                   scheduler=DDIMScheduler(clip_sample=False), safety_checker=None,
+                                   feature_extractor=None, requires_safety_checker=False)
+    pipe.save_pretrained(folder)
+    return folder
+
+
+def tiny_captioner(folder: Path) -> Path:
+    """A VisionEncoderDecoderModel (ViT encoder, GPT-2 decoder) with its image processor and a
+    byte-level GPT-2 tokenizer, random weights."""
+    import torch
+    from transformers import (GPT2Config, GPT2LMHeadModel, GPT2Tokenizer,
+                              VisionEncoderDecoderModel, ViTConfig, ViTImageProcessor, ViTModel)
+
+    torch.manual_seed(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    chars = list(_bytes_to_unicode().values())
+    vocab = {c: i for i, c in enumerate(chars)}
+    vocab["<|endoftext|>"] = len(vocab)
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    (folder / "merges.txt").write_text("#version: 0.2\n")
+    tok = GPT2Tokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"), model_max_length=64)
+    encoder = ViTModel(ViTConfig(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2,
+                                 num_attention_heads=4, intermediate_size=37))
+    eos = len(vocab) - 1
+    decoder = GPT2LMHeadModel(GPT2Config(vocab_size=len(vocab), n_embd=32, n_layer=2, n_head=4,
+                                         n_positions=64, add_cross_attention=True,
+                                         bos_token_id=eos, eos_token_id=eos, is_decoder=True))
+    model = VisionEncoderDecoderModel(encoder=encoder, decoder=decoder)
+    model.config.decoder_start_token_id = eos
+    model.config.pad_token_id = eos
+    model.generation_config.decoder_start_token_id = eos
+    model.generation_config.pad_token_id = eos
+    model.save_pretrained(folder)
+    ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def tiny_sentence_transformer(folder: Path) -> Path:
+    """A sentence-transformers model (a 2-layer BERT over characters, mean pooling) saved as
+    ``SentenceTransformer.save`` writes it (``modules.json``)."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
+    from transformers import BertConfig, BertModel, BertTokenizer
+
+    torch.manual_seed(0)
+    bert = folder / "_bert"
+    bert.mkdir(parents=True, exist_ok=True)
+    chars = [chr(c) for c in range(ord("a"), ord("z") + 1)] + list("0123456789.,")
+    (bert / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                                               *chars, *[f"##{c}" for c in chars]]) + "\n")
+    tok = BertTokenizer(str(bert / "vocab.txt"), model_max_length=64)
+    tok.save_pretrained(bert)
+    BertModel(BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=4, intermediate_size=37,
+                         max_position_embeddings=64)).save_pretrained(bert)
+    word = Transformer(str(bert), max_seq_length=64)
+    SentenceTransformer(modules=[word, Pooling(32, "mean")]).save(str(folder))
+    return folder
