@@ -123,10 +123,34 @@ def test_diffusers_pair_from_folders_is_seeded_per_item_and_generation(tmp_path)
     assert (tmp_path / "chains/text-first/gen-1/x.png").is_file()
 
 
+def test_registry_folders_are_fetched_with_checksums_and_verified(folders, tmp_path, monkeypatch):
+    import shutil
+
+    from roundtrip.core import weights
+
+    def copier(repo, revision, local_dir):  # stands in for snapshot_download
+        assert repo == "openai/clip-vit-base-patch32"
+        shutil.copytree(folders["clip"], local_dir, dirs_exist_ok=True)
+
+    cache = tmp_path / "cache"
+    path = weights.fetch_folder("clip-vit-b32", cache, download=copier)
+    assert path == cache / "clip-vit-b32" and (path / weights.CHECKSUMS).is_file()
+    assert weights.verify_folder(path)
+    monkeypatch.setenv("ROUNDTRIP_WEIGHTS", str(cache))
+    clip = build_backbone("clip", {"type": "clip", "weights": "clip-vit-b32"})  # by name
+    assert clip.similarity("text", ["a"], "text", ["a"])[0] == pytest.approx(1.0, abs=1e-5)
+    with open(path / "config.json", "a") as fh:  # a corrupted copy is refused
+        fh.write(" ")
+    with pytest.raises(weights.ChecksumMismatch, match="config.json"):
+        build_backbone("clip", {"type": "clip", "weights": "clip-vit-b32"})
+    missing = weights.folder_missing_note("dinov2-base", "telephone.backbones.dino.weights", cache)
+    assert f"roundtrip weights fetch dinov2-base --cache {cache}" in missing
+
+
 def test_missing_model_folders_say_what_to_put_where(tmp_path):
     pair = build_pair("p", {"type": "diffusers", "t2i": str(tmp_path / "none"),
                             "i2t": str(tmp_path / "none")}, "cpu")
     with pytest.raises(FileNotFoundError, match="telephone.pairs.p.t2i: .*huggingface-cli download"):
         pair.check()
-    with pytest.raises(FileNotFoundError, match="owlv2"):
+    with pytest.raises(FileNotFoundError, match="telephone.mgg.detector.weights"):
         OwlDetector(str(tmp_path / "none"))

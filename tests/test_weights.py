@@ -90,5 +90,6 @@ def test_cli_list_and_unknown_name(tmp_path, capsys):
     assert cli_main(["weights", "list", "--cache", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "lpips-alex" in out and "missing" in out
+    assert "owlv2-base" in out and "google/owlv2-base-patch16-ensemble" in out  # model folders
     assert cli_main(["weights", "fetch", "no-such-net", "--cache", str(tmp_path)]) == 1
     assert "unknown weight file" in capsys.readouterr().err

@@ -21,8 +21,8 @@ rule telephone_chains:
         chains=PLAN.telephone.get("chains"),
         generations=PLAN.telephone.get("generations"),
         seed=PLAN.telephone.get("seed"),
-        backbones=PLAN.telephone.get("backbones"),
-        mgg=PLAN.telephone.get("mgg"),
+        backbones=PLAN.telephone_backbones,
+        mgg=PLAN.telephone_mgg,
         device=RUN["device"],
     log:
         "logs/telephone_chains/{pair}/{dataset}.log",

@@ -1,7 +1,8 @@
 """``roundtrip`` command line: helpers that run outside the Snakemake DAG.
 
     roundtrip weights list  [--cache DIR]          what the metrics need and what is present
-    roundtrip weights fetch [NAME ...] [--cache DIR]  download (all by default) and verify
+    roundtrip weights fetch [NAME ...] [--cache DIR]  download (all metric files by default) and
+                                                    verify; model folders by name (mpnet, ...)
     roundtrip check-config FILE [--schema PATH]    YAML (with the line), schema and cross-key
                                                     checks of a config, before any run
 """
@@ -19,6 +20,10 @@ def _list(args) -> int:
         path = weights.path_of(name, args.cache)
         state = "present" if path.is_file() else "missing"
         print(f"{name:15s} {state:8s} {path}  ({entry.used_by})")
+    for name, folder in weights.FOLDERS.items():
+        path = weights.resolve_folder(name, args.cache)
+        state = "present" if path.is_dir() else "missing"
+        print(f"{name:15s} {state:8s} {path}/  ({folder.used_by}; {folder.repo})")
     return 0
 
 
@@ -26,7 +31,8 @@ def _fetch(args) -> int:
     failed = 0
     for name in args.names or list(weights.REGISTRY):
         try:
-            path = weights.fetch(name, args.cache)
+            path = weights.fetch_folder(name, args.cache) if name in weights.FOLDERS \
+                else weights.fetch(name, args.cache)
             print(f"{name}: {path} (checksum ok)")
         except Exception as exc:  # noqa: BLE001 - report every file, then fail
             print(f"{name}: FAILED: {exc}", file=sys.stderr)
@@ -60,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--cache", default=None,
                        help=f"cache directory (default $ROUNDTRIP_WEIGHTS or {weights.DEFAULT_CACHE})")
         if action == "fetch":
-            p.add_argument("names", nargs="*", help=f"any of {sorted(weights.REGISTRY)}")
+            p.add_argument("names", nargs="*", help=f"any of {sorted(weights.REGISTRY)} (default: "
+                           f"all of them), or a model folder: {sorted(weights.FOLDERS)}")
         p.set_defaults(func=func)
     c = sub.add_parser("check-config", help="check a config file as the workflow would, "
                                             "with the line of a YAML error")

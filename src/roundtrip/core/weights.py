@@ -168,3 +168,145 @@ def fetch(name: str, cache: str | Path | None = None, registry: dict | None = No
         if os.path.exists(tmp):
             os.unlink(tmp)
     return target
+
+
+# -- model folders (Hugging Face snapshots): the Telephone Game's backbones and detector ----------
+@dataclass(frozen=True)
+class HubFolder:
+    """A model folder fetched from the Hugging Face hub into the cache.
+
+    Attributes:
+        name: registry key (also the folder's name in the cache).
+        repo: hub repository id; revision: branch, tag or commit.
+        used_by: what needs it, for messages.
+    """
+    name: str
+    repo: str
+    used_by: str
+    revision: str = "main"
+
+
+FOLDERS: dict[str, HubFolder] = {f.name: f for f in [
+    HubFolder("mpnet", "sentence-transformers/all-mpnet-base-v2",
+              "Telephone Game text backbone (MPNet)"),
+    HubFolder("clip-vit-b32", "openai/clip-vit-base-patch32",
+              "Telephone Game CLIP backbone (the released code's)"),
+    HubFolder("dinov2-base", "facebook/dinov2-base", "Telephone Game DINO backbone"),
+    HubFolder("owlv2-base", "google/owlv2-base-patch16-ensemble", "MGG detector (OWLv2)"),
+    HubFolder("clip-vit-l14", "openai/clip-vit-large-patch14", "MGG colour check (GenEval's CLIP)"),
+]}
+#: Checksum list written into a fetched folder (``sha256sum`` format) and checked at load.
+CHECKSUMS = "roundtrip-sha256.txt"
+
+
+def resolve_folder(value: str, cache: str | Path | None = None) -> Path:
+    """A model folder: a :data:`FOLDERS` name -> its place in the cache, else the path given."""
+    if value in FOLDERS:
+        return cache_dir(str(cache) if cache else None) / value
+    return Path(value).expanduser()
+
+
+def write_checksums(folder: str | Path) -> Path:
+    """Write :data:`CHECKSUMS` in ``folder``: the SHA-256 of every other file, sorted by path."""
+    folder = Path(folder)
+    lines = [f"{sha256_of(p)}  {p.relative_to(folder).as_posix()}"
+             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != CHECKSUMS
+             and ".cache" not in p.relative_to(folder).parts]
+    out = folder / CHECKSUMS
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def verify_folder(folder: str | Path) -> bool:
+    """Check a folder against its :data:`CHECKSUMS` list.
+
+    Returns:
+        True when the list exists and every file matches; False when there is no list (a folder
+        saved by hand: nothing to check).
+
+    Raises:
+        ChecksumMismatch: a listed file is missing or has another digest (names the file).
+    """
+    folder = Path(folder)
+    listing = folder / CHECKSUMS
+    if not listing.is_file():
+        return False
+    for line in listing.read_text().splitlines():
+        if not line.strip():
+            continue
+        digest, rel = line.split("  ", 1)
+        path = folder / rel
+        if not path.is_file():
+            raise ChecksumMismatch(f"{path}: listed in {listing} but missing (copy incomplete?)")
+        verify(path, digest)
+    return True
+
+
+def folder_missing_note(value: str, key: str, cache: str | Path | None = None) -> str:
+    """What to do when the model folder ``value`` (config key ``key``) holds no model."""
+    folder = resolve_folder(value, cache)
+    if value in FOLDERS:
+        return (f"{key}: {folder} holds no model ({FOLDERS[value].used_by}); on a machine with "
+                f"internet run `roundtrip weights fetch {value} --cache {folder.parent}` and copy "
+                f"the folder there")
+    return (f"{key}: {folder} holds no saved model (config.json). On a machine with internet run "
+            f"`huggingface-cli download <repo id> --local-dir {folder}` (or name a registry "
+            f"folder: {', '.join(sorted(FOLDERS))}) and copy the folder here.")
+
+
+def fetch_folder(name: str, cache: str | Path | None = None, download=None) -> Path:
+    """Download the hub folder ``name`` into the cache and write its checksum list.
+
+    The snapshot goes to a temporary folder beside the target and is renamed into place after
+    its checksums were written, so an interrupted download never looks complete.
+
+    Args:
+        download: ``(repo, revision, local_dir) -> None`` (default: huggingface_hub's
+            ``snapshot_download``; tests pass a copier).
+
+    Raises:
+        KeyError: unknown ``name``.
+    """
+    if name not in FOLDERS:
+        raise KeyError(f"unknown model folder {name!r}; known: {sorted(FOLDERS)}")
+    entry = FOLDERS[name]
+    target = resolve_folder(name, cache)
+    if target.is_dir():
+        try:
+            if verify_folder(target):
+                return target
+        except ChecksumMismatch:
+            pass
+        shutil.rmtree(target)
+    if download is None:
+        from huggingface_hub import snapshot_download
+
+        def download(repo, revision, local_dir):
+            snapshot_download(repo, revision=revision, local_dir=local_dir)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{name}.", suffix=".part"))
+    try:
+        download(entry.repo, entry.revision, str(tmp))
+        write_checksums(tmp)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    return target
+
+
+def model_folder(value: str, key: str, cache: str | Path | None = None) -> str:
+    """The saved model folder named by config key ``key``: a path, or a :data:`FOLDERS` name in
+    the cache; checked against its checksum list when it has one.
+
+    Raises:
+        WeightsMissing: no ``config.json``, ``modules.json`` or ``model_index.json`` there (the
+            message says what to fetch and where to put it).
+        ChecksumMismatch: a file differs from the list written when it was fetched.
+    """
+    folder = resolve_folder(value, cache)
+    markers = ("config.json", "modules.json", "model_index.json")
+    if not any((folder / m).is_file() for m in markers):
+        raise WeightsMissing(folder_missing_note(value, key, cache))
+    verify_folder(folder)
+    return str(folder)

@@ -121,6 +121,29 @@ def read_status(root: Path, chain: str, generation: int) -> pd.DataFrame | None:
                        keep_default_na=False)
 
 
+def read_outputs(root: Path, chain: str, generation: int, ids: list[str]) -> dict[str, object]:
+    """The outputs of a generation that exist and are ok: ``id -> text`` or ``id -> (H, W, 3)
+    uint8 image``. Without a status file (chains made elsewhere) every existing output counts.
+
+    Raises:
+        ImageReadError: an image file cannot be decoded.
+    """
+    from roundtrip.core.imaging import read_image, to_uint8
+
+    status = read_status(root, chain, generation)
+    ok = set(ids) if status is None else set(status.loc[status["status"] == "ok", "filename"])
+    if modality_at(chain, generation) == "text":
+        path = text_file(root, chain, generation)
+        texts = read_texts(root, chain, generation) if path.is_file() else {}
+        return {i: texts[i] for i in ids if i in ok and i in texts}
+    out = {}
+    for i in ids:
+        path = find_image(root, chain, generation, i)
+        if i in ok and path is not None:
+            out[i] = to_uint8(read_image(path))
+    return out
+
+
 def generations_present(root: Path, chain: str) -> int:
     """The last generation ``G`` such that generations 0..G all exist in the folder (files or
     folders, roundtrip's or another tool's); -1 when generation 0 is missing."""

@@ -221,10 +221,35 @@ class Plan:
         if self.config["datasets"][dataset]["type"] == "chains":
             return None
         spec = dict(self.telephone_pairs[model])
+        for key in ("t2i", "i2t"):  # diffusers pairs: registry names into the cache
+            if key in spec:
+                spec[key] = self._folder(spec[key])
         tok = spec.get("tokenizer")
         if tok:
             spec["tokenizer"] = {"name": tok, "spec": self.spec_of(tok)}
         return spec
+
+    def _folder(self, value: str | None) -> str | None:
+        """A model folder value with a registry name (``clip-vit-b32``...) resolved into the
+        weights cache (``metrics.weights_cache``)."""
+        if not value:
+            return value
+        return str(weights.resolve_folder(value, self.metrics.get("weights_cache")))
+
+    @cached_property
+    def telephone_backbones(self) -> dict[str, dict]:
+        """``telephone.backbones`` with their folders resolved."""
+        return {n: spec | ({"weights": self._folder(spec["weights"])} if "weights" in spec else {})
+                for n, spec in (self.telephone.get("backbones") or {}).items()}
+
+    @cached_property
+    def telephone_mgg(self) -> dict:
+        """``telephone.mgg`` with the detector and colour folders resolved."""
+        out = {}
+        for part, spec in (self.telephone.get("mgg") or {}).items():
+            out[part] = spec | ({"weights": self._folder(spec["weights"])}
+                                if spec and "weights" in spec else {})
+        return out
 
     def telephone_inputs(self, model: str, dataset: str) -> dict[str, object]:
         """The set's manifest and a trained tokenizer's checkpoint."""

@@ -62,21 +62,6 @@ def _write_gen0(root: Path, chain: str, seeds: list[Seed]) -> None:
     layout.write_status(root, chain, 0, rows)
 
 
-def _inputs(root: Path, chain: str, g: int, ids: list[str]) -> dict[str, object]:
-    """The outputs of generation ``g`` that are ok: ``id -> text`` or ``id -> image``."""
-    status = layout.read_status(root, chain, g)
-    ok = set(status.loc[status["status"] == "ok", "filename"])
-    if layout.modality_at(chain, g) == "text":
-        texts = layout.read_texts(root, chain, g)
-        return {i: texts[i] for i in ids if i in ok and i in texts}
-    out = {}
-    for i in ids:
-        path = layout.find_image(root, chain, g, i)
-        if i in ok and path is not None:
-            out[i] = to_uint8(read_image(path))
-    return out
-
-
 def _failure_reasons(root: Path, chain: str, g: int) -> dict[str, str]:
     status = layout.read_status(root, chain, g)
     bad = status[status["status"] != "ok"]
@@ -89,7 +74,7 @@ def run_generation(pair: UnifiedPair, root: Path, chain: str, g: int, ids: list[
 
     Writes the texts (``gen-g.csv``) or images (``gen-g/<id>.png``), then ``gen-g.status.csv``.
     """
-    prev = _inputs(root, chain, g - 1, ids)
+    prev = layout.read_outputs(root, chain, g - 1, ids)
     earlier = _failure_reasons(root, chain, g - 1)
     rows = {i: {"filename": i, "status": "error", "seconds": 0.0,
                 "reason": earlier.get(i) or f"generation {g - 1} has no output"}

@@ -20,20 +20,11 @@ import numpy as np
 import pandas as pd
 
 from roundtrip.core.imaging import one_line, read_image, to_uint8
-from roundtrip.core.weights import WeightsMissing
+from roundtrip.core.weights import model_folder
 from roundtrip.datasets import chain_layout as layout
 from roundtrip.metrics.geneval import COLORS, Detection, score_prompt
 
 COLUMNS = ["item_id", "tag", "generation", "correct", "status", "reason", "detections"]
-
-
-def _folder(path: str, key: str, example: str) -> str:
-    folder = Path(path).expanduser()
-    if not (folder / "config.json").is_file():
-        raise WeightsMissing(
-            f"{key}: {folder} holds no saved model (config.json). On a machine with internet run "
-            f"`huggingface-cli download {example} --local-dir {folder}` and copy the folder here.")
-    return str(folder)
 
 
 class OwlDetector:
@@ -48,8 +39,7 @@ class OwlDetector:
     def __init__(self, weights: str, threshold: float = 0.1, device: str = "cpu"):
         import transformers
 
-        folder = _folder(weights, "telephone.mgg.detector.weights",
-                         "google/owlv2-base-patch16-ensemble")
+        folder = model_folder(weights, "telephone.mgg.detector.weights")
         self.model = transformers.Owlv2ForObjectDetection.from_pretrained(
             folder, local_files_only=True).to(device).eval()
         self.processor = transformers.Owlv2Processor.from_pretrained(folder, local_files_only=True)
@@ -91,7 +81,7 @@ class ClipColour:
     def __init__(self, weights: str, device: str = "cpu"):
         import transformers
 
-        folder = _folder(weights, "telephone.mgg.colour.weights", "openai/clip-vit-base-patch32")
+        folder = model_folder(weights, "telephone.mgg.colour.weights")
         self.model = transformers.CLIPModel.from_pretrained(folder, local_files_only=True
                                                             ).to(device).eval()
         self.processor = transformers.CLIPProcessor.from_pretrained(folder, local_files_only=True)

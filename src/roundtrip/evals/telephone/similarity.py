@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from roundtrip.core.imaging import one_line, read_image, to_uint8
-from roundtrip.core.weights import WeightsMissing
+from roundtrip.core.imaging import one_line
+from roundtrip.core.weights import model_folder
 from roundtrip.datasets import chain_layout as layout
 
 DIRECTIONS = ("text_text", "text_image", "image_image", "image_text")
@@ -131,15 +131,6 @@ class CERBackbone(Backbone):
         return np.array(out, dtype=np.float64)
 
 
-def _folder(path: str, key: str, example: str) -> str:
-    folder = Path(path).expanduser()
-    if not (folder / "config.json").is_file() and not (folder / "modules.json").is_file():
-        raise WeightsMissing(
-            f"{key}: {folder} holds no saved model (config.json). On a machine with internet run "
-            f"`huggingface-cli download {example} --local-dir {folder}` and copy the folder here.")
-    return str(folder)
-
-
 class SentenceTransformersBackbone(Backbone):
     """A sentence-transformers model (MPNet: ``sentence-transformers/all-mpnet-base-v2``, the
     paper's text backbone) from a local folder."""
@@ -148,8 +139,7 @@ class SentenceTransformersBackbone(Backbone):
     def __init__(self, weights: str, device: str = "cpu", name: str = ""):
         from sentence_transformers import SentenceTransformer
 
-        folder = _folder(weights, f"telephone.backbones.{name}.weights",
-                         "sentence-transformers/all-mpnet-base-v2")
+        folder = model_folder(weights, f"telephone.backbones.{name}.weights")
         self._model = SentenceTransformer(folder, device=device, local_files_only=True)
         self.weights = folder
 
@@ -168,8 +158,7 @@ class ClipBackbone(Backbone):
     def __init__(self, weights: str, device: str = "cpu", name: str = ""):
         import transformers
 
-        folder = _folder(weights, f"telephone.backbones.{name}.weights",
-                         "openai/clip-vit-base-patch32")
+        folder = model_folder(weights, f"telephone.backbones.{name}.weights")
         self._model = transformers.CLIPModel.from_pretrained(folder, local_files_only=True
                                                              ).to(device).eval()
         self._processor = transformers.CLIPProcessor.from_pretrained(folder, local_files_only=True)
@@ -203,7 +192,7 @@ class DinoBackbone(Backbone):
     def __init__(self, weights: str, device: str = "cpu", name: str = ""):
         import transformers
 
-        folder = _folder(weights, f"telephone.backbones.{name}.weights", "facebook/dinov2-base")
+        folder = model_folder(weights, f"telephone.backbones.{name}.weights")
         self._model = transformers.AutoModel.from_pretrained(folder, local_files_only=True
                                                              ).to(device).eval()
         self._processor = transformers.AutoImageProcessor.from_pretrained(folder,
@@ -257,22 +246,6 @@ def build_backbone(name: str, spec: dict, device: str = "cpu") -> Backbone:
     return backbone
 
 
-def _values(root: Path, chain: str, g: int, ids: list[str]) -> dict[str, object]:
-    """``id -> text | image`` of generation ``g`` for items whose output exists and is ok."""
-    status = layout.read_status(root, chain, g)
-    ok = set(ids) if status is None else set(status.loc[status["status"] == "ok", "filename"])
-    if layout.modality_at(chain, g) == "text":
-        path = layout.text_file(root, chain, g)
-        texts = layout.read_texts(root, chain, g) if path.is_file() else {}
-        return {i: texts[i] for i in ids if i in ok and i in texts}
-    out = {}
-    for i in ids:
-        path = layout.find_image(root, chain, g, i)
-        if i in ok and path is not None:
-            out[i] = to_uint8(read_image(path))
-    return out
-
-
 def score_chain(root: str | Path, chain: str, ids: list[str], captions: dict[str, str],
                 backbones: dict[str, Backbone | str], generations: int) -> pd.DataFrame:
     """Per-item similarities of one chain for every (direction, backbone) it supports.
@@ -292,7 +265,7 @@ def score_chain(root: str | Path, chain: str, ids: list[str], captions: dict[str
     root = Path(root)
     rows = []
     first = "text" if chain == layout.TEXT_FIRST else "image"
-    inputs = _values(root, chain, 0, ids)
+    inputs = layout.read_outputs(root, chain, 0, ids)
     cache: dict[int, dict] = {}
     for direction in DIRECTIONS:
         gens = generations_of(chain, direction, generations)
@@ -307,7 +280,7 @@ def score_chain(root: str | Path, chain: str, ids: list[str], captions: dict[str
                 continue
             for g in gens:
                 if g not in cache:
-                    cache[g] = _values(root, chain, g, ids)
+                    cache[g] = layout.read_outputs(root, chain, g, ids)
                 rows += _score_generation(chain, direction, bname, backbone, g, ids, source,
                                           cache[g], root)
     return pd.DataFrame(rows, columns=COLUMNS)

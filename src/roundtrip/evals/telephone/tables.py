@@ -190,6 +190,13 @@ def sdr_table(curve: pd.DataFrame, out_dir) -> pd.DataFrame:
              "paper, Sec. 3.2); exp: y = a * exp(-b * g) + c (the authors' released code); "
              "scipy curve_fit with the bounds shown; 'average' rows average each parameter over "
              "the directions of the chain (the paper's Table 3); a failed fit has no numbers"]
+    exact = frame[(frame["direction"] != "average") & (frame["n"] == 3) &
+                  (frame["status"] == "ok")]
+    if len(exact):
+        notes.append(f"{len(exact)} fit(s) on 3 points: 3 parameters interpolate them exactly "
+                     "(no residual, no standard errors), so the parameters are not identified; "
+                     "the text->text rows get G/2 points, so G >= 10 is needed for a fit with "
+                     "residuals (the paper: G = 20)")
     digits = {c: 4 for c in ("p1", "p1_se", "p2", "p2_se", "p3", "p3_se", "r2")}
     shown = frame.copy()
     shown["n"] = shown["n"].astype("Int64").astype(str)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from roundtrip.core.weights import WeightsMissing
+from roundtrip.core.weights import model_folder
 
 _WS = re.compile(r"\s+")
 
@@ -218,13 +218,9 @@ class ApiPair(UnifiedPair):
 
 # -- diffusers + transformers ----------------------------------------------------------------------
 def _local_folder(path: str, key: str) -> str:
-    folder = Path(path).expanduser()
-    if not (folder / "config.json").is_file() and not (folder / "model_index.json").is_file():
-        raise WeightsMissing(
-            f"{key}: {folder} is not a saved model folder (no model_index.json or config.json). "
-            f"Save the model there (save_pretrained), e.g. on a machine with internet "
-            f"`huggingface-cli download <repo id> --local-dir {folder}`, and copy it here.")
-    return str(folder)
+    """A pipeline or captioner folder (a path or a registry name; see
+    :func:`roundtrip.core.weights.model_folder`)."""
+    return model_folder(path, key)
 
 
 class DiffusersPair(UnifiedPair):
