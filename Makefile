@@ -12,9 +12,9 @@ PY          := $(VENV)/bin/python
 APT_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-jpn \
                 tesseract-ocr-kor tesseract-ocr-hin poppler-utils fonts-liberation \
                 fonts-dejavu-core fonts-noto-core fonts-noto-cjk texlive-xetex \
-                fonts-crosextra-caladea fonts-dancingscript
+                fonts-crosextra-caladea fonts-dancingscript fonts-wqy-microhei
 
-.PHONY: run test setup system-deps lint bench clean
+.PHONY: run test setup system-deps lint bench clean report
 
 run: setup
 ifdef CONFIG
@@ -23,6 +23,9 @@ ifdef CONFIG
 else
 	$(VENV)/bin/snakemake --profile profiles/workstation --cores $(CORES)
 endif
+
+report: setup
+	$(VENV)/bin/snakemake --profile profiles/workstation --cores $(CORES) results/report.pdf
 
 test: setup
 	$(PY) -m pytest -q

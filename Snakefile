@@ -57,6 +57,9 @@ if PLAN.telephone_keys:
     include: "rules/evals/telephone.smk"
 
 
+include: "rules/report.smk"
+
+
 rule all:
     default_target: True
     input:

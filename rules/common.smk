@@ -1,5 +1,6 @@
 # The plan of the run (roundtrip.workflow.plan, unit-tested): every rule asks it what to do.
 # This file holds only the plan, the config check, wildcard constraints and thin input functions.
+import subprocess
 import sys
 import time
 
@@ -65,8 +66,21 @@ def report_api_usage():
 
 
 def report_table(name, category, subcategory=None):
-    """The CSV, Markdown and LaTeX files of table ``name``; the CSV goes into Snakemake's report
-    with the caption report/{name}.rst."""
+    """The CSV, Markdown and LaTeX files of table ``name`` and its provenance record; the CSV
+    goes into Snakemake's report with the caption report/{name}.rst."""
     csv, md, tex = table_files(name)
     return [report(csv, caption=caption(name), category=category, subcategory=subcategory),
-            md, tex]
+            md, tex, f"results/tables/{name}.provenance.json"]
+
+
+def git_commit():
+    """The commit of the workflow's checkout, or why there is none."""
+    try:
+        out = subprocess.run(["git", "-C", workflow.basedir, "rev-parse", "HEAD"],
+                             capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", workflow.basedir, "status", "--porcelain", "-uno"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return out.stdout.strip() + (" (with uncommitted changes)" if dirty else "") \
+            if out.returncode == 0 else "not a git checkout"
+    except (OSError, subprocess.SubprocessError):
+        return "git not available"

@@ -8,6 +8,7 @@ from roundtrip.core.logs import setup_logging
 from roundtrip.evals.vtbench.detail import score_detail
 from roundtrip.evals.vtbench.tables import detail_columns
 from roundtrip.tables import build_table, write_table
+from roundtrip.tables.provenance import write_provenance
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])
@@ -20,3 +21,4 @@ table = build_table("detail_statistics", "Detail statistics of the original imag
                     smk.params.datasets, detail_columns(), files, smk.params.bootstrap,
                     row_label="Dataset")
 write_table(table, Path(smk.output[0]).parent)
+write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

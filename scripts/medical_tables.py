@@ -6,6 +6,7 @@ import _bootstrap  # noqa: F401
 from roundtrip.core.logs import setup_logging
 from roundtrip.evals.medibench.segment import build_segmenter
 from roundtrip.evals.medibench.tables import write_all
+from roundtrip.tables.provenance import write_provenance
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])
@@ -13,3 +14,4 @@ p = smk.params
 write_all(p.models, p.specs, p.datasets_2d, p.datasets_3d, p.latent_datasets, p.modalities,
           p.not_run, dict(p.segmenter), build_segmenter(dict(p.segmenter)).qc_note,
           Path(smk.output[0]).parent)
+write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

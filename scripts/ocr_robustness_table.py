@@ -13,6 +13,7 @@ from roundtrip.evals.vtbench.ocr_robustness import (
 )
 from roundtrip.evals.vtbench.text import text_dataset_kinds
 from roundtrip.tables import build_table, to_csv_frame, write_frame, write_table
+from roundtrip.tables.provenance import write_provenance
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
@@ -36,3 +37,4 @@ write_frame(agreement, "ocr_rank_agreement",
             "Agreement of the model rankings between OCR engines per dataset (Kendall's tau-b "
             "over models, from the means of ocr_robustness)", [], Path(smk.output[0]).parent,
             digits={"kendall_tau": 3, "p_value": 3})
+write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

@@ -11,6 +11,7 @@ from roundtrip.evals.vtbench.tables import (
     weighted_metrics,
 )
 from roundtrip.tables import build_table, metric_files, write_table
+from roundtrip.tables.provenance import write_provenance
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])
@@ -26,3 +27,4 @@ for name, datasets in dict(smk.params.tables).items():
                         not_run=dict(smk.params.not_run))
     table.notes = notes
     write_table(table, Path(smk.output[0]).parent)
+write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

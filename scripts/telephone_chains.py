@@ -10,6 +10,10 @@ from roundtrip.evals.telephone.unified import build_pair
 smk = snakemake  # noqa: F821 - injected by Snakemake
 w, p = smk.wildcards, smk.params
 log = setup_logging(smk.log[0])
+if p.pair and (p.pair.get("tokenizer") or p.pair.get("type") == "diffusers"):
+    import torch  # a network runs: its reductions summed in the job's thread count, not the machine's
+
+    torch.set_num_threads(smk.threads)
 pair = build_pair(w.pair, p.pair, p.device) if p.pair else None
 try:
     similarity, mgg = run_job(pair, smk.input.manifest, p.dataset_type, p.chain_root, p.chains,

@@ -6,6 +6,7 @@ import pandas as pd
 
 from roundtrip.core.logs import setup_logging
 from roundtrip.evals.telephone import figures, tables
+from roundtrip.tables.provenance import write_provenance
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])
@@ -33,3 +34,4 @@ strip_roots = {k: r for k, r in roots.items() if k[1] == first}
 item = next(iter(similarity[keys[0]]["item_id"]), "")
 chain = next(iter(similarity[keys[0]]["chain"]), "text-first")
 figures.plot_strip(strip_roots, item, chain, int(smk.params.generations), out.strip_figure)
+write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

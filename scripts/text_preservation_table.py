@@ -8,6 +8,7 @@ from roundtrip.core.logs import setup_logging
 from roundtrip.evals.vtbench.tables import text_columns, weighted_metrics, wer_beyond_paper
 from roundtrip.evals.vtbench.text import text_dataset_kinds
 from roundtrip.tables import build_table, metric_files, write_table
+from roundtrip.tables.provenance import write_provenance
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])
@@ -27,3 +28,4 @@ table = build_table("text_preservation",
                     files, smk.params.bootstrap, not_run=dict(smk.params.not_run))
 table.notes = left_out + wer_beyond_paper(manifests, smk.params.langs, cer_only)
 write_table(table, Path(smk.output[0]).parent)
+write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

@@ -11,6 +11,7 @@ from roundtrip.evals.chd.sensitivity import plot, run_sensitivity, summarize
 from roundtrip.models import build_model
 from roundtrip.stages.reconstruct import resolve_device
 from roundtrip.tables import write_frame
+from roundtrip.tables.provenance import write_provenance
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
@@ -50,3 +51,4 @@ Path(smk.output.figure).parent.mkdir(parents=True, exist_ok=True)
 plot(df, smk.output.figure)
 for line in notes[2:]:
     log.info(line)
+write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

@@ -6,6 +6,7 @@ import _bootstrap  # noqa: F401
 from roundtrip.core.logs import setup_logging
 from roundtrip.evals.chd.tables import token_columns
 from roundtrip.tables import build_table, metric_files, write_table
+from roundtrip.tables.provenance import write_provenance
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])
@@ -16,3 +17,4 @@ table = build_table("token_metrics", title, smk.params.models,
                     token_columns(smk.params.datasets), files, smk.params.bootstrap,
                     not_run=dict(smk.params.not_run))
 write_table(table, Path(smk.output[0]).parent)
+write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

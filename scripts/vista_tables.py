@@ -6,6 +6,7 @@ import _bootstrap  # noqa: F401
 from roundtrip.core.logs import setup_logging
 from roundtrip.evals.vista import figures, tables
 from roundtrip.tables import write_table
+from roundtrip.tables.provenance import write_provenance
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])
@@ -21,3 +22,4 @@ for table in (tables.accuracy_table(answers, scorer),
               tables.tokenizer_table(answers, scorer)):
     write_table(table, out_dir)
 figures.plot_gap(tables.gap_curves(answers, sweeps), smk.output.figure)
+write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

@@ -21,8 +21,9 @@ ALLOWED = {
     "datasets": {"core", "api", "render", "readers", "metrics"},
     "stages": {"core", "models", "readers", "datasets", "metrics"},
     "evals": {"core", "metrics", "models", "readers", "datasets", "stages", "tables", "api"},
+    "report": {"core", "metrics", "tables"},
     "workflow": {"core", "metrics", "models", "readers", "datasets", "stages", "tables", "api",
-                 "evals", "render"},
+                 "evals", "render", "report"},
     "cli": {"core", "workflow"},  # check-config runs the workflow's checks
 }
 

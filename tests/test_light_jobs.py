@@ -31,6 +31,8 @@ LIGHT_SCRIPTS = {
     "vista_answers.py": ["roundtrip.readers.question_family"],
     "vista_tables.py": ["matplotlib.pyplot"],
     "telephone_tables.py": ["matplotlib.pyplot", "scipy.optimize"],
+    "gallery.py": ["matplotlib.pyplot"],
+    "report_pdf.py": ["reportlab.platypus"],
 }
 
 

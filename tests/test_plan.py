@@ -116,10 +116,16 @@ def test_targets(plan, tmp_path):
     assert "results/tables/medibench_latent_shapes.tex" in targets
     assert "results/figures/medical/synthetic_3d.png" in targets
     assert "results/figures/token_sensitivity.png" in targets
-    assert len(targets) == 3 * len(plan.tables) + len(plan.figures)
+    assert len(targets) == 3 * len(plan.tables) + len(plan.figures) + 1
+    assert targets[-1] == "results/report.pdf"
+    assert "results/figures/gallery/posters.png" in plan.figures
+    assert "results/figures/gallery/medical_2d.png" not in plan.figures  # galleries: VTBench sets
     p = Plan(small())  # no text, token or medical sets
     assert p.tables == ["reconstruction_native", "detail_statistics", "model_card"]
-    assert p.figures == []
+    assert p.figures == ["results/figures/gallery/photos.png"]
+    ran, not_ran = p.evaluations_run()
+    assert [r[0] for r in ran] == ["VTBench"]
+    assert ("MediBench", "no medical dataset configured") in not_ran
 
 
 def test_weighted_metrics_without_weights(plan, tmp_path):

@@ -44,6 +44,8 @@ MEDIBENCH_TABLES = ["medibench_2d_fidelity", "medibench_2d_latent", "medibench_3
 #: Table names of VISTA-Bench (roundtrip.evals.vista.tables.TABLES; one rule writes them all).
 VISTA_TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
                 "vista_tokenizers"]
+#: The PDF report (issue 25): every table and figure with its provenance.
+REPORT = "results/report.pdf"
 #: Table names of The Telephone Game (roundtrip.evals.telephone.tables.TABLES).
 TELEPHONE_TABLES = ["telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_mgg"]
 #: Its figures (roundtrip.evals.telephone.figures).
@@ -624,6 +626,63 @@ class Plan:
         return reconstruction_tables({d: self.config["datasets"][d]["protocol"]
                                       for d in self.recon_datasets})
 
+    # -- the report (issue 25) ---------------------------------------------------------------------
+    @cached_property
+    def gallery_datasets(self) -> list[str]:
+        """Image and text sets shown in the reconstruction galleries (VTBench Figs. 4, 5)."""
+        return [d for d in self.general_datasets if self.models_on(d)]
+
+    def gallery_ocr(self, dataset: str) -> str | None:
+        """The OCR engine whose lines the gallery prints under the crops of a text set."""
+        if dataset not in self.text_datasets:
+            return None
+        engines = self.engines_for(dataset)
+        return self.table_ocr if self.table_ocr in engines else (engines[0] if engines else None)
+
+    def gallery_inputs(self) -> dict[str, list[str]]:
+        """Manifests, the pair jobs' status files (the reconstructions are written with them)
+        and the OCR files of the text sets."""
+        out = {"manifests": [], "status": [], "ocr": []}
+        for d in self.gallery_datasets:
+            out["manifests"].append(f"results/datasets/{d}/manifest.csv")
+            engine = self.gallery_ocr(d)
+            if engine:
+                out["ocr"].append(f"results/ocr/{engine}/original/{d}.csv")
+            for m in self.models_on(d):
+                out["status"].append(f"results/recon/{m}/{d}/status.csv")
+                if engine:
+                    out["ocr"].append(f"results/ocr/{engine}/{m}/{d}.csv")
+        return out
+
+    @cached_property
+    def gallery_figures(self) -> list[str]:
+        return [f"results/figures/gallery/{d}.png" for d in self.gallery_datasets]
+
+    def evaluations_run(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """``(ran, not_ran)``: ``(evaluation, what / why)`` for the report's cover."""
+        ran, not_ran = [], []
+        ran.append(("VTBench", f"{len(self.recon_datasets)} image sets, "
+                               f"{len(self.text_datasets)} text sets, {len(self.models)} models"))
+        checks = [
+            ("CHD / CMMS", bool(self.token_reference),
+             f"tokens of {self.token_reference} on {', '.join(self.token_datasets)}",
+             "metrics.tokens.reference is null"),
+            ("MediBench", bool(self.medical_datasets),
+             f"{len(self.medical_datasets)} medical sets", "no medical dataset configured"),
+            ("VISTA-Bench", bool(self.vista_keys),
+             f"{len(self.vista_readers)} readers on {', '.join(self.vista_datasets)}",
+             "no vista.readers or no question set"),
+            ("The Telephone Game", bool(self.telephone_keys),
+             f"{len(self.telephone_keys)} (pair, set) chains of "
+             f"{self.telephone.get('generations')} generations",
+             "no telephone.pairs or no chain-input set (captions, geneval, chains)"),
+        ]
+        for name, ok, what, why in checks:
+            (ran if ok else not_ran).append((name, what if ok else why))
+        not_ran += [(f"metric file {kind}", note) for kind, note in
+                    self.unavailable_metrics().items()]
+        return ran, not_ran
+
     # -- targets ---------------------------------------------------------------------------------
     @cached_property
     def tables(self) -> list[str]:
@@ -652,12 +711,12 @@ class Plan:
             out.append("results/figures/vista_gap.png")
         if self.telephone_keys:
             out += TELEPHONE_FIGURES
-        return out
+        return out + self.gallery_figures
 
     def targets(self) -> list[str]:
-        """The final files of a run (``rule all``): every table (CSV, Markdown, LaTeX) and
-        figure."""
-        return [f for name in self.tables for f in table_files(name)] + self.figures
+        """The final files of a run (``rule all``): every table (CSV, Markdown, LaTeX), figure and
+        the PDF report."""
+        return [f for name in self.tables for f in table_files(name)] + self.figures + [REPORT]
 
 
 def metric_weight_names(metrics: dict) -> dict[str, str]:

@@ -1,0 +1,57 @@
+# The report (issue 25): reconstruction galleries (VTBench Figs. 4, 5), then one PDF with every
+# table, figure and the provenance of the run. Each table's provenance record is written by the
+# rule that writes the table (report_table in rules/common.smk names it as an output).
+
+
+rule gallery:
+    input:
+        **PLAN.gallery_inputs(),
+    output:
+        figures=[
+            report(f, caption=caption("gallery"), category="VTBench", subcategory="Galleries")
+            for f in PLAN.gallery_figures
+        ],
+        lines="results/figures/gallery/lines.csv",
+    params:
+        datasets=PLAN.gallery_datasets,
+        models={d: PLAN.models_on(d) for d in PLAN.gallery_datasets},
+        ocr={d: PLAN.gallery_ocr(d) for d in PLAN.gallery_datasets},
+        per_dataset=config["report"]["gallery_items"],
+    log:
+        "logs/gallery.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    conda:
+        "../envs/roundtrip.yaml"
+    script:
+        "../scripts/gallery.py"
+
+
+rule report_pdf:
+    input:
+        tables=[f"results/tables/{n}.md" for n in PLAN.tables],
+        csv=[f"results/tables/{n}.csv" for n in PLAN.tables],
+        provenance=[f"results/tables/{n}.provenance.json" for n in PLAN.tables],
+        figures=PLAN.figures,
+        lines="results/figures/gallery/lines.csv",
+    output:
+        report("results/report.pdf", caption=caption("report_pdf"), category="Report"),
+    params:
+        tables=PLAN.tables,
+        ran=PLAN.evaluations_run(),
+        commit=git_commit(),
+        config=config,
+        weights_cache=config["metrics"]["weights_cache"],
+        gallery_datasets=PLAN.gallery_datasets,
+    log:
+        "logs/report_pdf.log",
+    benchmark:
+        "results/benchmarks/report_pdf/report_pdf.tsv"
+    resources:
+        mem_mb=1500,
+        runtime=10,
+    conda:
+        "../envs/roundtrip.yaml"
+    script:
+        "../scripts/report_pdf.py"

@@ -1,0 +1,65 @@
+"""Rule report_pdf: every table, figure and gallery of the run in one PDF, with the run's
+provenance (roundtrip.report)."""
+import collections
+import csv
+import datetime
+import json
+from importlib import metadata
+from pathlib import Path
+
+import _bootstrap  # noqa: F401
+import pandas as pd
+import yaml
+
+from roundtrip.api.client import USAGE_LEDGER, summarize_usage
+from roundtrip.core import weights
+from roundtrip.core.logs import setup_logging
+from roundtrip.core.manifest import read_manifest
+from roundtrip.report.document import ReportInputs, build_report
+from roundtrip.report.fonts import register
+from roundtrip.tables.provenance import canonical_hash
+
+smk = snakemake  # noqa: F821 - injected by Snakemake
+p = smk.params
+log = setup_logging(smk.log[0])
+
+records = {Path(f).name.removesuffix(".provenance.json"): json.loads(Path(f).read_text())
+           for f in smk.input.provenance}
+lines = pd.read_csv(smk.input.lines, dtype=str, keep_default_na=False)
+galleries = {}
+for dataset in p.gallery_datasets:
+    manifest = read_manifest(f"results/datasets/{dataset}/manifest.csv")
+    truth = dict(zip(manifest["item_id"], manifest["text"])) if "text" in manifest else {}
+    rows = lines[lines["dataset"] == dataset].to_dict("records")
+    galleries[dataset] = (Path(f"results/figures/gallery/{dataset}.png"), rows, truth)
+
+seeds = {f"{name}: {k}": v for name, r in records.items() for k, v in r["seeds"].items()}
+checksums = [(name, len(r["inputs"]), canonical_hash(r["inputs"])[:16]) for name, r in
+             records.items()]
+present = [(w.filename, weights.sha256_of(path)[:16]) for name, w in weights.REGISTRY.items()
+           if (path := weights.path_of(name, p.weights_cache)).is_file()]
+times = collections.defaultdict(lambda: [0, 0.0])
+for tsv in Path("results/benchmarks").rglob("*.tsv"):
+    rule = tsv.relative_to("results/benchmarks").parts[0]
+    with open(tsv) as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    if rows:
+        times[rule][0] += 1
+        times[rule][1] += float(rows[-1]["s"])
+ran, not_ran = p.ran
+inputs = ReportInputs(
+    tables={n: Path(f"results/tables/{n}.md") for n in p.tables},
+    figures=[Path(f) for f in smk.input.figures],
+    galleries=galleries,
+    cover={"title": "roundtrip: what survives a round trip", "date": datetime.date.today().isoformat(),
+           "version": metadata.version("roundtrip"), "commit": p.commit,
+           "config_sha256": canonical_hash(dict(p.config)), "ran": ran, "not_ran": not_ran},
+    appendix={"packages": next(iter(records.values()))["packages"] if records else {},
+              "seeds": seeds, "checksums": checksums, "weights": present,
+              "api": summarize_usage(USAGE_LEDGER),
+              "rule_times": sorted(((r, n, f"{s:.1f}") for r, (n, s) in times.items()),
+                                   key=lambda x: -float(x[2])),
+              "config": yaml.safe_dump(dict(p.config), sort_keys=False, allow_unicode=True)},
+    notes=register()[1])
+pages = build_report(smk.output[0], inputs)
+log.info("report: %d pages, %d tables, %d figures", pages, len(inputs.tables), len(inputs.figures))
