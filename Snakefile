@@ -57,7 +57,7 @@ if PLAN.telephone_keys:
     include: "rules/evals/telephone.smk"
 
 
-include: "rules/report.smk"
+include: "rules/stages/report.smk"
 
 
 rule all:

@@ -90,3 +90,6 @@ def test_provenance_records_inputs_params_and_seeds(tmp_path):
                         "packages"}  # no timestamp, no host
     assert rec == provenance("t", "rule_t", [str(a)], params)  # deterministic
     assert seeds_in({"seed": 1, "a": {"b_seed": 2}}) == {"seed": 1, "a.b_seed": 2}
+    keyed = {("small_vq", "natural"): "not run", "s": {1, 2}}  # plan params keyed by pairs
+    assert canonical_hash(keyed) == canonical_hash({"('small_vq', 'natural')": "not run",
+                                                    "s": [1, 2]})

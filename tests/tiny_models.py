@@ -111,7 +111,7 @@ def tiny_stable_diffusion(folder: Path) -> Path:
                         norm_num_groups=32)
     text = CLIPTextModel(CLIPTextConfig(**clip_configs(len(tok))["text_config"]))
     pipe = StableDiffusionPipeline(vae=vae, text_encoder=text, tokenizer=tok, unet=unet,
-                                   scheduler=DDIMScheduler(clip_sample=False), safety_checker=None,
+                                   scheduler=DDIMScheduler(clip_sample=False, steps_offset=1), safety_checker=None,
                                    feature_extractor=None, requires_safety_checker=False)
     pipe.save_pretrained(folder)
     return folder

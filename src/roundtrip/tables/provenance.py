@@ -30,9 +30,21 @@ def sha256_file(path: str | Path) -> str:
     return sha256_of(path)
 
 
+def jsonable(obj):
+    """``obj`` with every mapping key a string (params may be keyed by ``(model, dataset)``),
+    tuples as lists and sets sorted, so that it serializes as canonical JSON."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, (set, frozenset)):
+        return sorted(jsonable(v) for v in obj)
+    return obj
+
+
 def canonical_hash(obj) -> str:
     """SHA-256 of ``obj`` as canonical JSON (sorted keys; non-JSON values as strings)."""
-    text = json.dumps(obj, sort_keys=True, default=str, separators=(",", ":"))
+    text = json.dumps(jsonable(obj), sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -77,7 +89,7 @@ def provenance(table: str, rule: str, inputs, params: dict) -> dict:
     """The provenance record of one table (see the module docstring)."""
     return {"table": table, "rule": rule,
             "command": f"snakemake --cores 1 results/tables/{table}.csv",
-            "params_sha256": canonical_hash(params), "seeds": seeds_in(params),
+            "params_sha256": canonical_hash(params), "seeds": seeds_in(jsonable(params)),
             "inputs": input_digests(inputs), "packages": package_versions()}
 
 

@@ -23,9 +23,9 @@ rule gallery:
         mem_mb=2000,
         runtime=10,
     conda:
-        "../envs/roundtrip.yaml"
+        "../../envs/roundtrip.yaml"
     script:
-        "../scripts/gallery.py"
+        "../../scripts/gallery.py"
 
 
 rule report_pdf:
@@ -52,6 +52,6 @@ rule report_pdf:
         mem_mb=1500,
         runtime=10,
     conda:
-        "../envs/roundtrip.yaml"
+        "../../envs/roundtrip.yaml"
     script:
-        "../scripts/report_pdf.py"
+        "../../scripts/report_pdf.py"
