@@ -143,8 +143,10 @@ def one_run(cores: str, interval: float, keep: str | None = None,
         run |= {"rerun_s": rerun["wall_s"],
                 "rerun_nothing_to_do": "Nothing to be done" in rerun["output"],
                 "rules": rule_times(work)}
-        if keep:  # copy the tables of this run for inspection
+        if keep:  # copy the tables (and the PDF report) of this run for inspection
             shutil.copytree(work / "results/tables", keep, dirs_exist_ok=True)
+            if (work / "results/report.pdf").is_file():
+                shutil.copy(work / "results/report.pdf", Path(keep) / "report.pdf")
         return run
     finally:
         if tmp is not None:
@@ -158,7 +160,8 @@ def main() -> None:
     ap.add_argument("--interval", type=float, default=2.0,
                     help="seconds between memory samples (each costs CPU the run then lacks)")
     ap.add_argument("--out", default=str(REPO / "benchmarks/results/default_run.json"))
-    ap.add_argument("--keep-tables", default=None, help="copy the last run's tables here")
+    ap.add_argument("--keep-tables", default=None,
+                    help="copy the last run's tables and report.pdf here")
     ap.add_argument("--workdir", default=None,
                     help="run in this new folder and keep it (with --runs 1)")
     args = ap.parse_args()
