@@ -10,13 +10,15 @@ their time (Snakemake's ``benchmark:`` records), the job count of the run's log,
 second ``snakemake`` with nothing changed ("Nothing to be done"). Writes
 ``benchmarks/results/default_run.json`` with every run and the medians.
 
-Usage: ``python benchmarks/default_run.py [--runs 3] [--cores all] [--workdir DIR]``
+Usage: ``python benchmarks/default_run.py [--runs 3] [--cores all] [--workdir DIR]``; each run
+records the SHA-256 of every CSV table and the record says whether all runs wrote the same bytes.
 Goal (architecture issue): workflow at most 600 s, peak memory at most 3 GB, on the 2-core
 reference machine; the rerun with nothing to do in at most 5 s.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import collections
 import csv
 import json
@@ -142,7 +144,10 @@ def one_run(cores: str, interval: float, keep: str | None = None,
         rerun = snakemake(work, cores)
         run |= {"rerun_s": rerun["wall_s"],
                 "rerun_nothing_to_do": "Nothing to be done" in rerun["output"],
-                "rules": rule_times(work)}
+                "rules": rule_times(work),
+                # the CSV tables' digests: runs from scratch must write the same bytes
+                "tables_sha256": {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+                                  for p in sorted((work / "results/tables").glob("*.csv"))}}
         if keep:  # copy the tables (and the PDF report) of this run for inspection
             shutil.copytree(work / "results/tables", keep, dirs_exist_ok=True)
             if (work / "results/report.pdf").is_file():
@@ -172,10 +177,13 @@ def main() -> None:
     runs = []
     for k in range(args.runs):
         runs.append(one_run(args.cores, args.interval, args.keep_tables, args.workdir))
-        brief = {key: v for key, v in runs[-1].items() if key not in ("rules",
+        brief = {key: v for key, v in runs[-1].items() if key not in ("rules", "tables_sha256",
                                                                       "processes_at_peak_pss_mb")}
         print(f"run {k + 1}/{args.runs}: {brief}", flush=True)
+    digests = [r.get("tables_sha256") for r in runs]
+    identical = all(d == digests[0] for d in digests) if len(runs) > 1 else None
     result = {
+        "tables_identical_across_runs": identical,
         "benchmark": "default config.yaml in a fresh copy of the repository, snakemake --cores "
                      + args.cores,
         "commit": commit,

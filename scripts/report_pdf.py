@@ -38,6 +38,8 @@ checksums = [(name, len(r["inputs"]), canonical_hash(r["inputs"])[:16]) for name
              records.items()]
 present = [(w.filename, weights.sha256_of(path)[:16]) for name, w in weights.REGISTRY.items()
            if (path := weights.path_of(name, p.weights_cache)).is_file()]
+present += [(str(f), weights.sha256_of(f)[:16])  # checkpoints trained by this workflow
+            for f in sorted(Path("results/weights").rglob("model.pt"))]
 times = collections.defaultdict(lambda: [0, 0.0])
 for tsv in Path("results/benchmarks").rglob("*.tsv"):
     rule = tsv.relative_to("results/benchmarks").parts[0]

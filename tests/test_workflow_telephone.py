@@ -81,6 +81,8 @@ def run(tmp_path_factory):
         (work / "config.yaml").write_text(yaml.safe_dump(config_for(srv.base_url, work)))
         smk(work, env)
         first = srv.total()
+        smk(work, env)  # nothing to do: not one request
+        idle = srv.total() - first
         tables = {p.name: p.read_bytes() for p in (work / "results/tables").glob("telephone_*.csv")}
         subprocess.run(["rm", "-rf", "results", ".snakemake"], cwd=work, check=True)
         smk(work, env)
@@ -97,7 +99,7 @@ def run(tmp_path_factory):
         kept = all(p.stat().st_mtime_ns == t for p, t in stamps.items())
         new = {p.name for p in (work / "results/telephone").glob("*/caps/chains/*/gen-*.status.csv")
                if p not in stamps}
-    return {"work": work, "first": first, "rerun": rerun, "tables": tables,
+    return {"work": work, "first": first, "idle": idle, "rerun": rerun, "tables": tables,
             "rerun_tables": rerun_tables, "extended": extended, "kept": kept, "new": new}
 
 
@@ -136,7 +138,7 @@ def test_api_pair_records_faults_per_item(run):
 
 
 def test_rerun_asks_only_what_failed_and_raising_g_only_new_generations(run):
-    assert run["first"] > 0
+    assert run["first"] > 0 and run["idle"] == 0
     # from scratch: every successful request is a cache hit; the FAIL-ALWAYS item's failing
     # T2I requests are sent again (1 retry each): text-first at generation 1, image-first at 2
     assert run["rerun"] == 2 * 2

@@ -170,9 +170,10 @@ def _appendix(inputs: ReportInputs, st: dict, width: float) -> list:
             if a.get("seeds") else _p("no seeds in the table jobs' parameters", st["body"])]
     out += [_p("Inputs of each table (SHA-256 of the list of input digests)", st["h2"]),
             grid(a.get("checksums", []), ["table", "input files", "digest"])]
-    out += [_p("Metric weights used", st["h2"]),
+    out += [_p("Weights used (metric weights, trained checkpoints; SHA-256 prefix)", st["h2"]),
             grid(a["weights"], ["file", "sha256"]) if a.get("weights")
-            else _p("no metric weight file in the cache (LPIPS and FID read n/a)", st["body"])]
+            else _p("no weight file (metric weights missing: LPIPS and FID read n/a; no "
+                    "trained model)", st["body"])]
     out += [_p("API usage and cache hits", st["h2"]),
             grid([list(r.values()) for r in a["api"]], list(a["api"][0])) if a.get("api")
             else _p("no API was used", st["body"])]

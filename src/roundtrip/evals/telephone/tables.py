@@ -2,8 +2,8 @@
 
 - ``telephone_similarity``: ``S_delta(g)`` per (model, set, chain, direction, backbone,
   generation) with a 95 % bootstrap CI over items (Eq. 1; the data of Fig. 6);
-- ``telephone_mcd``: ``MCD_delta`` (Eq. 2) per experiment (chain, direction, backbone) and
-  ``MCD_avg``, their mean, per model and set (Sec. 3.1);
+- ``telephone_mcd``: ``MCD_delta`` (Eq. 2) per experiment (chain, direction, backbone),
+  ``MCD_avg`` per chain and over all experiments, per model and set (Sec. 3.1);
 - ``telephone_sdr``: the power law (paper) and exponential (released code) fitted per experiment,
   with initial values, bounds, standard errors and R^2, and the parameters averaged over the
   directions of each chain (Table 3);
@@ -131,6 +131,12 @@ def mcd_frame(curve: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[str
             else:
                 text[label] = f"{value:.4f}" + (notes.mark(f"{model}, {label}: {partial}")
                                                  if partial else "")
+        for chain in dict.fromkeys(curve["chain"]):  # MCD_avg per chain, then over both
+            mine = [row[e] for e in experiments if e.startswith(chain + " ")
+                    and not math.isnan(row[e])]
+            key = f"MCD_avg {chain}"
+            row[key] = float(np.mean(mine)) if mine else math.nan
+            text[key] = f"{row[key]:.4f}" if mine else "n/a"
         values = [row[e] for e in experiments if not math.isnan(row[e])]
         row["MCD_avg"] = float(np.mean(values)) if values else math.nan
         text["MCD_avg"] = f"{row['MCD_avg']:.4f}" if values else "n/a"
