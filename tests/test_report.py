@@ -1,6 +1,5 @@
 """The PDF report's parts: Markdown tables read back, column splitting that never cuts, the
 fonts that put CJK and Devanagari into the text layer, and provenance records."""
-import json
 import shutil
 import subprocess
 

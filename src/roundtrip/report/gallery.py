@@ -68,8 +68,8 @@ def gallery_rows(manifest: pd.DataFrame, dataset_dir: Path, recon_dirs: dict[str
     return rows
 
 
-def plot_gallery(dataset: str, rows: list[dict], ocr: dict[str, dict[str, str]], path,
-                 thumb: int = 160) -> list[dict]:
+def plot_gallery(dataset: str, rows: list[dict], ocr: dict[str, dict[str, str]], path
+                 ) -> list[dict]:
     """Draw one dataset's gallery; returns the OCR lines shown (``item_id, model, line``)."""
     import matplotlib
 

@@ -217,12 +217,6 @@ class ApiPair(UnifiedPair):
 
 
 # -- diffusers + transformers ----------------------------------------------------------------------
-def _local_folder(path: str, key: str) -> str:
-    """A pipeline or captioner folder (a path or a registry name; see
-    :func:`roundtrip.core.weights.model_folder`)."""
-    return model_folder(path, key)
-
-
 class DiffusersPair(UnifiedPair):
     """T2I: a diffusers pipeline (``AutoPipelineForText2Image``) from a local folder, one seeded
     ``torch.Generator`` per item and generation; I2T: a ``transformers`` captioner from a local
@@ -255,8 +249,8 @@ class DiffusersPair(UnifiedPair):
         return f"diffusers {Path(self.t2i_path).name} + transformers {Path(self.i2t_path).name}"
 
     def check(self) -> None:
-        _local_folder(self.t2i_path, f"telephone.pairs.{self.name}.t2i")
-        _local_folder(self.i2t_path, f"telephone.pairs.{self.name}.i2t")
+        model_folder(self.t2i_path, f"telephone.pairs.{self.name}.t2i")
+        model_folder(self.i2t_path, f"telephone.pairs.{self.name}.i2t")
 
     def _torch_device(self):
         from roundtrip.stages.reconstruct import resolve_device
@@ -267,7 +261,7 @@ class DiffusersPair(UnifiedPair):
         if self._pipe is None:
             from diffusers import AutoPipelineForText2Image
 
-            folder = _local_folder(self.t2i_path, f"telephone.pairs.{self.name}.t2i")
+            folder = model_folder(self.t2i_path, f"telephone.pairs.{self.name}.t2i")
             self._pipe = AutoPipelineForText2Image.from_pretrained(
                 folder, local_files_only=True).to(self._torch_device())
             self._pipe.set_progress_bar_config(disable=True)
@@ -291,7 +285,7 @@ class DiffusersPair(UnifiedPair):
         if self._captioner is None:
             import transformers
 
-            folder = _local_folder(self.i2t_path, f"telephone.pairs.{self.name}.i2t")
+            folder = model_folder(self.i2t_path, f"telephone.pairs.{self.name}.i2t")
             config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
             device = self._torch_device()
             if config.model_type == "vision-encoder-decoder":
