@@ -18,6 +18,7 @@ if not workflow.overwrite_configfiles:
     configfile: "config.yaml"
 
 
+from roundtrip.core.config import resolve_data_root
 from roundtrip.workflow.checks import schema_problem
 
 # A bad config stops here, before any job, with a short message whose first line names the key
@@ -25,6 +26,8 @@ from roundtrip.workflow.checks import schema_problem
 if _problem := schema_problem(config, str(Path(workflow.basedir) / "config.schema.yaml")):
     sys.exit(_problem)
 validate(config, "config.schema.yaml")
+# Relative dataset paths are read under data_root from here on (presets name their data once).
+resolve_data_root(config)
 
 
 # The plan (roundtrip.workflow.plan) and the helpers every rule file uses.

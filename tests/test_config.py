@@ -157,7 +157,7 @@ MINIMAL = {"datasets": {"n": {"type": "skimage", "images": ["astronaut"]}},
     (lambda c: c["datasets"]["n"].update(shard=2), "datasets.n: Additional properties"),
     (lambda c: c["datasets"].update(f={"type": "folder"}), "datasets.f: 'path' is a required"),
     (lambda c: c["datasets"].update(f={"type": "folder", "path": "/no/such/folder"}),
-     "datasets.f.path: /no/such/folder is not a directory"),
+     "datasets.f.path: /no/such/folder does not exist"),
     (lambda c: c["datasets"].update(v={"type": "nifti", "path": "/no/such"}),
      "datasets.v.path: /no/such "),
     (lambda c: c["datasets"]["n"].update(images=["lena"]), "datasets.n.images: not bundled"),
@@ -222,3 +222,50 @@ def test_check_config_gives_the_line_of_a_yaml_error(tmp_path, capsys):
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(config))
     assert main(["check-config", str(tmp_path / "bad.yaml")]) == 1
     assert capsys.readouterr().err.startswith("models.j.quality: 500 is greater than the maximum")
+
+
+def test_data_root_resolves_relative_dataset_paths_only():
+    from roundtrip.core.config import resolve_data_root
+
+    config = {"data_root": "/data/papers",
+              "datasets": {"imnet": {"type": "folder", "path": "imagenet/val"},
+                           "abs": {"type": "folder", "path": "/elsewhere/photos"},
+                           "caps": {"type": "captions", "captions": "builtin"},
+                           "gen": {"type": "geneval", "prompts": "geneval/meta.jsonl"},
+                           "q": {"type": "vista_questions", "questions": "family"},
+                           "derm": {"type": "folder", "path": "derm",
+                                    "labels_csv": "derm/labels.csv"}}}
+    resolve_data_root(config)
+    ds = config["datasets"]
+    assert ds["imnet"]["path"] == "/data/papers/imagenet/val"
+    assert ds["abs"]["path"] == "/elsewhere/photos"
+    assert ds["caps"]["captions"] == "builtin" and ds["q"]["questions"] == "family"
+    assert ds["gen"]["prompts"] == "/data/papers/geneval/meta.jsonl"
+    assert ds["derm"]["labels_csv"] == "/data/papers/derm/labels.csv"
+    # without data_root a relative path is left for the working directory
+    plain = {"datasets": {"f": {"type": "folder", "path": "photos"}}}
+    assert resolve_data_root(plain)["datasets"]["f"]["path"] == "photos"
+
+
+def test_check_config_names_every_missing_path_in_one_message(tmp_path, capsys):
+    """A config whose data root is half there lists all that is missing at once."""
+    from roundtrip.cli import main
+
+    root = tmp_path / "data"
+    (root / "present").mkdir(parents=True)
+    (root / "present" / "a.png").write_bytes(b"")
+    config = copy.deepcopy(MINIMAL)
+    config["data_root"] = str(root)
+    config["datasets"].update(
+        here={"type": "folder", "path": "present"},
+        imnet={"type": "folder", "path": "imagenet/val"},
+        gen={"type": "geneval", "prompts": "geneval/evaluation_metadata.jsonl"},
+        derm={"type": "folder", "path": "present", "labels_csv": "derm/labels.csv"})
+    (tmp_path / "preset.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    assert main(["check-config", str(tmp_path / "preset.yaml")]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == f"datasets: 3 paths do not exist (data_root: {root}); put the data there " \
+                       "or fix the keys:"
+    assert lines[1:] == [f"  datasets.imnet.path: {root / 'imagenet/val'}",
+                         f"  datasets.gen.prompts: {root / 'geneval/evaluation_metadata.jsonl'}",
+                         f"  datasets.derm.labels_csv: {root / 'derm/labels.csv'}"]

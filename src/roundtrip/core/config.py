@@ -43,3 +43,69 @@ def schema_error(config: dict, schema: dict) -> str | None:
     if description and error.absolute_path:
         lines.append(f"  ({key}: {' '.join(str(description).split())[:300]})")
     return "\n".join(lines)
+
+
+#: Dataset keys whose value names a file or folder (unless it is one of :data:`BUILTIN_SOURCES`).
+DATASET_PATH_KEYS = ("path", "labels_csv", "prompts", "captions", "questions")
+
+#: Values of those keys that name data shipped with roundtrip, not a path.
+BUILTIN_SOURCES = frozenset({"builtin", "family"})
+
+
+def dataset_paths(config: dict) -> list[tuple[str, str]]:
+    """Every path a config's datasets name, as ``(key, path)`` pairs such as
+    ``("datasets.imagenet.path", "/data/imagenet/val")``, in config order; builtin sources
+    (``builtin``, ``family``) are left out."""
+    found = []
+    for name, spec in (config.get("datasets") or {}).items():
+        for key in DATASET_PATH_KEYS:
+            value = spec.get(key) if isinstance(spec, dict) else None
+            if isinstance(value, str) and value and value not in BUILTIN_SOURCES:
+                found.append((f"datasets.{name}.{key}", value))
+    return found
+
+
+def resolve_data_root(config: dict) -> dict:
+    """Resolve the relative dataset paths of ``config`` under its top-level ``data_root``, in place.
+
+    A preset names its data once (``data_root: /data/vtbench``) and every dataset relative to it
+    (``path: imagenet/val``); absolute paths and builtin sources are kept as they are, and ``~``
+    is expanded everywhere. Without ``data_root`` relative paths stay relative to the working
+    directory (where Snakemake runs). Returns ``config``.
+    """
+    import os
+
+    root = config.get("data_root")
+    root = os.path.expanduser(str(root)) if root else None
+    for name, spec in (config.get("datasets") or {}).items():
+        for key in DATASET_PATH_KEYS:
+            value = spec.get(key) if isinstance(spec, dict) else None
+            if not isinstance(value, str) or not value or value in BUILTIN_SOURCES:
+                continue
+            value = os.path.expanduser(value)
+            if root and not os.path.isabs(value):
+                value = os.path.join(root, value)
+            spec[key] = value
+    return config
+
+
+def missing_paths_message(config: dict) -> str | None:
+    """One message naming every dataset path of ``config`` that does not exist, or None.
+
+    The first line names the key (one path) or the count (several); each further line is
+    ``  datasets.<name>.<key>: <path>``, so a preset pointed at a half-copied data root lists all
+    that is missing at once instead of one path per attempt.
+    """
+    import os
+
+    missing = [(key, path) for key, path in dataset_paths(config) if not os.path.exists(path)]
+    if not missing:
+        return None
+    if len(missing) == 1:
+        key, path = missing[0]
+        return f"{key}: {path} does not exist"
+    root = config.get("data_root")
+    where = f" (data_root: {root})" if root else ""
+    lines = [f"datasets: {len(missing)} paths do not exist{where}; put the data there or fix the keys:"]
+    lines += [f"  {key}: {path}" for key, path in missing]
+    return "\n".join(lines)

@@ -9,7 +9,7 @@ into a cluster run.
 from __future__ import annotations
 
 from roundtrip.core import weights
-from roundtrip.core.config import ConfigError
+from roundtrip.core.config import ConfigError, missing_paths_message
 from roundtrip.core.weights import WeightsMissing
 from roundtrip.models import ORIGINAL, TRAINED_TYPES, build_model
 from roundtrip.readers import build_ocr
@@ -38,7 +38,7 @@ def check_file(path: str, schema_path: str) -> str | None:
     import yaml
     from snakemake.utils import validate
 
-    from roundtrip.core.config import yaml_error
+    from roundtrip.core.config import resolve_data_root, yaml_error
 
     try:
         with open(path) as fh:
@@ -53,6 +53,7 @@ def check_file(path: str, schema_path: str) -> str | None:
     if problem := schema_problem(config, schema_path):
         return problem
     validate(config, schema_path)  # fills the defaults check_config relies on
+    resolve_data_root(config)
     try:
         check_config(config)
     except ConfigError as exc:
@@ -66,6 +67,8 @@ def check_config(config: dict) -> None:
     Raises:
         ConfigError: naming the key, e.g. ``models.jpeg_q10.quality: quality must be in 1..100``.
     """
+    if problem := missing_paths_message(config):  # every missing path at once, before the rest
+        raise ConfigError(problem)
     _check_api(config)
     _check_medical(config)
     if ORIGINAL in config.get("models", {}):
