@@ -1,4 +1,4 @@
-"""Rule latent_baselines: the image baselines of latent utility (MediBench Sec. 3.3) for one
+"""Rule latent_baselines: the image baselines of latent utility (MediBench Sec. 3.2, Pillar 3) for one
 labeled medical dataset: raw pixels, ResNet-18 features in 2D, SEResNet features in 3D."""
 import _bootstrap  # noqa: F401
 import torch

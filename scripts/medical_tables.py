@@ -13,5 +13,5 @@ setup_logging(smk.log[0])
 p = smk.params
 write_all(p.models, p.specs, p.datasets_2d, p.datasets_3d, p.latent_datasets, p.modalities,
           p.not_run, dict(p.segmenter), build_segmenter(dict(p.segmenter)).qc_note,
-          Path(smk.output[0]).parent)
+          Path(smk.output[0]).parent, p.pool_modalities, dict(p.sizes))
 write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

@@ -18,16 +18,17 @@ mgg = {k: pd.read_csv(f, dtype={"item_id": str, "reason": str}, keep_default_na=
                       na_values={"correct": [""]})
        for k, f in zip(keys, smk.input.mgg)}
 out_dir = Path(smk.output[0]).parent
+types = {name: spec.get("type", "") for name, spec in (smk.params.backbones or {}).items()}
 curve = tables.curves(similarity, smk.params.bootstrap)
 tables.similarity_table(curve, out_dir)
-mcd = tables.mcd_table(curve, out_dir)
-sdr = tables.sdr_table(curve, out_dir)
+mcd = tables.mcd_table(curve, out_dir, types)
+sdr = tables.sdr_table(curve, out_dir, types)
 mgg_frame = tables.mgg_table(mgg, out_dir)
 out = smk.output
 figures.plot_similarity(curve, out.similarity_figure)
 figures.plot_sdr(curve, sdr, out.sdr_figure)
 figures.plot_mgg(mgg_frame, out.mgg_figure)
-figures.plot_mgg_vs_mcd(mcd, mgg_frame, out.mgg_mcd_figure)
+figures.plot_mgg_vs_mcd(mcd, mgg_frame, out.mgg_mcd_figure, smk.params.dataset_types)
 roots = {k: Path(smk.params.roots[f"{k[0]}/{k[1]}"]) for k in keys}
 first = keys[0][1]
 strip_roots = {k: r for k, r in roots.items() if k[1] == first}

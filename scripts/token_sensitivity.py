@@ -21,7 +21,7 @@ s = smk.params.settings
 tokenizer = build_model(smk.params.reference, smk.params.spec).to(device)
 images = read_ok_images([smk.input.manifest])
 df = run_sensitivity(tokenizer, CMMS(smk.input.cmms, device), images, smk.params.size,
-                     s["levels"], s["crops_per_image"], s["seed"])
+                     s["levels"], s["crops_per_image"], s["seed"], smk.params.layout)
 df.to_csv(smk.output.raw, index=False)
 summary = summarize(df)
 notes = [f"{len(images)} images of dataset {s['dataset']} (+{s['crops_per_image']} crops each), "

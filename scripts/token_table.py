@@ -4,7 +4,7 @@ from pathlib import Path
 import _bootstrap  # noqa: F401
 
 from roundtrip.core.logs import setup_logging
-from roundtrip.evals.chd.tables import token_columns
+from roundtrip.evals.chd.tables import table_notes, token_columns
 from roundtrip.tables import build_table, metric_files, write_table
 from roundtrip.tables.provenance import write_provenance
 
@@ -16,5 +16,7 @@ title = (f"Token-space metrics in the tokens of {smk.params.reference} at "
 table = build_table("token_metrics", title, smk.params.models,
                     token_columns(smk.params.datasets), files, smk.params.bootstrap,
                     not_run=dict(smk.params.not_run))
+table.notes += table_notes(smk.params.cmms_datasets, smk.params.datasets,
+                           smk.params.allow_overlap)
 write_table(table, Path(smk.output[0]).parent)
 write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

@@ -3,8 +3,8 @@ import _bootstrap  # noqa: F401
 import torch
 
 from roundtrip.core.logs import setup_logging, versions
-from roundtrip.core.manifest import read_ok_images
 from roundtrip.evals.chd import cmms
+from roundtrip.evals.chd.training import ImageFiles
 from roundtrip.models import build_model
 from roundtrip.stages.reconstruct import resolve_device
 
@@ -13,10 +13,12 @@ log = setup_logging(smk.log[0])
 torch.set_num_threads(smk.threads)
 device = resolve_device(smk.params.device)
 tokenizer = build_model(smk.wildcards.reference, smk.params.spec).to(device)
-images = read_ok_images(smk.input.manifests)
+images = ImageFiles(smk.input.manifests)  # read as crops are drawn, not all at once
 s = dict(smk.params.settings)
 log.info("CMMS for %s; versions %s", smk.wildcards.reference, versions())
-model, history = cmms.fit_cmms(tokenizer, images, smk.params.size, s, device)
+model, history = cmms.fit_cmms(tokenizer, images, smk.params.size, s, device,
+                               layout=smk.params.layout)
 cmms.save_cmms(model, smk.output[0], {"reference": smk.wildcards.reference,
                                       "size": smk.params.size, "settings": s,
+                                      "layout": smk.params.layout,
                                       "loss_first": history[:20], "loss_last": history[-20:]})

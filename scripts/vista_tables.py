@@ -12,6 +12,7 @@ smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])
 answers = {tuple(key): tables.read_answers(path)
            for key, path in zip(smk.params.answer_keys, smk.input.answers)}
+answers, notes = tables.prepare(answers, bool(smk.params.include_failed_audit))
 sweeps = dict(smk.params.sweeps)
 scorer = tables.Scorer(smk.params.bootstrap)
 out_dir = Path(smk.output[0]).parent
@@ -19,7 +20,9 @@ for table in (tables.accuracy_table(answers, scorer),
               tables.font_table(answers, sweeps, scorer),
               tables.rendering_errors_table(answers, sweeps, scorer),
               tables.subfield_table(answers, scorer),
+              tables.source_table(answers, scorer),
               tables.tokenizer_table(answers, scorer)):
+    table.notes += notes  # renders left out by the render audit (App. B.3)
     write_table(table, out_dir)
 figures.plot_gap(tables.gap_curves(answers, sweeps), smk.output.figure)
 write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

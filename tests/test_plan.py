@@ -108,9 +108,11 @@ def test_shards():
 
 def test_targets(plan, tmp_path):
     targets = plan.targets()
-    # VTBench Table 1, one table per setting: the showcase has all three
+    # VTBench Table 1, one table per setting: the showcase has all three, and Table 2
     assert list(plan.reconstruction_tables) == [
-        "reconstruction_model_size", "reconstruction_1024", "reconstruction_native"]
+        "reconstruction_model_size", "reconstruction_1024", "reconstruction_native",
+        "reconstruction_detail"]
+    assert plan.reconstruction_tables["reconstruction_detail"] == ["textures"]
     assert plan.reconstruction_tables["reconstruction_1024"] == ["highres_1024"]
     assert table_files("reconstruction_native")[0] in targets
     assert "results/tables/medibench_latent_shapes.tex" in targets
@@ -121,7 +123,8 @@ def test_targets(plan, tmp_path):
     assert "results/figures/gallery/posters.png" in plan.figures
     assert "results/figures/gallery/medical_2d.png" not in plan.figures  # galleries: VTBench sets
     p = Plan(small())  # no text, token or medical sets
-    assert p.tables == ["reconstruction_native", "detail_statistics", "model_card"]
+    assert p.tables == ["vtbench_table1", "reconstruction_native", "detail_statistics",
+                        "model_card"]
     assert p.figures == ["results/figures/gallery/photos.png"]
     ran, not_ran = p.evaluations_run()
     assert [r[0] for r in ran] == ["VTBench"]
@@ -142,7 +145,9 @@ def test_weighted_metrics_without_weights(plan, tmp_path):
 
 
 def test_cmms_training_sets(shipped):
-    assert training_datasets(shipped) == ["natural", "textures"]  # the reference's train sets
+    # held out from every scored set (CHD paper Sec. 4.2, 5.1); built, not reconstructed
+    assert training_datasets(shipped) == ["cmms_train"]
+    assert "cmms_train" not in Plan(shipped).recon_datasets
     config = copy.deepcopy(shipped)
     config["metrics"]["tokens"]["cmms"]["datasets"] = ["textures"]
     assert Plan(config).cmms_settings()["datasets"] == ["textures"]

@@ -51,6 +51,9 @@ def test_each_script_reads_back_within_bound(language):
 def test_16pt_questions_read_back_within_bound():
     spec = QuestionsSpec(styles=("arial", "times", "cambria"), sizes=(16,), limit=4)
     items = build_questions(spec, SETTINGS)
+    # each question also gets its Table 1 render (Table 5's distribution; 9 pt for most of 4)
+    assert sum(it.extra["table1"] == "1" for it in items) == 4
+    items = [it for it in items if (it.extra["font"], it.extra["font_size_pt"]) in pairs(spec)]
     assert len(items) == 12 and all(it.image is not None for it in items)
     assert {it.image.shape[1] for it in items} == {800}
     assert mean_cer(items) <= 0.05
@@ -90,8 +93,8 @@ def test_posters_have_boxes_around_their_text():
 def test_question_grid_and_manifest_columns(tmp_path):
     spec = QuestionsSpec()
     assert pairs(spec) == [("arial", 9), ("arial", 16), ("arial", 32), ("arial", 48),
-                           ("times", 16), ("cambria", 16), ("brush", 16)]
-    assert len(pairs(QuestionsSpec(grid="full"))) == 16
+                           ("arial", 64), ("times", 16), ("cambria", 16), ("brush", 16)]
+    assert len(pairs(QuestionsSpec(grid="full"))) == 20
     jsonl = tmp_path / "q.jsonl"
     jsonl.write_text("\n".join([
         json.dumps({"id": "ok1", "question": "Which planet is closest to the Sun?",
@@ -117,12 +120,13 @@ def test_question_grid_and_manifest_columns(tmp_path):
     assert audit.loc["ok1__arial_16pt", "cer"] <= 0.1
     assert bool(audit.loc["bad__arial_16pt", "flagged"])  # not rendered: flagged, kept
     m = read_manifest(tmp_path / "ds" / "manifest.csv")
-    assert len(m) == 4 and "audit_flagged" in m.columns
+    # 4 lines at arial 16 pt, and each line's Table 1 render (none of them arial 16 pt)
+    assert len(m) == 4 * 2 and "audit_flagged" in m.columns
     assert len(load_questions("builtin")) >= 8
 
 
 def test_audit_flags_a_wrong_ground_truth_and_stores_the_judge(monkeypatch):
-    (good,) = build_questions(QuestionsSpec(styles=("arial",), sizes=(16,), limit=1), SETTINGS)
+    good = build_questions(QuestionsSpec(styles=("arial",), sizes=(16,), limit=1), SETTINGS)[0]
     wrong = Item("wrong", "xelatex", image=good.image,
                  extra=good.extra | {"text": "Completely different words are expected here."})
 

@@ -100,10 +100,13 @@ def test_open_questions_by_exact_match():
 
 
 def test_prompt_presets_cover_the_prompt_study():
-    assert set(PROMPT_PRESETS) == {"short", "words20", "words50", "image_understanding", "cot"}
+    own = {"short", "words20", "words50", "image_understanding", "cot"}
+    paper = {"10-words", "Original", "50-words", "Image-understand", "CoT"}
+    assert set(PROMPT_PRESETS) == own | paper
     lengths = {k: len(v["vt"].split()) for k, v in PROMPT_PRESETS.items()}
     assert lengths["short"] < lengths["words20"] < lengths["words50"]
-    assert resolve_prompts(None) == PROMPT_PRESETS["words20"]
+    assert lengths["10-words"] < lengths["Original"] < lengths["50-words"]
+    assert resolve_prompts(None) == PROMPT_PRESETS["Original"]
     with pytest.raises(ValueError, match="unknown preset"):
         resolve_prompts("long")
     with pytest.raises(ValueError, match="vista.readers.x.type"):
@@ -261,7 +264,7 @@ def _answers(rows):
 
 def _toy():
     """Two questions; q1 right as text, right at 16 pt, wrong at 9 pt; q2 wrong as text, right
-    at 16 pt, wrong (invalid) at 9 pt."""
+    at 16 pt, wrong (invalid) at 9 pt. Table 1 renders: q1 at 16 pt, q2 at 9 pt."""
     rows = [
         {"item_id": "q1", "question_id": "q1", "mode": "text", "category": "math", "hit": 1,
          "extracted_by": "letter"},
@@ -273,6 +276,7 @@ def _toy():
             rows.append({"item_id": f"{q}_{size}", "question_id": q, "mode": "vt",
                          "category": "math" if q == "q1" else "logic", "font": "arial",
                          "size": str(size), "hit": hit,
+                         "table1": "1" if (q, size) in (("q1", 16), ("q2", 9)) else "0",
                          "extracted_by": "invalid" if (q, size) == ("q2", 9) else "letter"})
     return _answers(rows)
 
@@ -292,20 +296,22 @@ def test_tables_compute_the_papers_quantities(tmp_path):
     acc = tables.accuracy_table(answers, scorer)
     col = {(c.dataset, c.metric): j for j, c in enumerate(acc.columns)}
     cell = lambda t, j: t.cells[(t.models[0], j)]  # noqa: E731
+    # one render per question (the Table 1 renders): q1 right, q2 invalid
     assert cell(acc, col[("overall", "vt_accuracy")]).summary.mean == 50.0
     assert cell(acc, col[("overall", "text_accuracy")]).summary.mean == 50.0
     assert cell(acc, col[("overall", "modality_gap")]).summary.mean == 0.0
-    assert cell(acc, col[("math", "vt_accuracy")]).summary.mean == 50.0
+    assert cell(acc, col[("math", "vt_accuracy")]).summary.mean == 100.0
     assert cell(acc, col[("logic", "text_accuracy")]).summary.mean == 0.0
-    assert any("1 of 4 answers invalid" in n for n in cell(acc, col[("overall", "vt_accuracy")]).notes)
+    assert any("1 of 2 answers invalid" in n for n in cell(acc, col[("overall", "vt_accuracy")]).notes)
     assert acc.models == ["r"]  # Table 1: the originals only
 
     sweeps = {"d": {"size_style": "arial", "style_size": 16}}
     font = tables.font_table(answers, sweeps, scorer)
     fcol = {(c.dataset, c.metric): j for j, c in enumerate(font.columns)}
     assert font.cells[("r / original", fcol[("size=9 pt", "vt_accuracy")])].summary.mean == 0.0
-    assert font.cells[("r / original", fcol[("size=9 pt", "modality_gap")])].summary.mean == -50.0
-    assert font.cells[("r / original", fcol[("size=16 pt", "modality_gap")])].summary.mean == 50.0
+    # Text - VT (App. D.1)
+    assert font.cells[("r / original", fcol[("size=9 pt", "modality_gap")])].summary.mean == 50.0
+    assert font.cells[("r / original", fcol[("size=16 pt", "modality_gap")])].summary.mean == -50.0
     assert font.cells[("r / tok", fcol[("size=16 pt", "vt_accuracy")])].summary.mean == 50.0
 
     rend = tables.rendering_errors_table(answers, sweeps, scorer)
@@ -324,7 +330,7 @@ def test_tables_compute_the_papers_quantities(tmp_path):
 
     curves = tables.gap_curves(answers, sweeps)
     orig = curves[(curves["model"] == "original") & (curves["kind"] == "size")]
-    assert list(orig["group"]) == ["9 pt", "16 pt"] and list(orig["gap"]) == [-50.0, 50.0]
+    assert list(orig["group"]) == ["9 pt", "16 pt"] and list(orig["gap"]) == [50.0, -50.0]
 
 
 # -- the endpoint readers -----------------------------------------------------------------------
@@ -346,7 +352,9 @@ def test_vlm_sends_item_pictures_then_the_question_image(monkeypatch):
     assert text[1]["text"].startswith("A photo.\nWhat is shown?\nA. cat\nB. dog\n\n")
     assert text[1]["text"].endswith(PROMPT_PRESETS["short"]["text"])
     assert [p["type"] for p in vt] == ["image_url", "image_url", "text"]
-    assert vt[2]["text"] == PROMPT_PRESETS["short"]["vt"] and "What is shown" not in str(vt)
+    # the hint travels as text in both modes; the question only as the image in VT mode
+    assert vt[2]["text"] == "A photo.\n" + PROMPT_PRESETS["short"]["vt"]
+    assert "What is shown" not in str(vt)
     assert reader.params == {"max_tokens": 8, "temperature": 0.0, "top_p": 0.5}
 
 

@@ -48,7 +48,7 @@ def run(tmp_path_factory):
             "crops": {"type": "skimage", "images": ["chelsea"], "protocol": "model_size",
                       "size": 128},
             "qs": {"type": "vista_questions", "limit": 1, "styles": ["arial", "times"],
-                   "sizes": [16], "text_eval": True, "models": ["identity", "bicubic_x4"]},
+                   "sizes": [16], "table1": "grid", "text_eval": True, "models": ["identity", "bicubic_x4"]},
         },
         "models": {"identity": {"type": "identity"},
                    "bicubic_x4": {"type": "resample", "factor": 4},
@@ -59,8 +59,10 @@ def run(tmp_path_factory):
         "metrics": {
             "missing_weights": "n/a", "weights_cache": str(cache),
             "tokens": {"reference": "small_vq", "size": 64,
+                       # trained on the scored set tex: in-sample, allowed for this tiny run
                        "cmms": {"d_model": 16, "heads": 2, "layers": 1, "steps": 20,
-                                "batch_size": 8, "crops": 8, "pixel_variants": 1, "lr": 0.003},
+                                "batch_size": 8, "crops": 8, "pixel_variants": 1, "lr": 0.003,
+                                "allow_overlap": True},
                        "sensitivity": {"dataset": "tex", "levels": 3, "crops_per_image": 1}},
         },
         # a second, offline OCR engine on one text set (the other keeps Tesseract alone)

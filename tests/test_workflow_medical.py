@@ -77,24 +77,28 @@ def md(work, name):
 
 def test_fidelity_identity_exact_and_degraded_worse(run):
     work, _ = run
-    t2 = table(work, "medibench_2d_fidelity").set_index("Modality")
-    assert set(t2.index) == {"histology", "fundus", "microscopy", "Average"}
+    t2 = table(work, "medibench_2d_fidelity").set_index("Dataset")
+    # one dataset whose items carry three modalities: one row per (dataset, modality)
+    assert set(t2.index) == {"med2d (histology)", "med2d (fundus)", "med2d (microscopy)", "Average"}
     assert (t2["identity.psnr"] == math.inf).all() and (t2["identity.ssim"] == 1).all()
     assert (t2["bicubic_x4.ssim"] < 1).all() and (t2["jpeg_q30.psnr"] < 60).all()
     assert "inf/1.000" in md(work, "medibench_2d_fidelity")
-    t3 = table(work, "medibench_3d_fidelity").set_index("Modality")
-    assert t3.loc["MRI", "identity.psnr"] == math.inf and t3.loc["MRI", "identity.ssim"] == 1
+    t3 = table(work, "medibench_3d_fidelity").set_index("Dataset")
+    mri = "mri (MRI)"
+    assert t3.loc[mri, "identity.psnr"] == math.inf and t3.loc[mri, "identity.ssim"] == 1
     for model in ("bicubic_x4", "kl3d"):
-        assert t3.loc["MRI", f"{model}.psnr"] < 60 and t3.loc["MRI", f"{model}.ssim"] < 1
+        assert t3.loc[mri, f"{model}.psnr"] < 60 and t3.loc[mri, f"{model}.ssim"] < 1
 
 
 def test_structure_pillar(run):
     work, _ = run
-    t = table(work, "medibench_3d_structure").set_index("Modality")
-    assert (t.loc[["MRI", "Synthetic"], "identity.segsim"] == 1).all()
-    assert (t.loc[["MRI", "Synthetic"], "identity.dice"] == 1).all()
-    assert (t.loc[["MRI", "Synthetic"], "bicubic_x4.segsim"] < 1).all()
-    assert t.loc["MRI", "identity.segqc"] > 0.5  # the gmm segmenter's confidence
+    t = table(work, "medibench_3d_structure").set_index("Dataset")
+    rows = ["mri (MRI)", "synth (Synthetic)"]
+    assert (t.loc[rows, "identity.segsim"] == 1).all()
+    assert (t.loc[rows, "identity.dice"] == 1).all()
+    assert (t.loc[rows, "bicubic_x4.segsim"] < 1).all()
+    assert t.loc["mri (MRI)", "identity.gmm_conf"] > 0.5  # the gmm segmenter's confidence
+    assert "GMM-conf" in md(work, "medibench_3d_structure")
     per_item = pd.read_csv(work / "results/metrics/identity/mri/structure.csv").set_index("item_id")
     assert per_item.loc["anatomical", "hd95_mean"] == 0
     assert "segmenter: type=gmm" in md(work, "medibench_3d_structure").lower() or \

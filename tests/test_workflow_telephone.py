@@ -105,7 +105,8 @@ def run(tmp_path_factory):
 
 def test_tables_and_figures(run):
     work = run["work"]
-    for name in ("telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_mgg"):
+    for name in ("telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_sdr_fits",
+                 "telephone_mgg"):
         for ext in ("csv", "md", "tex"):
             assert (work / f"results/tables/{name}.{ext}").stat().st_size > 0
     for name in ("similarity", "sdr", "mgg", "mgg_mcd", "strip"):
@@ -116,8 +117,10 @@ def test_tables_and_figures(run):
 def test_drift_grows_with_the_loss_and_identity_is_a_fixed_point(run):
     mcd = pd.read_csv(run["work"] / "results/tables/telephone_mcd.csv").set_index("model")
     # G = 8 after the extension run; the identity pair reads its renders back exactly
-    assert mcd.loc["render_id", "MCD_avg"] == pytest.approx(1.0)
-    assert mcd.loc["render_bicubic", "MCD_avg"] < 0.5
+    # the paper's MCD_avg needs MPNet, CLIP and DINO (not in this offline config): n/a
+    assert mcd["MCD_avg"].isna().all()
+    assert mcd.loc["render_id", "MCD_avg_all_experiments"] == pytest.approx(1.0)
+    assert mcd.loc["render_bicubic", "MCD_avg_all_experiments"] < 0.5
     assert mcd.loc["render_id", "generations"] == 8
 
 
@@ -128,7 +131,7 @@ def test_api_pair_records_faults_per_item(run):
     # its T2I always fails (HTTP 500 after the retry): every text-first value, and image-first
     # after generation 1 (I2T of the input image, which succeeds)
     failed = bad[(bad["chain"] == "text-first") | (bad["generation"] != "1")]
-    assert (failed["status"] == "error").all()
+    assert (failed["status"] == "failed").all()
     assert failed["reason"].str.contains("images.generate img at fake: gave up").all()
     assert (bad[(bad["chain"] == "image-first") & (bad["generation"] == "1")]["status"] == "ok").all()
     good = sim[sim["item_id"] != "bad"]

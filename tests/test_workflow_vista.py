@@ -13,6 +13,8 @@ import yaml
 from conftest import REPO, requires_tesseract
 from fake_openai import FakeOpenAI
 
+from roundtrip.datasets.rendered.questions import table1_assignment
+
 pytestmark = [pytest.mark.workflow, requires_tesseract]
 
 KEY = "sk-vista-secret-0123456789"
@@ -83,7 +85,11 @@ def test_the_vlm_answers_text_and_images(run):
     work, *_ = run
     df = answers(work, "fakevlm", "original", "family")
     text, vt = df[df["mode"] == "text"], df[df["mode"] == "vt"]
-    assert len(text) == 3 and len(vt) == 3 * 4  # 9/16/32 pt in arial, brush at 16 pt
+    grid = {("arial", 9.0), ("arial", 16.0), ("arial", 32.0), ("brush", 16.0)}
+    extra = sum((st, float(sz)) not in grid for st, sz in table1_assignment(3, 0))
+    # 9/16/32 pt in arial, brush at 16 pt, and each question's Table 1 render (App. B.2)
+    assert len(text) == 3 and len(vt) == 3 * 4 + extra
+    assert (vt["table1"] == 1).sum() == 3  # one Table 1 render per question
     assert (text["hit"] == 1).all() and (text["extracted_by"] == "letter").all()
     assert (text["reasoning"] == "solving the question").all()  # cut at </think> and kept
     large = vt[vt["size"].astype(float) == 32]
@@ -111,8 +117,9 @@ def test_tables_have_every_reader_and_model(run):
                                   "ocr_solver (mine)"}
     row = acc.set_index("reader").loc["ocr_solver (family)"]
     assert row["overall.text_accuracy"] == 100.0
+    # one render per question: the mean paired gap is Text - VT of the means (App. D.1 sign)
     assert row["overall.modality_gap"] == pytest.approx(
-        row["overall.vt_accuracy"] - row["overall.text_accuracy"])
+        row["overall.text_accuracy"] - row["overall.vt_accuracy"])
     tok = pd.read_csv(work / "results/tables/vista_tokenizers.csv").set_index("reader / model")
     assert {"fakevlm / identity (family)", "ocr_solver / bicubic_x4 (family)"} <= set(tok.index)
     # the 4x bicubic round trip blurs the question images: the reader loses accuracy

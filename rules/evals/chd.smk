@@ -25,6 +25,7 @@ rule train_cmms:
     params:
         spec=lambda wc: PLAN.spec_of(wc.reference),
         size=TOKENS["size"],
+        layout=TOKENS["layout"],
         settings=PLAN.cmms_settings(),
         device=RUN["device"],
     log:
@@ -56,6 +57,8 @@ rule token_table:
         not_run=PLAN.not_run(PLAN.token_datasets),
         reference=REFERENCE,
         size=TOKENS["size"],
+        cmms_datasets=PLAN.cmms_settings()["datasets"],
+        allow_overlap=TOKENS["cmms"].get("allow_overlap", False),
         bootstrap=config["tables"]["bootstrap"],
     log:
         "logs/tables/token_metrics.log",
@@ -89,6 +92,7 @@ if PLAN.sensitivity_dataset:
             spec=PLAN.spec_of(REFERENCE),
             reference=REFERENCE,
             size=TOKENS["size"],
+            layout=TOKENS["layout"],
             settings=TOKENS["sensitivity"],
             device=RUN["device"],
         log:

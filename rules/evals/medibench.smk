@@ -176,6 +176,9 @@ rule medical_tables:
         modalities={d: config["datasets"][d].get("modality", d) for d in PLAN.medical_datasets},
         not_run=PLAN.not_run(PLAN.medical_datasets),
         segmenter=MEDICAL["segmenter"],
+        pool_modalities=MEDICAL.get("pool_modalities", False),
+        sizes={d: config["datasets"][d].get("size") for d in PLAN.medical_2d
+               if config["datasets"][d].get("protocol") == "fixed"},
     log:
         "logs/tables/medibench.log",
     resources:

@@ -47,6 +47,7 @@ rule telephone_tables:
         report_table("telephone_similarity", "The Telephone Game", "S(g) (Eq. 1, Fig. 6)"),
         report_table("telephone_mcd", "The Telephone Game", "MCD (Sec. 3.1)"),
         report_table("telephone_sdr", "The Telephone Game", "SDR (Sec. 3.2, Table 3)"),
+        report_table("telephone_sdr_fits", "The Telephone Game", "SDR (Sec. 3.2, Table 3)"),
         report_table("telephone_mgg", "The Telephone Game", "MGG (Sec. 3.3)"),
         similarity_figure=report(
             "results/figures/telephone_similarity.png",
@@ -83,6 +84,8 @@ rule telephone_tables:
         roots={f"{m}/{d}": PLAN.telephone_chain_root(m, d) for m, d in PLAN.telephone_keys},
         generations=PLAN.telephone.get("generations"),
         bootstrap=config["tables"]["bootstrap"],
+        backbones=PLAN.telephone.get("backbones") or {},
+        dataset_types={d: config["datasets"][d].get("type", "") for d in PLAN.telephone_datasets},
     log:
         "logs/tables/telephone.log",
     resources:

@@ -39,6 +39,7 @@ rule vista_tables:
         report_table("vista_font", "VISTA-Bench", "Font size and style (Figs. 3, 7, 11)"),
         report_table("vista_rendering_errors", "VISTA-Bench", "Rendering-related errors (Sec. 4.3)"),
         report_table("vista_subfield", "VISTA-Bench", "Subfields"),
+        report_table("vista_source", "VISTA-Bench", "Source benchmarks (Fig. 2)"),
         report_table("vista_tokenizers", "VISTA-Bench", "Tokenizer axis"),
         figure=report(
             "results/figures/vista_gap.png",
@@ -50,6 +51,7 @@ rule vista_tables:
         answer_keys=PLAN.vista_keys,
         sweeps=PLAN.vista_sweeps(),
         bootstrap=config["tables"]["bootstrap"],
+        include_failed_audit=PLAN.vista.get("include_failed_audit", False),
     log:
         "logs/tables/vista.log",
     resources:

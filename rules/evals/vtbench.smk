@@ -1,4 +1,5 @@
-# VTBench: reconstruction quality (Table 1), detail statistics (App. D, Table 4, one job), text
+# VTBench: reconstruction quality (Table 1), detail preservation (Table 2, written by the
+# reconstruction_table job), detail statistics (App. D, Table 4, one job), text
 # preservation through OCR (Task 3, Table 3) and its robustness to the OCR engine (App. G,
 # Table 5), and the model card. PSNR/SSIM, LPIPS/FID and the OCR of reconstructions with their
 # CER/WER are scored inside the reconstruction job of each pair (rules/stages/reconstruct.smk);
@@ -41,11 +42,17 @@ rule reconstruction_table:
         )
         if PLAN.fid_run
         else [],
+        card="results/tables/model_card.csv",
     output:
+        report_table("vtbench_table1", "VTBench", "Reconstruction (Table 1)"),
         [
             f
             for name in PLAN.reconstruction_tables
-            for f in report_table(name, "VTBench", "Reconstruction (Table 1)")
+            for f in report_table(
+                name, "VTBench",
+                "Detail preservation (Table 2)" if name == "reconstruction_detail"
+                else "Reconstruction (Table 1)",
+            )
         ],
     params:
         models=MODELS,
@@ -91,6 +98,8 @@ rule text_preservation_table:
         models=MODELS,
         datasets=PLAN.text_datasets,
         langs={d: config["datasets"][d]["lang"] for d in PLAN.text_datasets},
+        specs={d: {k: config["datasets"][d].get(k) for k in ("type", "language", "lang")}
+               for d in PLAN.text_datasets},
         not_run=PLAN.not_run(PLAN.text_datasets),
         ocr=PLAN.table_ocr,
         bootstrap=config["tables"]["bootstrap"],

@@ -8,6 +8,7 @@ A dataset's ``protocol`` decides what a model sees and what its reconstruction i
 | ``native_resize`` | (optional, labelled) the image resized to the model's native size, reconstructed, resized back | the original |
 | ``model_size`` | center crop to a square, resized to the model's native size (``size`` for any-size models) | the resized crop |
 | ``fixed_1024`` | 1024 x 1024 (other sizes: center crop and resize, recorded); fixed-size models without 1024 are ``unsupported`` | the 1024 x 1024 input |
+| ``fixed`` | (MediBench App. A) the image resized to the dataset's ``size`` x ``size`` whatever the model's native size; a non-square image is center-cropped to a square first (MedMNIST images are square: no crop); fixed-size models without that size are ``unsupported`` | the resized input |
 
 Resizing is bicubic with antialiasing (``torch.nn.functional.interpolate``) on ``[0, 1]`` floats.
 """
@@ -22,7 +23,7 @@ import torch.nn.functional as F
 
 from roundtrip.core.imaging import from_unit, to_unit
 
-PROTOCOLS = ("native", "native_resize", "model_size", "fixed_1024")
+PROTOCOLS = ("native", "native_resize", "model_size", "fixed_1024", "fixed")
 DEFAULT_ANY_SIZE = 256
 
 
@@ -95,8 +96,10 @@ def prepare(image: np.ndarray, protocol: str, info, size: int | None = None) -> 
         target = _native_size(info, size)
         return Prepared(resize(x, target), lambda y: resize(y, (h, w)))
     reference = None
-    if protocol == "model_size" or (protocol == "fixed_1024" and (h, w) != (1024, 1024)):
-        target = _native_size(info, size) if protocol == "model_size" else (1024, 1024)
+    if protocol == "model_size" or protocol == "fixed" or (
+            protocol == "fixed_1024" and (h, w) != (1024, 1024)):
+        target = {"model_size": _native_size(info, size), "fixed_1024": (1024, 1024),
+                  "fixed": (size or DEFAULT_ANY_SIZE,) * 2}[protocol]
         # The model sees exactly the stored (rounded) reference, so identity scores PSNR = inf.
         reference = from_unit(resize(center_square(x), target), image.dtype)
         x = to_unit(reference)

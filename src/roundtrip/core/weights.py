@@ -191,7 +191,9 @@ FOLDERS: dict[str, HubFolder] = {f.name: f for f in [
               "Telephone Game text backbone (MPNet)"),
     HubFolder("clip-vit-b32", "openai/clip-vit-base-patch32",
               "Telephone Game CLIP backbone (the released code's)"),
-    HubFolder("dinov2-base", "facebook/dinov2-base", "Telephone Game DINO backbone"),
+    HubFolder("dino-vitb16", "facebook/dino-vitb16",
+              "Telephone Game image->image backbone (the paper's DINO v1 ViT-B/16)"),
+    HubFolder("dinov2-base", "facebook/dinov2-base", "Telephone Game DINOv2 backbone (option)"),
     HubFolder("owlv2-base", "google/owlv2-base-patch16-ensemble", "MGG detector (OWLv2)"),
     HubFolder("clip-vit-l14", "openai/clip-vit-large-patch14", "MGG colour check (GenEval's CLIP)"),
 ]}

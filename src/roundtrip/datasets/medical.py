@@ -204,7 +204,7 @@ def nifti_sources(root: str | Path | None = None, bundled: list[str] | None = No
 
 def bids_sources(root: str | Path, suffix: str = "T1w", label_column: str | None = None
                  ) -> list[VolumeSource]:
-    """``sub-*/[ses-*/]anat/*_{suffix}.nii[.gz]`` of a BIDS tree (OpenNeuro ds005892/ds005700
+    """``sub-*/[ses-*/]{anat,func}/*_{suffix}.nii[.gz]`` of a BIDS tree (OpenNeuro ds005892/ds005700
     layout); ``label`` from ``participants.tsv`` (column ``label_column``), ``subject`` =
     ``sub-XX`` so splits are subject-wise.
 
@@ -213,10 +213,11 @@ def bids_sources(root: str | Path, suffix: str = "T1w", label_column: str | None
         ValueError: ``label_column`` is not a column of participants.tsv.
     """
     root = Path(root)
-    files = sorted(root.glob(f"sub-*/anat/*_{suffix}.nii*")) + \
-        sorted(root.glob(f"sub-*/ses-*/anat/*_{suffix}.nii*"))
+    # anat/ for structural suffixes (T1w), func/ for fMRI series (bold; volume_index picks one)
+    files = [f for folder in ("anat", "func") for pattern in (f"sub-*/{folder}", f"sub-*/ses-*/{folder}")
+             for f in sorted(root.glob(f"{pattern}/*_{suffix}.nii*"))]
     if not files:
-        raise FileNotFoundError(f"no sub-*/[ses-*/]anat/*_{suffix}.nii[.gz] under {root}")
+        raise FileNotFoundError(f"no sub-*/[ses-*/]{{anat,func}}/*_{suffix}.nii[.gz] under {root}")
     labels: dict[str, str] = {}
     if label_column:
         tsv = pd.read_csv(root / "participants.tsv", sep="\t", dtype=str, keep_default_na=False)

@@ -19,7 +19,8 @@ Rows without any option are open questions (scored by exact match). A row that c
 not the set.
 
 Every question dict has ``id, question, hint, options [(letter, text)], answer, category,
-subfield, images`` (a list of ``(H, W, 3)`` arrays, the item's own pictures).
+subfield, source`` (the source benchmark, ``""`` when unknown), ``images`` (a list of
+``(H, W, 3)`` arrays, the item's own pictures).
 """
 from __future__ import annotations
 
@@ -133,8 +134,9 @@ def _row_question(row: dict, n: int, base: Path, images_by_index: dict[str, str]
     hint = "" if _blank(row.get("hint")) else str(row["hint"]).strip()
     category = str(row.get("category", "")).strip()
     subfield = str(row.get("subfield") or row.get("l2-category") or "").strip()
+    source = "" if _blank(row.get("source")) else str(row["source"]).strip()
     return {"id": qid, "question": question, "hint": hint, "options": options, "answer": answer,
-            "category": category, "subfield": subfield, "images": images}
+            "category": category, "subfield": subfield, "source": source, "images": images}
 
 
 def load_mcq_tsv(path: str | Path, limit: int | None = None) -> list[dict | QuestionError]:
@@ -172,10 +174,14 @@ def prompt_text(q: dict) -> str:
 
 
 def question_extra(q: dict) -> dict:
-    """The manifest columns of a question (the VISTA evaluation reads them back)."""
+    """The manifest columns of a question (the VISTA evaluation reads them back); ``modality``
+    is ``multimodal`` when the question has pictures of its own, else ``unimodal`` (VISTA-Bench
+    §3.1: unimodal items carry no external image)."""
     return {"question_id": q["id"], "question_text": prompt_text(q), "answer": q["answer"],
             "category": q["category"], "subfield": q.get("subfield", ""),
-            "hint": q.get("hint", ""), "options": json.dumps(q["options"], ensure_ascii=False)}
+            "hint": q.get("hint", ""), "options": json.dumps(q["options"], ensure_ascii=False),
+            "source": q.get("source", ""),
+            "modality": "multimodal" if q.get("images") else "unimodal"}
 
 
 def write_item_images(items: list, out_dir: str | Path) -> None:
@@ -230,7 +236,9 @@ def build_release(name: str, spec: dict, out_dir: str | Path) -> list:
         qid = question_id(row.get("index", ""), f"row{n}")
         font = str(row.get("font", "")).strip()
         size = pd.to_numeric(row.get("size", ""), errors="coerce")
-        extra = {"lang": "eng", "font": font, "font_size_pt": size, "question_id": qid}
+        # the release renders each question once (App. B.2): every row is its Table 1 render
+        extra = {"lang": "eng", "font": font, "font_size_pt": size, "question_id": qid,
+                 "table1": "1"}
         try:
             q = _row_question(row, n, path.parent, {}, ("image",))
             if _blank(row.get("question_image")):

@@ -56,6 +56,22 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
     MetricInfo("wer", "WER", False, 4, "", "VTBench App. F, Eq. 4"),
     MetricInfo("cer_gt", "CER (GT)", False, 4, "", "VTBench App. F, Eq. 3, vs ground truth"),
     MetricInfo("wer_gt", "WER (GT)", False, 4, "", "VTBench App. F, Eq. 4, vs ground truth"),
+    MetricInfo("cer_norm", "CER (norm.)", False, 4, "", "VTBench App. F, Eq. 3 after "
+               "roundtrip's normalization"),
+    MetricInfo("wer_norm", "WER (norm.)", False, 4, "", "VTBench App. F, Eq. 4 after "
+               "roundtrip's normalization"),
+    MetricInfo("cer_gt_norm", "CER (GT, norm.)", False, 4, "", "VTBench App. F, Eq. 3, vs "
+               "ground truth, after roundtrip's normalization"),
+    MetricInfo("wer_gt_norm", "WER (GT, norm.)", False, 4, "", "VTBench App. F, Eq. 4, vs "
+               "ground truth, after roundtrip's normalization"),
+    MetricInfo("psnr_vtbench", "PSNR (VTBench eval.)", True, 2, "dB", "VTBench released "
+               "evaluator: torchmetrics PSNR over the set, data range of the originals"),
+    MetricInfo("ssim_vtbench", "SSIM (VTBench eval.)", True, 4, "", "VTBench released "
+               "evaluator: torchmetrics SSIM defaults"),
+    MetricInfo("lpips_vtbench", "LPIPS (VTBench eval.)", False, 4, "", "VTBench released "
+               "evaluator: AlexNet LPIPS fed [0, 1] without normalize"),
+    MetricInfo("image_size", "Image Size", None, 0, "px", "VTBench Tables 1-3: side of the "
+               "square model input (App. H)"),
     MetricInfo("chd", "CHD", False, 4, "", "CHD paper, Sec. 4.1"),
     MetricInfo("chd_1d", "CHD-1D", False, 4, "", "CHD paper, Sec. 4.1, Eq. 9"),
     MetricInfo("chd_2d", "CHD-2D", False, 4, "", "CHD paper, Sec. 4.1, Eq. 10"),

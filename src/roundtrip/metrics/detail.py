@@ -5,15 +5,15 @@ so numbers are comparable across runs:
 
 * **Grayscale**: ITU-R BT.601 luma ``Y = 0.299 R + 0.587 G + 0.114 B`` on the 0..255 scale
   (16-bit sources are scaled to 0..255 first), float64.
-* **High-frequency energy share (%)**: with ``A = |FFT2(Y - mean(Y))|`` the amplitude spectrum,
-  the share of the summed amplitude at radial spatial frequency ``sqrt(fx^2 + fy^2) > cutoff``
-  cycles/pixel (``numpy.fft.fftfreq`` grid, Nyquist = 0.5). Cutoff 0.25 cycles/pixel, half the
-  Nyquist frequency: detail with a period shorter than 4 pixels. A constant image has share 0.
-  The paper says only "computed via FFT"; of the plausible readings (power or amplitude, cutoff
-  0.05-0.3, DC kept or removed, radial or square band) this one lands on the paper's scale for
-  ImageNet-like photographs: 41.7 % median over the eight bundled photographs against Table 4's
-  40.8 % for ImageNet, where the power share above 0.1 cycles/pixel (roundtrip's earlier
-  definition) gives 4-12 % and above 0.25 about 3 % (docs/design.md, "Detail statistics").
+* **High-frequency energy share (%)**: App. D's "proportion of image energy in high-frequency
+  components (computed via FFT)": with ``P = |FFT2(Y - mean(Y))|^2`` the power spectrum, the share
+  of the power at radial spatial frequency ``sqrt(fx^2 + fy^2) > cutoff`` cycles/pixel
+  (``numpy.fft.fftfreq`` grid, Nyquist = 0.5). The paper gives no cutoff; roundtrip uses
+  0.05 cycles/pixel, a tenth of the Nyquist frequency (detail with a period shorter than 20
+  pixels), and removes the mean (DC) so a flat image has share 0. The eight bundled photographs
+  give 16.2 % (median; 3.8-19.1 % for the seven photographs, 38.1 % for the Hubble field)
+  against Table 4's 40.8 % for ImageNet: roughly 25 points below it (the paper's cutoff and
+  image sizes are unknown; a cutoff of 0.01 cycles/pixel would give a median of 45.7 %).
 * **Laplacian variance**: variance over all pixels of the 3x3 Laplacian
   ``[[0, 1, 0], [1, -4, 1], [0, 1, 0]]`` of ``Y`` (``scipy.ndimage.laplace``, reflected borders),
   the sharpness measure of Pech-Pacheco et al. (ICPR 2000); in squared 0..255 units.
@@ -23,12 +23,13 @@ so numbers are comparable across runs:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import ndimage
 
-HF_CUTOFF = 0.25
+HF_CUTOFF = 0.05
 CANNY_SIGMA, CANNY_LOW, CANNY_HIGH = 1.0, 0.1, 0.2
 
 
@@ -49,15 +50,21 @@ def luma(image: np.ndarray) -> np.ndarray:
 
 
 def hf_energy_share(y: np.ndarray, cutoff: float = HF_CUTOFF) -> float:
-    """Percentage (0..100) of the spectral amplitude of ``y`` (float ``[H, W]``, mean removed)
-    above ``cutoff`` cycles/pixel, radially (module docstring)."""
-    amplitude = np.abs(np.fft.fft2(y - y.mean()))
-    total = amplitude.sum()
-    if total < 1e-9 * y.size:  # a constant image: only rounding noise left
+    """Percentage (0..100) of the spectral power ``|F|^2`` of ``y`` (float ``[H, W]``, mean
+    removed) above ``cutoff`` cycles/pixel, radially (module docstring; VTBench App. D).
+
+    Raises:
+        ValueError: ``cutoff`` outside ``[0, sqrt(0.5)]`` (the radial frequency range).
+    """
+    if not 0.0 <= cutoff <= math.sqrt(0.5):
+        raise ValueError(f"cutoff must be in [0, {math.sqrt(0.5):.4f}] cycles/pixel, got {cutoff}")
+    power = np.abs(np.fft.fft2(y - y.mean())) ** 2
+    total = power.sum()
+    if total < 1e-18 * y.size:  # a constant image: only rounding noise left
         return 0.0
     fy = np.fft.fftfreq(y.shape[0])[:, None]
     fx = np.fft.fftfreq(y.shape[1])[None, :]
-    return float(100.0 * amplitude[np.hypot(fy, fx) > cutoff].sum() / total)
+    return float(100.0 * power[np.hypot(fy, fx) > cutoff].sum() / total)
 
 
 def laplacian_variance(y: np.ndarray) -> float:

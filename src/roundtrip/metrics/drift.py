@@ -3,7 +3,8 @@
 - :func:`similarity_curve`: ``S_delta(g)``, the mean over items of ``sim(inp_d, M_d^(g))`` at
   each generation (Eq. 1), with a percentile-bootstrap CI over items.
 - :func:`mcd`: Mean Cumulative Drift, the mean of ``S_delta(g)`` over the evaluated generations
-  (Eq. 2); ``MCD_avg`` is the mean of ``MCD_delta`` over the mappings present.
+  (Eq. 2); ``MCD_avg`` is the mean of ``MCD_delta`` over the paper's four mappings (Sec. 3.1;
+  :data:`roundtrip.evals.telephone.tables.PAPER_MAPPINGS`).
 - :func:`fit_sdr`: the Semantic Drift Rate curve fitted to ``S_delta(g)``: the paper's power law
   ``y = alpha * g^(-beta) + gamma`` (Sec. 3.2, Table 3) or the exponential
   ``y = a * exp(-b * g) + c`` of the authors' released code, with ``scipy.optimize.curve_fit``.

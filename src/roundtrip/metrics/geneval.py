@@ -25,8 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: The six GenEval tasks, in the paper's order (UCF-UM Fig. 11).
-TASKS = ("single_object", "two_object", "counting", "colors", "position", "color_attr")
+#: The six GenEval tasks in UCF-UM Fig. 11's order: (a) single object, (b) two objects,
+#: (c) counting, (d) positioning, (e) colors, (f) color attribute.
+TASKS = ("single_object", "two_object", "counting", "position", "colors", "color_attr")
 #: GenEval's colour names (CLIP zero-shot classes).
 COLORS = ("red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "black", "white")
 #: Share of the summed box sizes removed from the centre offset before reading a relation.

@@ -6,7 +6,9 @@ Conventions (shared by every table in roundtrip):
 * PSNR (dB) = ``10 log10(1 / MSE)`` with MSE over all pixels and all three channels, in float64.
   Identical images give ``inf``. The *pooled* PSNR of a set uses the MSE over all values of all
   items, i.e. ``10 log10(sum(N_i) / sum(N_i MSE_i))``, which weights large images more and is
-  robust to a single perfect item; the per-item mean is what VTBench tabulates.
+  robust to a single perfect item. Neither is VTBench's published figure: its released
+  evaluator pools the squared error over the set with the data range of the originals
+  (torchmetrics' default), :mod:`roundtrip.evals.vtbench.released`.
 * SSIM follows Wang et al., "Image quality assessment: from error visibility to structural
   similarity" (IEEE TIP 2004): Gaussian window sigma = 1.5 truncated at 3.5 sigma (11 x 11),
   ``K1 = 0.01``, ``K2 = 0.03``, population (not sample) covariance, computed per channel on the

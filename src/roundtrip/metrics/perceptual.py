@@ -1,9 +1,11 @@
 """LPIPS (Zhang et al., CVPR 2018) through the ``lpips`` package, with weights from the offline cache.
 
-Protocol (VTBench Task 1 reports LPIPS with AlexNet): each image pair is compared at the
-evaluated resolution (no resizing), as float32 RGB mapped from [0, 1] to [-1, 1], the range the
-``lpips`` networks were trained on. VTBench's released code passes [0, 1] tensors to the network
-without ``normalize=True``, which shifts every activation; roundtrip maps the range explicitly.
+Protocol: each image pair is compared at the evaluated resolution (no resizing), as float32 RGB
+mapped from [0, 1] to [-1, 1], the range the ``lpips`` networks were trained on
+(``input_range="unit"`` in :meth:`LPIPS.__call__`). The VTBench paper names LPIPS without its
+backbone; its released evaluator uses torchmetrics' LPIPS (AlexNet) and passes [0, 1] tensors
+without ``normalize=True``, so the network sees them as if they were [-1, 1] images:
+``input_range="as_signed"`` reproduces that convention (the ``lpips_vtbench`` column).
 
 Weights: the linear calibration layers ship inside the ``lpips`` package; the ImageNet backbone
 (torchvision's AlexNet or VGG-16 file) is loaded from the roundtrip weights cache
@@ -38,7 +40,7 @@ class LPIPS:
     """LPIPS distance between image pairs.
 
     Args:
-        net: ``alex`` (default, as in VTBench) or ``vgg``.
+        net: ``alex`` (default; the backbone of VTBench's released evaluator) or ``vgg``.
         backbone: path of the torchvision backbone state dict; default: the cache file of
             :data:`NETS` ``[net]`` under ``cache``.
         cache: weights cache directory (see :func:`roundtrip.core.weights.cache_dir`).
@@ -63,18 +65,28 @@ class LPIPS:
         self.device = torch.device(device)
 
     @torch.no_grad()
-    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def __call__(self, x: torch.Tensor, y: torch.Tensor, input_range: str = "unit"
+                 ) -> torch.Tensor:
         """LPIPS of each pair.
 
         Args:
             x, y: float ``[B, 3, H, W]`` in [0, 1], same shape.
+            input_range: ``unit`` maps [0, 1] to the [-1, 1] the network expects (roundtrip's
+                ``lpips``); ``as_signed`` feeds the [0, 1] values unchanged, as VTBench's released
+                evaluator does (torchmetrics LPIPS without ``normalize``; ``lpips_vtbench``).
 
         Returns:
             float32 ``[B]``, >= 0 (0 for identical images); lower is more similar.
+
+        Raises:
+            ValueError: shapes differ or are not ``[B, 3, H, W]``; unknown ``input_range``.
         """
         if x.shape != y.shape or x.ndim != 4 or x.shape[1] != 3:
             raise ValueError(f"LPIPS needs two [B, 3, H, W] tensors of one shape, got "
                              f"{tuple(x.shape)} and {tuple(y.shape)}")
-        x = x.to(self.device, torch.float32) * 2 - 1
-        y = y.to(self.device, torch.float32) * 2 - 1
+        if input_range not in ("unit", "as_signed"):
+            raise ValueError(f"input_range must be 'unit' or 'as_signed', got {input_range!r}")
+        x, y = x.to(self.device, torch.float32), y.to(self.device, torch.float32)
+        if input_range == "unit":
+            x, y = x * 2 - 1, y * 2 - 1
         return self.model(x, y).flatten().float().cpu()

@@ -5,6 +5,15 @@ the Levenshtein distance (insertions, deletions, substitutions, unit cost) over 
 words. Both can exceed 1. In VTBench the reference is the OCR of the original image and the
 hypothesis the OCR of the reconstruction; with ground truth, the reference is the true text.
 
+Two variants are computed:
+
+* **As written** (:func:`raw_text_errors`, the headline ``cer``/``wer``): Eq. 3 applied to the two
+  OCR outputs as they are, every character counted, line breaks and repeated spaces included
+  (``CER("Hello  world\n", "Hello world") = 2/13``). Words are the whitespace-separated tokens,
+  the only segmentation Eq. 4 can use without a tokenizer.
+* **Normalized** (:func:`text_errors`, roundtrip's ``cer_norm``/``wer_norm``): the same rates
+  after the normalization below, so OCR layout differences do not count as errors.
+
 Normalization (applied to both strings before scoring, configurable in ``config.yaml``):
 
 1. Unicode normalization (default NFKC: full-width forms and ligatures folded);
@@ -95,6 +104,21 @@ def wer(reference: str, hypothesis: str) -> float:
     if not ref:
         raise ValueError("reference has no words: WER undefined")
     return Levenshtein.distance(ref, hyp) / len(ref)
+
+
+def raw_text_errors(reference: str, hypothesis: str) -> tuple[float, float, str]:
+    """``(cer, wer, reason)`` of the strings as they are (VTBench App. F, Eqs. 3-4 as written).
+
+    Returns:
+        CER over all characters (whitespace and line breaks included) and WER over the
+        whitespace-separated words, both >= 0 and unbounded above; NaN with a reason when the
+        reference is empty (CER undefined) or has no words (WER undefined).
+    """
+    if not reference:
+        return math.nan, math.nan, "reference text is empty (no text found), CER/WER undefined"
+    if not reference.split():
+        return cer(reference, hypothesis), math.nan, "reference has no words: WER undefined"
+    return cer(reference, hypothesis), wer(reference, hypothesis), ""
 
 
 def text_errors(reference: str, hypothesis: str, norm: Normalization = Normalization()

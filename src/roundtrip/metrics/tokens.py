@@ -11,11 +11,14 @@ Definitions from "Evaluating Generative Models via One-Dimensional Code Distribu
   Hellinger distance between the two sets.
 * CHD (Eq. 14) = (CHD-1D + CHD-2D) / 2: 0 for identical sets, 1 for disjoint vocabularies.
 
-The paper tokenizes with a 1D TiTok and defines Eq. 10 on a grid; roundtrip uses any discrete
-tokenizer of the model zoo with its 2D grid, and scores a 1D tokenizer's sequence ``[n]`` as a
-``1 x n`` grid: CHD-2D then averages over the right displacement alone, i.e. each token and its
-successor in the sequence (roundtrip's extension; the down displacement has no pairs). Residual models (``[h, w, Q]`` grids) count each quantizer level as its own
-vocabulary (level ``l`` code ``c`` is token ``l * V + c``); pairs are formed within a level.
+The paper tokenizes with a 1D TiTok and defines Eq. 10 on a 2D token grid, rejecting adjacency
+along the sequence as "an artificial order" (Sec. 4.1). roundtrip uses any discrete tokenizer of
+the model zoo with its 2D grid. A 1D tokenizer's sequence ``[n]`` has no 2D neighbours: it adds to
+CHD-1D only, and CHD-2D and CHD (Eq. 14 needs both) are NaN with :data:`CHD_2D_SEQUENCE_REASON`,
+unless the caller lays the sequence out on the tokenizer's declared grid first
+(``metrics.tokens.layout``). Residual models (``[h, w, Q]`` grids) count each quantizer level as
+its own vocabulary (level ``l`` code ``c`` is token ``l * V + c``); pairs are formed within a
+level.
 
 Counting streams: :class:`TokenHistogram` compacts its counts as it goes, so memory grows with the
 number of distinct tokens and pairs, not with the number of images.
@@ -27,6 +30,11 @@ import math
 import numpy as np
 
 _PAIR_BASE = np.int64(1) << 31  # pair (u, v) -> u * 2^31 + v; token ids stay below 2^31
+
+#: Why CHD-2D (and so CHD) is not computed on 1D token sequences (Sec. 4.1, Eq. 10).
+CHD_2D_SEQUENCE_REASON = ("n/a: CHD-2D (Eq. 10) counts right/down neighbours on a 2D token grid; "
+                          "a 1D tokenizer's sequence has none (set metrics.tokens.layout to the "
+                          "tokenizer's declared grid, if it has one); CHD (Eq. 14) needs CHD-2D")
 
 
 class _SparseCounter:
@@ -79,12 +87,14 @@ class TokenHistogram:
         self.unigram = _SparseCounter()
         self.pairs = {"right": _SparseCounter(), "down": _SparseCounter()}
         self.n_grids = 0
+        self.n_sequences = 0  # of n_grids, the 1D sequences (no 2D neighbours)
 
     def add(self, grid: np.ndarray) -> None:
         """Count one token grid: int ``[h, w]`` or ``[h, w, Q]`` (Q residual levels), or one
-        sequence ``[n]`` of a 1D tokenizer, counted as a ``1 x n`` grid (right pairs only)."""
+        sequence ``[n]`` of a 1D tokenizer (unigrams only: it has no 2D neighbours)."""
         grid = np.asarray(grid)
-        if grid.ndim == 1:
+        sequence = grid.ndim == 1
+        if sequence:
             grid = grid[None, :]
         if grid.ndim == 2:
             grid = grid[..., None]
@@ -96,9 +106,12 @@ class TokenHistogram:
         levels = np.arange(grid.shape[2], dtype=np.int64) * self.vocab_size
         tokens = grid.astype(np.int64) + levels  # level-offset vocabulary
         self.unigram.add(tokens)
+        self.n_grids += 1
+        if sequence:
+            self.n_sequences += 1
+            return
         self.pairs["right"].add(tokens[:, :-1] * _PAIR_BASE + tokens[:, 1:])
         self.pairs["down"].add(tokens[:-1, :] * _PAIR_BASE + tokens[1:, :])
-        self.n_grids += 1
 
     def unigram_distribution(self) -> tuple[np.ndarray, np.ndarray]:
         """Eq. 8: sorted token ids and their share of all tokens of the set."""
@@ -145,11 +158,15 @@ def hellinger(p: tuple[np.ndarray, np.ndarray], q: tuple[np.ndarray, np.ndarray]
 def chd(a: TokenHistogram, b: TokenHistogram) -> dict[str, float]:
     """CHD-1D, CHD-2D and CHD (Eq. 9, 13, 14) between two sets; symmetric in ``a``, ``b``.
 
+    CHD-2D and CHD are NaN when either set holds 1D sequences (:data:`CHD_2D_SEQUENCE_REASON`).
+
     Raises:
         ValueError: the two histograms use different vocabulary sizes.
     """
     if a.vocab_size != b.vocab_size:
         raise ValueError(f"vocabulary sizes differ: {a.vocab_size} vs {b.vocab_size}")
     d1 = hellinger(a.unigram_distribution(), b.unigram_distribution())
+    if a.n_sequences or b.n_sequences:
+        return {"chd": math.nan, "chd_1d": d1, "chd_2d": math.nan}
     d2 = hellinger(a.cooccurrence_distribution(), b.cooccurrence_distribution())
     return {"chd": (d1 + d2) / 2, "chd_1d": d1, "chd_2d": d2}

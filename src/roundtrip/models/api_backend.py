@@ -1,7 +1,10 @@
 """GPT-image as a reconstruction row (family ``api``; VTBench Section 4, "GPT-4o as a reference").
 
-Each image is sent to ``images.edit`` with a "recreate it exactly, same resolution" prompt (a
-template, ``api.prompts.recreate``); the first successful answer is kept (and cached, see
+Each image is sent to ``images.edit`` with the paper's reconstruction prompt (Sec. 4: "Please
+recreate the exact same image without any alterations and preserve the original resolution.",
+``api.prompts.recreate``) at 1024 x 1024, the resolution of the paper's GPT-4o row (Table 1); the
+model's input size is 1024 x 1024, so ``model_size`` sets reach it at that size. The first
+successful answer is kept (and cached, see
 :mod:`roundtrip.api.client`). When the API answers at another size than the input (gpt-image-1
 only produces 1024x1024, 1536x1024 and 1024x1536), the answer is resized to the input size with
 Lanczos and the item's status records it, so no one mistakes the resize for the model's output.
@@ -21,9 +24,10 @@ class ApiImageModel(Adapter):
     Args:
         endpoint: resolved ``api.endpoints`` entry (:func:`roundtrip.api.settings.resolve_api`).
         model: image model at the endpoint (``gpt-image-1``).
-        prompt: template; ``{width}`` and ``{height}`` become the input size in pixels.
-        size: the ``size`` request parameter (``auto`` lets the API choose; the answer is resized
-            to the input size if it differs).
+        prompt: template; ``{width}`` and ``{height}`` (optional) become the input size in pixels.
+        size: the ``size`` request parameter, default ``1024x1024`` (VTBench Table 1's GPT-4o
+            row; ``auto`` lets the API choose); an answer at another size is resized to the input
+            size and noted.
         params: further ``images.edit`` parameters (e.g. ``{"quality": "high"}``).
 
     Raises:
@@ -31,7 +35,7 @@ class ApiImageModel(Adapter):
     """
 
     def __init__(self, endpoint: dict, model: str = "gpt-image-1", prompt: str = "",
-                 size: str = "auto", params: dict | None = None):
+                 size: str = "1024x1024", params: dict | None = None):
         if not isinstance(endpoint, dict):
             raise ValueError("endpoint: not resolved; name an entry of api.endpoints")
         if not prompt:
@@ -41,7 +45,8 @@ class ApiImageModel(Adapter):
         self._notes: list[str] = []
 
     def info(self) -> ModelInfo:
-        return ModelInfo(family="api")
+        # 1024 x 1024: the input size of VTBench's GPT-4o row (Table 1); any size is accepted
+        return ModelInfo(family="api", native_sizes=[(1024, 1024)])
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """Sends each item of ``x`` (``[B, 3, H, W]`` in ``[-1, 1]``) to the API; the "latent" is

@@ -4,8 +4,8 @@ visualized text).
 
 - ``vlm``: a chat model on an OpenAI-compatible endpoint (vLLM, Ollama, OpenAI). Text mode sends
   the item's images, then the hint, question and options as text with the instruction; VT mode
-  sends the item's images, then the question image, with an instruction to read the question
-  and options from it.
+  sends the item's images, then the question image, then the hint as text with the instruction
+  (the hint travels as text in both modes: :func:`hint_prefix`).
 - ``ocr_llm``: the agentic route (VISTA-Bench Sec. 5): the question image is read by an OCR engine
   (``ocr``, an entry of ``ocr.engines``) and a text model on the endpoint answers from that text.
 - ``ocr_solver``: offline. Text mode solves the pure-text question; VT mode solves what Tesseract
@@ -28,11 +28,37 @@ from roundtrip.readers.question_family import Unsolvable, solve
 
 TEXT, VT = "text", "vt"
 
-#: Instruction presets of the prompt study (VISTA-Bench App. C.1, Fig. 9), in our own words:
-#: a very short one, about 20 words (the default), about 50 words, one that stresses the
-#: accompanying images, and one that asks for silent step-by-step reasoning. ``vt`` is sent after
-#: the question image; ``text`` after the question written out.
-PROMPT_PRESETS: dict[str, dict[str, str]] = {
+#: The five prompts of VISTA-Bench's prompt study, verbatim (App. C.1, Fig. 9): protocol, like a
+#: dataset, so they are not reworded. ``Original`` (the 20-words prompt) is the one of the main
+#: results. The same instruction goes with both modes, so that text and VT differ only in how
+#: the question and options arrive (§3.3, "strictly matched").
+PAPER_PROMPTS: dict[str, str] = {
+    "10-words": "Read the question and options, then answer with only the single letter "
+                "(e.g., A, B, C, D).",
+    "Original": "Read the question and options shown in the image(s). Answer with only the "
+                "single letter of the correct option (e.g., A, B, C, D).",
+    "50-words": "Please carefully read the question and options presented in the image(s). "
+                "Ensure you understand the meaning of each option. Based on the question, "
+                "choose the most appropriate answer and respond with only the letter of the "
+                "correct option (e.g., A, B, C, or D). Do not include any additional text or "
+                "explanations in your response.",
+    "Image-understand": "Please take a moment to carefully read the question and all available "
+                        "options shown in the image(s). Ensure you fully understand the context "
+                        "and meaning behind each option. After considering the question and "
+                        "options, choose the most appropriate answer. Respond only with the "
+                        "letter corresponding to the correct option (e.g., A, B, C, or D). Do "
+                        "not include any explanations or comments in your response.",
+    "CoT": "Analyze the image to identify the question text and the available options. Think "
+           "step-by-step to deduce the correct answer based on the visual information provided. "
+           "However, discard your reasoning process in the final output. Your final response "
+           "must consist of nothing but the single letter of the correct option (e.g., A). Do "
+           "not explain why and do not use punctuation.",
+}
+#: roundtrip's own wordings of the same five lengths/emphases (not the paper's prompts): a very
+#: short one, about 20 words, about 50 words, one that stresses the accompanying images, one
+#: that asks for silent step-by-step reasoning. ``vt`` is sent after the question image;
+#: ``text`` after the question written out.
+OWN_PROMPTS: dict[str, dict[str, str]] = {
     "short": {
         VT: "Answer the question in the image with its option letter only.",
         TEXT: "Answer the question above with its option letter only.",
@@ -69,7 +95,10 @@ PROMPT_PRESETS: dict[str, dict[str, str]] = {
               "then write only the final option letter, nothing else.",
     },
 }
-DEFAULT_PRESET = "words20"
+#: Every named prompt: the paper's five (same text in both modes), then roundtrip's own.
+PROMPT_PRESETS: dict[str, dict[str, str]] = (
+    {name: {VT: text, TEXT: text} for name, text in PAPER_PROMPTS.items()} | OWN_PROMPTS)
+DEFAULT_PRESET = "Original"
 #: Instruction for open questions (no options), both modes.
 OPEN_INSTRUCTION = {VT: "Answer the question shown in the image with a single word or number.",
                     TEXT: "Answer the question above with a single word or number."}
@@ -109,8 +138,18 @@ def _image_parts(images: list[np.ndarray]) -> list[dict]:
             for im in images]
 
 
+def hint_prefix(q: Question) -> str:
+    """The hint as it precedes the question text, or ``""``.
+
+    One rule for every reader and both modes: the hint is context, not part of the rendered
+    question, so it is sent as text in text mode and in VT mode alike; the two modes then
+    differ only in how the question and options arrive (VISTA-Bench §3.3, matched conditions).
+    """
+    return q.hint.strip() + "\n" if q.hint.strip() else ""
+
+
 def _text_body(q: Question) -> str:
-    return (q.hint.strip() + "\n" if q.hint.strip() else "") + q.text
+    return hint_prefix(q) + q.text
 
 
 def resolve_prompts(prompt: str | dict | None) -> dict[str, str]:
@@ -167,7 +206,8 @@ class VlmAnswerer(_ChatAnswerer):
     Args:
         endpoint: resolved ``api.endpoints`` entry.
         model: the model name at the endpoint (``Qwen/Qwen2.5-VL-7B-Instruct``, ``gpt-4o``).
-        prompt: a :data:`PROMPT_PRESETS` name or ``{vt: ..., text: ...}``.
+        prompt: a :data:`PROMPT_PRESETS` name (default ``Original``, VISTA-Bench App. C.1) or
+            ``{vt: ..., text: ...}``.
         max_tokens, temperature: decoding; ``decoding``: any other request parameters
             (``top_p``, ``seed``, ``extra_body``...).
     """
@@ -188,7 +228,7 @@ class VlmAnswerer(_ChatAnswerer):
         if q.question_image is None:
             raise ValueError("no question image")
         return self._chat(_image_parts(q.images + [q.question_image])
-                          + [{"type": "text", "text": instruction}])
+                          + [{"type": "text", "text": hint_prefix(q) + instruction}])
 
 
 class OcrLlmAnswerer(_ChatAnswerer):
@@ -209,7 +249,7 @@ class OcrLlmAnswerer(_ChatAnswerer):
         elif q.ocr_text is None:
             raise ValueError("no OCR text of the question image")
         else:
-            body = (q.hint.strip() + "\n" if q.hint.strip() else "") + q.ocr_text
+            body = hint_prefix(q) + q.ocr_text
         return self._chat(_image_parts(q.images) + [{"type": "text",
                                                      "text": body + "\n\n" + instruction}])
 

@@ -26,17 +26,21 @@ class Section:
 SECTIONS = (
     Section("vtbench", "VTBench: reconstruction, detail and text preservation",
             "VTBench: Evaluating Visual Tokenizers for Autoregressive Image Generation",
-            ("reconstruction_model_size", "reconstruction_1024", "reconstruction_native",
-             "text_preservation", "ocr_robustness", "ocr_rank_agreement", "detail_statistics",
+            ("vtbench_table1", "reconstruction_model_size", "reconstruction_1024",
+             "reconstruction_native", "reconstruction_detail", "text_preservation", "ocr_robustness", "ocr_rank_agreement", "detail_statistics",
              "model_card"), ("gallery/*.png",),
-            (("PSNR", "10 log10(1 / MSE) per image on [0, 1] values, averaged over images; pooled "
-              "PSNR uses the MSE over all values of the set", "VTBench Sec. 4.1"),
+            (("PSNR (VTBench eval.)", "10 log10(R^2 / MSE) with one MSE over the set and R the "
+              "range of the originals (the released evaluator, torchmetrics defaults)",
+              "VTBench Sec. 4.1, released evaluator"),
+             ("PSNR (per-item mean)", "10 log10(1 / MSE) per image on [0, 1] values, averaged "
+              "over images; pooled PSNR uses the MSE over all values of the set", "roundtrip"),
              ("SSIM", "structural similarity of the luma (Wang et al. 2004)", "VTBench Sec. 4.1"),
-             ("LPIPS, FID, KID", "perceptual distance (AlexNet), Frechet and kernel Inception "
+             ("LPIPS, FID, KID", "perceptual distance (AlexNet; VTBench eval.: [0, 1] inputs "
+              "as the released evaluator, else [-1, 1]), Frechet and kernel Inception "
               "distances between originals and reconstructions", "VTBench Sec. 4.1"),
              ("CER, WER", "edit distance of the OCR of the reconstruction to the OCR of the "
-              "original (or the ground truth), over characters or words", "VTBench App. F, "
-              "Eqs. 3-4"),
+              "original (or the ground truth), over characters or words, on the texts as they "
+              "are; (norm.) after roundtrip's normalization", "VTBench App. F, Eqs. 3-4"),
              ("Kendall's tau", "agreement of two OCR engines' rankings of the models",
               "VTBench App. G, Table 5"),
              ("Detail statistics", "high-frequency energy share, Laplacian variance, edge "
@@ -69,12 +73,13 @@ SECTIONS = (
               "answers right as text", "VISTA-Bench Sec. 4.3"))),
     Section("telephone", "The Telephone Game: semantic drift",
             "The Telephone Game: Evaluating Semantic Drift in Unified Models",
-            ("telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_mgg"),
+            ("telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_sdr_fits",
+             "telephone_mgg"),
             ("telephone_similarity.png", "telephone_sdr.png", "telephone_mgg.png",
              "telephone_mgg_mcd.png", "telephone_strip.png"),
             (("S(g)", "mean similarity of generation g's output to the chain's input",
               "Telephone Game Eq. 1"),
-             ("MCD", "mean of S(g) over the generations; MCD_avg over the experiments",
+             ("MCD", "mean of S(g) over the generations; MCD_avg over the paper's four mappings",
               "Telephone Game Sec. 3.1, Eq. 2"),
              ("SDR", "alpha g^(-beta) + gamma fitted to S(g); beta is the decay rate",
               "Telephone Game Sec. 3.2, Table 3"),

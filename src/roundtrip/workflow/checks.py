@@ -359,6 +359,18 @@ def _family(name: str, spec: dict) -> str:
     return build_model(name, spec).info().family
 
 
+def _check_cmms_held_out(config: dict) -> None:
+    """CMMS's training images are disjoint from the sets CHD/CMMS score (CHD paper Sec. 4.2)."""
+    from roundtrip.evals.chd.training import overlap_message, training_overlap
+    from roundtrip.workflow.plan import Plan, training_datasets
+
+    plan = Plan(config)
+    scored = list(dict.fromkeys(plan.token_datasets + [d for d in [plan.sensitivity_dataset] if d]))
+    overlaps = training_overlap(training_datasets(config), scored, config["datasets"])
+    if overlaps:
+        raise ConfigError(overlap_message(overlaps))
+
+
 def _check_metrics(config: dict) -> None:
     metrics = config.get("metrics", {})
     if metrics.get("missing_weights", "error") == "error":
@@ -398,3 +410,5 @@ def _check_metrics(config: dict) -> None:
         if reference is None:
             raise ConfigError("metrics.tokens.sensitivity.dataset: needs "
                               "metrics.tokens.reference (the tokenizer whose tokens are compared)")
+    if reference is not None and not tokens.get("cmms", {}).get("allow_overlap"):
+        _check_cmms_held_out(config)

@@ -43,11 +43,12 @@ MEDIBENCH_TABLES = ["medibench_2d_fidelity", "medibench_2d_latent", "medibench_3
                     "medibench_3d_structure", "medibench_3d_latent", "medibench_classifiers"]
 #: Table names of VISTA-Bench (roundtrip.evals.vista.tables.TABLES; one rule writes them all).
 VISTA_TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
-                "vista_tokenizers"]
+                "vista_source", "vista_tokenizers"]
 #: The PDF report (issue 25): every table and figure with its provenance.
 REPORT = "results/report.pdf"
 #: Table names of The Telephone Game (roundtrip.evals.telephone.tables.TABLES).
-TELEPHONE_TABLES = ["telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_mgg"]
+TELEPHONE_TABLES = ["telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_sdr_fits",
+                    "telephone_mgg"]
 #: Its figures (roundtrip.evals.telephone.figures).
 TELEPHONE_FIGURES = [f"results/figures/telephone_{n}.png"
                      for n in ("similarity", "sdr", "mgg", "mgg_mcd", "strip")]
@@ -85,6 +86,23 @@ def training_datasets(config: dict) -> list[str]:
     return list(spec.get("train", {}).get("datasets", [next(iter(config["datasets"]))]))
 
 
+#: Role of a set that only CMMS trains on (:func:`cmms_only_datasets`): built, not reconstructed.
+CMMS_TRAINING = "cmms_training"
+
+
+def cmms_only_datasets(config: dict) -> list[str]:
+    """Sets named in ``metrics.tokens.cmms.datasets`` and scored nowhere (not in
+    ``metrics.tokens.datasets``, not the sensitivity set): CMMS's
+    held-out training images (CHD paper Sec. 4.2, 5.1), built but not reconstructed. Empty
+    without a reference tokenizer or with ``allow_overlap: true``."""
+    tokens = config["metrics"]["tokens"]
+    cmms = tokens.get("cmms") or {}
+    if not tokens.get("reference") or cmms.get("allow_overlap"):
+        return []
+    used = set(tokens.get("datasets") or []) | {(tokens.get("sensitivity") or {}).get("dataset")}
+    return [d for d in cmms.get("datasets", []) if d not in used]
+
+
 class Plan:
     """The work a config asks for (see the module docstring).
 
@@ -103,6 +121,7 @@ class Plan:
         self.models: list[str] = list(config["models"])
         self.datasets: list[str] = list(config["datasets"])
         self.roles = {d: role_of(config["datasets"][d]) for d in self.datasets}
+        self.roles |= {d: CMMS_TRAINING for d in cmms_only_datasets(config)}
         self.metrics = config["metrics"]
         self.tokens = self.metrics["tokens"]
         self.token_reference: str | None = self.tokens["reference"]
@@ -465,7 +484,8 @@ class Plan:
         if dataset in self.token_datasets:
             out["tokens"] = {"reference": self.token_reference,
                              "spec": self.spec_of(self.token_reference),
-                             "size": self.tokens["size"], "cmms": self.cmms_file}
+                             "size": self.tokens["size"], "cmms": self.cmms_file,
+                             "layout": self.tokens.get("layout")}
         if dataset in self.text_datasets:
             engines = self.engines_for(dataset)
             out["text"] = {"engines": {e: self.config["ocr"]["engines"][e] for e in engines},
@@ -483,10 +503,12 @@ class Plan:
         return f"results/weights/cmms/{self.token_reference}/model.pt"
 
     def latent_settings(self, dataset: str) -> dict:
-        """``medical.latent_utility`` with the dataset's ``patch`` and the slicing ``axis``."""
-        medical = self.config["medical"]
-        return medical["latent_utility"] | {"patch": self.config["datasets"][dataset].get("patch"),
-                                            "axis": medical["axis"]}
+        """``medical.latent_utility`` with the dataset's ``patch``, 2D ``size`` and split keys
+        (its ``latent_utility`` mapping) and the slicing ``axis``."""
+        medical, spec = self.config["medical"], self.config["datasets"][dataset]
+        size = {"size": spec["size"]} if spec.get("protocol") == "fixed" and spec.get("size") else {}
+        return (medical["latent_utility"] | size | spec.get("latent_utility", {})
+                | {"patch": spec.get("patch"), "axis": medical["axis"]})
 
     def pair_inputs(self, scorers: tuple[str, ...], engines: list[str] | None = None
                     ) -> dict[str, str | list[str]]:
@@ -620,11 +642,13 @@ class Plan:
     @cached_property
     def reconstruction_tables(self) -> dict[str, list[str]]:
         """VTBench Table 1, one table per setting with datasets: ``reconstruction_model_size``,
-        ``reconstruction_1024``, ``reconstruction_native`` -> their datasets."""
-        from roundtrip.evals.vtbench.tables import reconstruction_tables
+        ``reconstruction_1024``, ``reconstruction_native`` -> their datasets; Table 2
+        (``reconstruction_detail``) holds the detail-preservation sets."""
+        from roundtrip.evals.vtbench.tables import is_detail_set, reconstruction_tables
 
-        return reconstruction_tables({d: self.config["datasets"][d]["protocol"]
-                                      for d in self.recon_datasets})
+        specs = self.config["datasets"]
+        return reconstruction_tables({d: specs[d]["protocol"] for d in self.recon_datasets},
+                                     [d for d in self.recon_datasets if is_detail_set(specs[d])])
 
     # -- the report (issue 25) ---------------------------------------------------------------------
     @cached_property
@@ -688,6 +712,8 @@ class Plan:
     def tables(self) -> list[str]:
         """Names of the tables this config produces."""
         names = [*self.reconstruction_tables, "detail_statistics", "model_card"]
+        if self.reconstruction_tables:  # VTBench Table 1's combined layout, same job
+            names.insert(0, "vtbench_table1")
         if self.text_datasets:
             names += ["text_preservation", "ocr_robustness", "ocr_rank_agreement"]
         if self.token_reference:

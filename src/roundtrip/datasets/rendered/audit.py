@@ -7,7 +7,8 @@ read region by region (title box, slogan box), so reading order does not count a
 
 A VLM judge (VISTA-Bench Appendix B.3) scores renders 0 (misaligned), 1 (acceptable) or
 2 (flawless); :class:`RenderJudge` is the interface and :data:`JUDGES` the registry that an API
-backend adds itself to. Without a judge, the judge columns say so.
+backend adds itself to. Without a judge, the judge columns say so. Only score 2 is admitted
+(:func:`judge_verdict`); the VISTA tables leave the other renders out by default.
 """
 from __future__ import annotations
 
@@ -131,6 +132,32 @@ def _judged(judge: RenderJudge | None, image: np.ndarray, text: str) -> dict:
     except (RuntimeError, ValueError) as exc:
         return {"judge": judge.name, "judge_score": np.nan, "judge_explanation": f"failed: {exc}"}
     return {"judge": judge.name, "judge_score": v.score, "judge_explanation": v.explanation}
+
+
+#: The only judge score admitted into the benchmark: 2, "Flawless" (VISTA-Bench App. B.3).
+ADMITTED_SCORE = 2
+PASSED, FAILED, NOT_JUDGED = "passed", "failed", "not judged"
+
+
+def judge_verdict(score) -> str:
+    """Whether a render passes VISTA-Bench's audit (App. B.3: only score 2 is admitted).
+
+    Args:
+        score: the judge's score (0, 1, 2; a string or number as read from ``audit.csv``), or
+            empty/NaN when no judge scored the render.
+
+    Returns:
+        :data:`PASSED` (score 2), :data:`FAILED` (0 or 1) or :data:`NOT_JUDGED`. The CER
+        read-back (``flagged``) is not the paper's audit and does not enter the verdict: it
+        measures Tesseract's reading as much as the render.
+    """
+    try:
+        value = float(score)
+    except (TypeError, ValueError):
+        return NOT_JUDGED
+    if np.isnan(value):
+        return NOT_JUDGED
+    return PASSED if int(value) == ADMITTED_SCORE else FAILED
 
 
 def build_judge(spec: dict | None) -> RenderJudge | None:

@@ -30,7 +30,7 @@ SYNTHETIC_FIELDS = {
                               "slogan_pt": "slogan_pt"}),
     "vista_questions": (QuestionsSpec, {k: k for k in (
         "questions", "styles", "sizes", "grid", "style_sweep_pt", "size_sweep_style", "limit",
-        "count", "seed")}),
+        "count", "seed", "table1")}),
 }
 #: Dataset config keys of each synthetic type (the ones that change its images).
 SYNTHETIC_KEYS = {kind: tuple(keys) for kind, (_, keys) in SYNTHETIC_FIELDS.items()}

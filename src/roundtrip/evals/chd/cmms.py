@@ -4,8 +4,9 @@ Following "Evaluating Generative Models via One-Dimensional Code Distributions",
 
 * **Degradations** of clean training images, each with a severity ``p`` in [0, 0.3]:
   uniform token injection (each token replaced by a uniform code with probability ``p``, Eq. 15);
-  semantic fragment swapping (a contiguous token block covering a share ``p`` of the grid is
-  replaced by a block from another image or a distant region of the same image); pixel-space
+  semantic fragment swapping (token blocks exchanged between two images, each receiving the
+  other's block, or between two non-overlapping regions of one image; :func:`swap_fragment`);
+  pixel-space
   distortions before tokenization (Gaussian blur sigma 0.5-3 px, JPEG quality 90-10, Gaussian
   noise sigma 0.01-0.1, occlusion of 10-40 % of the area, photometric changes of sharpness,
   contrast, brightness and saturation).
@@ -20,8 +21,8 @@ parameters are mapped linearly from a severity ``s`` in [0, 1] to their range, a
 (:func:`pixel_severity`: JPEG 90 gets ``p = 0.033``, not the clean crop's 0); "fragments" is a
 pixel-space version of fragment swapping (pairs of square blocks, 1/8 of the shorter side,
 exchanged until 5-40 % of the area has moved: what the token-space swap does to a 1D sequence,
-done where a 2D tokenizer sees it); for token fragment swapping, ``p`` is the share of tokens
-replaced; each training
+done where a 2D tokenizer sees it); for token fragment swapping, ``p`` is the share of an
+image's positions that receive moved tokens; each training
 sequence carries one degradation family drawn uniformly; a crop's pixel versions cover the
 pixel kinds in equal numbers (stratified, :func:`_pixel_kinds`); grids are flattened in raster
 order;
@@ -148,28 +149,98 @@ def inject_tokens(grid: np.ndarray, p: float, vocab_size: int,
     return np.where(mask, rng.integers(0, vocab_size, grid.shape), grid)
 
 
-def swap_fragment(grid: np.ndarray, donor: np.ndarray, p: float,
-                  rng: np.random.Generator) -> tuple[np.ndarray, float]:
-    """Replace a contiguous block covering about ``p`` of the grid by a block of ``donor``.
+def _block_shape(h: int, w: int, area: float, rng: np.random.Generator) -> tuple[int, int]:
+    """A block of about ``area`` tokens (aspect drawn in [0.7, 1.4]) that fits twice without
+    overlap on an ``h x w`` grid: its height is at most ``h // 2`` or its width at most ``w // 2``.
 
-    ``donor`` may be ``grid`` itself (a distant region of the same image is copied in).
+    Raises:
+        ValueError: the grid has fewer than 2 tokens (no two disjoint blocks).
+    """
+    if h * w < 2:
+        raise ValueError(f"a {h} x {w} grid has no two disjoint blocks")
+    bh = int(min(h, max(1, round(math.sqrt(area) * rng.uniform(0.7, 1.4)))))
+    bw = int(min(w, max(1, round(area / bh))))
+    if 2 * bh > h and 2 * bw > w:  # two such blocks overlap wherever they are: halve one side
+        if w >= 2 and (h < 2 or w / bw >= h / bh):
+            bw = w // 2
+            bh = int(min(h, max(1, round(area / bw))))
+        else:
+            bh = h // 2
+            bw = int(min(w, max(1, round(area / bh))))
+    return bh, bw
+
+
+def _partnered_origin(h: int, w: int, bh: int, bw: int,
+                      rng: np.random.Generator) -> tuple[int, int]:
+    """A uniformly drawn top-left corner of a ``bh x bw`` block for which a second, disjoint
+    block exists (a block at row ``y`` has a disjoint partner above or below iff ``y >= bh`` or
+    ``y <= h - 2 bh``; likewise for columns). Needs ``2 bh <= h`` or ``2 bw <= w``."""
+    ys, xs = np.meshgrid(np.arange(h - bh + 1), np.arange(w - bw + 1), indexing="ij")
+    ok = (ys >= bh) | (ys <= h - 2 * bh) | (xs >= bw) | (xs <= w - 2 * bw)
+    cand = np.argwhere(ok)
+    y, x = cand[rng.integers(len(cand))]
+    return int(y), int(x)
+
+
+def _disjoint_origin(h: int, w: int, bh: int, bw: int, y: int, x: int,
+                     rng: np.random.Generator) -> tuple[int, int]:
+    """A uniformly drawn top-left corner of a ``bh x bw`` block that shares no token with the
+    block at ``(y, x)`` (one exists when ``2 bh <= h`` or ``2 bw <= w``)."""
+    ys, xs = np.meshgrid(np.arange(h - bh + 1), np.arange(w - bw + 1), indexing="ij")
+    free = (np.abs(ys - y) >= bh) | (np.abs(xs - x) >= bw)
+    cand = np.argwhere(free)
+    sy, sx = cand[rng.integers(len(cand))]
+    return int(sy), int(sx)
+
+
+def swap_fragment(grid: np.ndarray, other: np.ndarray | None, p: float,
+                  rng: np.random.Generator
+                  ) -> tuple[np.ndarray, np.ndarray | None, float]:
+    """Semantic fragment swapping (Sec. 4.2): exchange token blocks between two images, or
+    between two distant regions of one image.
+
+    * Between images (``other`` given, same shape as ``grid``): a block covering about ``p`` of
+      the grid is cut from each at independently drawn places, and each image receives the
+      other's block; both are returned.
+    * Within one image (``other is None``): two blocks of about ``p / 2`` of the grid each, that
+      share no token, are exchanged, so that about ``p`` of the positions hold moved content.
+
+    Args:
+        grid, other: int token grids ``[h, w]`` or ``[h, w, Q]`` (a 1D sequence as ``[1, n]``).
+        p: severity in [0, ``P_MAX``].
 
     Returns:
-        ``(new grid, p actually replaced)``.
+        ``(new grid, new other or None, p)``: ``p`` is the share of ``grid``'s positions that
+        received moved tokens (Eq. 16's severity; 0 when ``p <= 0``).
+
+    Raises:
+        ValueError: ``other`` of another shape; a grid with fewer than 2 tokens.
     """
+    if grid.ndim == 1:  # a 1D sequence: blocks are runs along it
+        out, out_other, p = swap_fragment(grid[None], None if other is None else other[None],
+                                          p, rng)
+        return out[0], None if out_other is None else out_other[0], p
+    if other is not None and other.shape != grid.shape:
+        raise ValueError(f"fragment swap between grids of shapes {grid.shape} and {other.shape}")
     h, w = grid.shape[:2]
     if p <= 0:
-        return grid.copy(), 0.0
-    side = math.sqrt(p * h * w)
-    bh = int(min(h, max(1, round(side * rng.uniform(0.7, 1.4)))))
-    bw = int(min(w, max(1, round(p * h * w / bh))))
-    y, x = rng.integers(0, h - bh + 1), rng.integers(0, w - bw + 1)
-    # a source block away from the destination: the opposite corner region
-    sy, sx = (h - bh - y), (w - bw - x)
+        return grid.copy(), None if other is None else other.copy(), 0.0
+    if other is not None:
+        bh = int(min(h, max(1, round(math.sqrt(p * h * w) * rng.uniform(0.7, 1.4)))))
+        bw = int(min(w, max(1, round(p * h * w / bh))))
+        y, x = rng.integers(0, h - bh + 1), rng.integers(0, w - bw + 1)
+        sy, sx = rng.integers(0, h - bh + 1), rng.integers(0, w - bw + 1)
+        out, out_other = grid.copy(), other.copy()
+        out[y:y + bh, x:x + bw] = other[sy:sy + bh, sx:sx + bw]
+        out_other[sy:sy + bh, sx:sx + bw] = grid[y:y + bh, x:x + bw]
+        return out, out_other, bh * bw / (h * w)
+    bh, bw = _block_shape(h, w, p * h * w / 2, rng)
+    y, x = _partnered_origin(h, w, bh, bw, rng)
+    sy, sx = _disjoint_origin(h, w, bh, bw, y, x, rng)
     out = grid.copy()
-    out[y:y + bh, x:x + bw] = donor[sy:sy + bh, sx:sx + bw]
-    return out, float((out != grid).any(axis=-1).mean() if out.ndim == 3
-                      else (out != grid).mean())
+    out[y:y + bh, x:x + bw] = grid[sy:sy + bh, sx:sx + bw]
+    out[sy:sy + bh, sx:sx + bw] = grid[y:y + bh, x:x + bw]
+    return out, None, 2 * bh * bw / (h * w)
 
 
 # -- tokenization -----------------------------------------------------------------------------
@@ -182,20 +253,24 @@ def to_square(image: np.ndarray, size: int) -> np.ndarray:
 
 
 @torch.no_grad()
-def tokenize(model: Adapter, images: np.ndarray, batch_size: int = 32) -> np.ndarray:
+def tokenize(model: Adapter, images: np.ndarray, batch_size: int = 32,
+             layout: tuple[int, int] | list[int] | None = None) -> np.ndarray:
     """Token grids of uint8 images through a discrete tokenizer.
 
     Args:
         images: uint8 ``[N, H, W, 3]`` of one size.
+        layout: ``(h, w)``, the 2D grid a one-dimensional tokenizer declares for its ``n = h w``
+            tokens (raster order); None keeps sequences as they are.
 
     Returns:
-        int64 ``[N, h, w]`` or ``[N, h, w, Q]``. A one-dimensional tokenizer's ``[N, n]``
-        sequences (TiTok-style, the CHD paper's own setting) come back as ``1 x n`` grids
-        ``[N, 1, n]``: CHD-2D then counts right neighbours along the sequence only, and CMMS reads
-        the sequence in order (docs/design.md, "One-dimensional token sequences").
+        int64 ``[N, h, w]`` or ``[N, h, w, Q]``. A one-dimensional tokenizer's sequences
+        (TiTok-style, the CHD paper's own setting) come back as ``[N, n]``, or as ``[N, h, w]``
+        with ``layout``: CHD-2D needs a 2D grid (Sec. 4.1, Eq. 10; :mod:`roundtrip.metrics.tokens`),
+        CMMS reads the sequence in order.
 
     Raises:
-        ValueError: the model has no discrete tokens, or returns ids of another rank.
+        ValueError: the model has no discrete tokens, returns ids of another rank, or ``layout``
+            does not hold its ``n`` tokens.
     """
     out = []
     for start in range(0, len(images), batch_size):
@@ -204,9 +279,13 @@ def tokenize(model: Adapter, images: np.ndarray, batch_size: int = 32) -> np.nda
         tok = model.tokens(model.encode(x))
         if tok is None:
             raise ValueError(f"{model.name or type(model).__name__} has no discrete tokens")
-        if tok.ndim == 2:
-            tok = tok[:, None, :]
-        if tok.ndim not in (3, 4):
+        if tok.ndim == 2 and layout is not None:
+            h, w = layout
+            if h * w != tok.shape[1]:
+                raise ValueError(f"metrics.tokens.layout {h} x {w} does not hold the "
+                                 f"tokenizer's {tok.shape[1]} tokens")
+            tok = tok.reshape(tok.shape[0], h, w)
+        if tok.ndim not in (2, 3, 4):
             raise ValueError(f"token ids must be [B, n], [B, h, w] or [B, h, w, Q], got "
                              f"shape {tuple(tok.shape)}")
         out.append(tok.cpu().numpy().astype(np.int64))
@@ -333,15 +412,17 @@ def _pixel_kinds(n: int, rng: np.random.Generator) -> list[str]:
 
 
 def build_training_tokens(tokenizer: Adapter, images: list[np.ndarray], size: int,
-                          settings: TrainSettings) -> tuple[np.ndarray, np.ndarray]:
+                          settings: TrainSettings, layout: list[int] | None = None
+                          ) -> tuple[np.ndarray, np.ndarray]:
     """Random crops, each tokenized clean and under ``pixel_variants`` pixel distortions, whose
-    kinds are stratified over :data:`PIXEL_KINDS` (:func:`_pixel_kinds`).
+    kinds are stratified over :data:`PIXEL_KINDS` (:func:`_pixel_kinds`); ``layout`` as in
+    :func:`tokenize`.
 
     Returns:
         ``(tokens [crops, 1 + variants, h, w(, Q)], p [crops, 1 + variants])``; column 0 is clean.
     """
     rng = np.random.default_rng(settings.seed)
-    crops, severities = [], []
+    crops, severities, tokens = [], [], []
     for _ in range(settings.crops):
         img = images[rng.integers(len(images))]
         side = int(rng.integers(min(size, min(img.shape[:2])), min(img.shape[:2]) + 1))
@@ -357,19 +438,36 @@ def build_training_tokens(tokenizer: Adapter, images: list[np.ndarray], size: in
             ps.append(pixel_severity(kind, s))
         crops.append(np.stack(variants))
         severities.append(ps)
-    stacked = np.stack(crops)  # [crops, V, size, size, 3]
+        if len(crops) == _CROP_CHUNK:  # tokenize as we go: pixels of all crops need not fit
+            tokens.append(_tokenize_crops(tokenizer, crops, size, layout))
+            crops = []
+    if crops:
+        tokens.append(_tokenize_crops(tokenizer, crops, size, layout))
+    return np.concatenate(tokens), np.asarray(severities)
+
+
+#: Crops tokenized together by :func:`build_training_tokens`: 32 crops of 7 versions are 7
+#: batches of :func:`tokenize`'s 32 images, the batches of tokenizing all crops at once.
+_CROP_CHUNK = 32
+
+
+def _tokenize_crops(tokenizer: Adapter, crops: list[np.ndarray], size: int,
+                    layout: list[int] | None) -> np.ndarray:
+    """``[k, V, size, size, 3]`` crop versions -> tokens ``[k, V, ...]``."""
+    stacked = np.stack(crops)
     n, v = stacked.shape[:2]
-    tokens = tokenize(tokenizer, stacked.reshape(n * v, size, size, 3))
-    return tokens.reshape(n, v, *tokens.shape[1:]), np.asarray(severities)
+    tokens = tokenize(tokenizer, stacked.reshape(n * v, size, size, 3), layout=layout)
+    return tokens.reshape(n, v, *tokens.shape[1:])
 
 
 def _training_batch(tokens: np.ndarray, p_pixel: np.ndarray, vocab_size: int, batch: int,
                     rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """One batch: each sequence gets one family (token injection, fragment swap or pixel)."""
+    """One batch: each sequence gets one family (token injection, fragment swap or pixel); a
+    swap between two crops puts both swapped crops in the batch."""
     n, v = tokens.shape[:2]
     families = FAMILIES[:2] + (FAMILIES[2:] if v > 1 else ())
     grids, targets = [], []
-    for _ in range(batch):
+    while len(grids) < batch:
         i, family = rng.integers(n), families[rng.integers(len(families))]
         if family == "pixel":
             j = rng.integers(1, v)
@@ -379,12 +477,16 @@ def _training_batch(tokens: np.ndarray, p_pixel: np.ndarray, vocab_size: int, ba
         p = 0.0 if rng.random() < 0.1 else float(rng.uniform(0, P_MAX))
         if family == "inject":
             grids.append(inject_tokens(tokens[i, 0], p, vocab_size, rng))
-        else:
-            donor = tokens[rng.integers(n), 0] if rng.random() < 0.5 else tokens[i, 0]
-            grid, p = swap_fragment(tokens[i, 0], donor, p, rng)
+        else:  # between two crops (both enter the batch) or within one
+            j = rng.integers(n)
+            other = tokens[j, 0] if rng.random() < 0.5 and j != i else None
+            grid, swapped, p = swap_fragment(tokens[i, 0], other, p, rng)
             grids.append(grid)
+            if swapped is not None:
+                grids.append(swapped)
+                targets.append(p)
         targets.append(p)
-    return np.stack(grids), quality_target(np.asarray(targets))
+    return np.stack(grids[:batch]), quality_target(np.asarray(targets[:batch]))
 
 
 def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
@@ -437,8 +539,8 @@ def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
 
 
 def fit_cmms(tokenizer: Adapter, images: list[np.ndarray], size: int, options: dict,
-             device: str | torch.device = "cpu", seed: int | None = None
-             ) -> tuple[CMMSRegressor, list[float]]:
+             device: str | torch.device = "cpu", seed: int | None = None,
+             layout: list[int] | None = None) -> tuple[CMMSRegressor, list[float]]:
     """Training tokens from ``images`` and a regressor trained on them, from the config's
     ``metrics.tokens.cmms`` options (schema defaults filled in).
 
@@ -448,6 +550,7 @@ def fit_cmms(tokenizer: Adapter, images: list[np.ndarray], size: int, options: d
         size: tokenizer input side in pixels.
         options: ``d_model, layers, heads`` and the :class:`TrainSettings` fields.
         seed: overrides ``options["seed"]`` (crops, distortions, batches, initial weights).
+        layout: a 1D tokenizer's declared grid (:func:`tokenize`).
 
     Returns:
         ``(model in eval mode, per-step training loss)`` as :func:`train_cmms`.
@@ -461,7 +564,7 @@ def fit_cmms(tokenizer: Adapter, images: list[np.ndarray], size: int, options: d
                                 if f.name in options})
     if seed is not None:
         settings = replace(settings, seed=seed)
-    tokens, p = build_training_tokens(tokenizer, images, size, settings)
+    tokens, p = build_training_tokens(tokenizer, images, size, settings, layout)
     levels = tokens.shape[-1] if tokens.ndim == 5 else 1
     cfg = CMMSConfig(tokenizer.info().codebook_size, levels, options["d_model"],
                      options["layers"], options["heads"])

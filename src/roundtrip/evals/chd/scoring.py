@@ -15,7 +15,7 @@ import pandas as pd
 from roundtrip.core.imaging import ImageReadError, read_image
 from roundtrip.core.pairs import PairContext, iter_pairs
 from roundtrip.evals.chd.cmms import CMMS, to_square, tokenize
-from roundtrip.metrics.tokens import TokenHistogram, chd
+from roundtrip.metrics.tokens import CHD_2D_SEQUENCE_REASON, TokenHistogram, chd
 from roundtrip.models import Adapter
 
 TOKEN_COLUMNS = ["item_id", "status", "reason", "cmms", "cmms_reference"]
@@ -23,12 +23,18 @@ SET_COLUMNS = ["metric", "value", "n", "note"]
 
 
 def score_tokens(manifest_path: str | Path, status_path: str | Path, recon_dir: str | Path,
-                 tokenizer: Adapter, cmms: CMMS | None, size: int
+                 tokenizer: Adapter, cmms: CMMS | None, size: int,
+                 layout: tuple[int, int] | list[int] | None = None
                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-item CMMS (reconstruction and reference) and set-level CHD, CHD-1D, CHD-2D.
 
+    Args:
+        layout: a 1D tokenizer's declared ``(h, w)`` grid (:func:`tokenize`); without one its
+            sequences get CHD-1D only, CHD-2D and CHD n/a with the reason (Sec. 4.1, Eq. 10).
+
     Returns:
-        ``(per_item with TOKEN_COLUMNS, set rows metric/value/n/note)``.
+        ``(per_item with TOKEN_COLUMNS, set rows metric/value/n/note)``; ``note`` says why a
+        value is NaN.
     """
     vocab = tokenizer.info().codebook_size
     real, fake = TokenHistogram(vocab), TokenHistogram(vocab)
@@ -40,7 +46,7 @@ def score_tokens(manifest_path: str | Path, status_path: str | Path, recon_dir: 
             try:
                 images = np.stack([to_square(read_image(pair.reference), size),
                                    to_square(read_image(pair.reconstruction), size)])
-                grids = tokenize(tokenizer, images)
+                grids = tokenize(tokenizer, images, layout=layout)
                 real.add(grids[0])
                 fake.add(grids[1])
                 if cmms is not None:
@@ -50,8 +56,13 @@ def score_tokens(manifest_path: str | Path, status_path: str | Path, recon_dir: 
         rows.append(row)
     n = min(real.n_grids, fake.n_grids)
     values = chd(real, fake) if n else {"chd": math.nan, "chd_1d": math.nan, "chd_2d": math.nan}
-    note = "" if n else "no item reconstructed"
-    set_rows = pd.DataFrame([{"metric": k, "value": v, "n": n, "note": note}
+    sequences = bool(real.n_sequences or fake.n_sequences)
+
+    def note(metric: str) -> str:
+        if not n:
+            return "no item reconstructed"
+        return CHD_2D_SEQUENCE_REASON if sequences and metric != "chd_1d" else ""
+    set_rows = pd.DataFrame([{"metric": k, "value": v, "n": n, "note": note(k)}
                              for k, v in values.items()], columns=SET_COLUMNS)
     return pd.DataFrame(rows, columns=TOKEN_COLUMNS), set_rows
 
@@ -62,11 +73,13 @@ def score_pair(ctx: PairContext, options: dict) -> dict[str, pd.DataFrame]:
 
     Args:
         options: ``reference`` (model name), ``spec`` (its config entry, checkpoint filled in),
-            ``size`` (square side before tokenizing), ``cmms`` (the regressor's checkpoint).
+            ``size`` (square side before tokenizing), ``cmms`` (the regressor's checkpoint),
+            optional ``layout`` (a 1D tokenizer's declared grid, ``metrics.tokens.layout``).
     """
     from roundtrip.models import build_model
 
     tokenizer = build_model(options["reference"], options["spec"]).to(ctx.device)
     per_item, set_rows = score_tokens(ctx.manifest, ctx.status, ctx.recon_dir, tokenizer,
-                                      CMMS(options["cmms"], ctx.device), options["size"])
+                                      CMMS(options["cmms"], ctx.device), options["size"],
+                                      options.get("layout"))
     return {"tokens": per_item, "token_set": set_rows}

@@ -88,7 +88,8 @@ def _histogram(grids: np.ndarray, vocab_size: int) -> TokenHistogram:
 
 
 def degraded_tokens(tokenizer: Adapter, images: list[np.ndarray], size: int, levels: int = 10,
-                    crops_per_image: int = 4, seed: int = 0) -> dict[tuple[str, int], np.ndarray]:
+                    crops_per_image: int = 4, seed: int = 0, layout: list[int] | None = None
+                    ) -> dict[tuple[str, int], np.ndarray]:
     """Token grids of the clean sample and of every (kind, level) version of it (the sets of the
     CHD paper's Figure 2; degradations as in the module docstring).
 
@@ -96,6 +97,7 @@ def degraded_tokens(tokenizer: Adapter, images: list[np.ndarray], size: int, lev
         images: uint8/uint16 ``(H, W, 3)`` originals; each gives itself plus
             ``crops_per_image`` random square crops, resized to ``size`` x ``size`` pixels.
         levels: number of levels per kind (level ``k`` of ``levels``).
+        layout: a 1D tokenizer's declared grid (:func:`~roundtrip.evals.chd.cmms.tokenize`).
 
     Returns:
         ``{("clean", 0): grids, (kind, level): grids, ...}``, int64 ``[N, h, w(, Q)]`` each.
@@ -104,10 +106,11 @@ def degraded_tokens(tokenizer: Adapter, images: list[np.ndarray], size: int, lev
         ValueError: the tokenizer has no discrete tokens.
     """
     clean = sample_images(images, size, crops_per_image, np.random.default_rng(seed))
-    sets = {("clean", 0): tokenize(tokenizer, clean)}
+    sets = {("clean", 0): tokenize(tokenizer, clean, layout=layout)}
     for kind in KINDS:
         for level in range(1, levels + 1):
-            sets[(kind, level)] = tokenize(tokenizer, degrade(clean, kind, level, levels, seed))
+            sets[(kind, level)] = tokenize(tokenizer, degrade(clean, kind, level, levels, seed),
+                                           layout=layout)
     return sets
 
 
@@ -138,9 +141,10 @@ def score_sensitivity(sets: dict[tuple[str, int], np.ndarray], vocab_size: int,
 
 
 def run_sensitivity(tokenizer: Adapter, cmms: CMMS | None, images: list[np.ndarray], size: int,
-                    levels: int = 10, crops_per_image: int = 4, seed: int = 0) -> pd.DataFrame:
+                    levels: int = 10, crops_per_image: int = 4, seed: int = 0,
+                    layout: list[int] | None = None) -> pd.DataFrame:
     """:func:`degraded_tokens` then :func:`score_sensitivity` (the rule's one call)."""
-    sets = degraded_tokens(tokenizer, images, size, levels, crops_per_image, seed)
+    sets = degraded_tokens(tokenizer, images, size, levels, crops_per_image, seed, layout)
     return score_sensitivity(sets, tokenizer.info().codebook_size, cmms)
 
 

@@ -5,6 +5,22 @@ from __future__ import annotations
 from roundtrip.tables import Column, metric_column
 
 
+def table_notes(cmms_datasets: list[str], scored: list[str], allow_overlap: bool) -> list[str]:
+    """The token table's notes: the convention of each column (CHD paper section and equation)
+    and the set CMMS was trained on, held out from the scored sets or not (Sec. 4.2, 5.1)."""
+    trained = ", ".join(cmms_datasets)
+    held_out = (f"in-sample: they may overlap the scored sets (metrics.tokens.cmms.allow_overlap)"
+                if allow_overlap else f"held out: no name or image in common with the scored "
+                f"sets ({', '.join(scored)})")
+    return ["chd = (chd_1d + chd_2d) / 2 (Eq. 14); chd_1d: Hellinger distance of unigram "
+            "histograms (Eq. 8-9); chd_2d: of symmetrized right/down co-occurrences (Eq. 10-13), "
+            "n/a for a 1D tokenizer without a declared layout (Sec. 4.1), and chd with it; "
+            "references vs reconstructions.",
+            f"cmms: the CMMS regressor (Sec. 4.2, target exp(-20 p), Eq. 16) per reconstruction; "
+            f"cmms_reference: of the originals. CMMS trained on {trained}, {held_out}; the paper "
+            "trains it once on ImageNet and applies it without fine-tuning (Sec. 4.2, 5.1)."]
+
+
 def token_columns(datasets: list[str]) -> list[Column]:
     """CHD, CHD-1D, CHD-2D (set level, ``token_set.csv``) and CMMS of reconstructions and of
     their references (per item, ``tokens.csv``) for each dataset."""

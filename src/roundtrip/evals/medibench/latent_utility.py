@@ -102,12 +102,14 @@ def latent_utility(manifest_path: str | Path, kind: str, settings: dict,
 
     Args:
         kind: ``image`` or ``volume`` (the dataset's manifest kind).
-        settings: ``size``, ``patch``, ``folds``, ``seed``, ``pixel_size``, ``axis``,
-            ``cnn_3d`` (MONAI network name), ``cnn_3d_size``.
+        settings: ``size``, ``patch``, ``split`` (holdout or cv), ``test_fraction``,
+            ``held_out_subjects``, ``folds``, ``seed``, ``pixel_size``, ``axis``, ``cnn_3d``
+            (MONAI network name), ``cnn_3d_size``.
 
     Returns:
         Rows ``features, head, status, reason, accuracy, macro_f1, macro_precision,
-        macro_recall, macro_auc, n_train, n_test, n_features``.
+        macro_recall, macro_auc, n_train, n_test, n_features, split`` (``split`` names the
+        train/test split, :func:`~.latent_features.make_split`).
     """
     seed = int(settings.get("seed", 0))
     if kind == "volume":
@@ -117,8 +119,17 @@ def latent_utility(manifest_path: str | Path, kind: str, settings: dict,
         x_img, labels, groups, splits, fold_ids, skipped = samples_2d(
             manifest_path, settings.get("size", 256), settings.get("patch"))
     y, _, multilabel = lu.encode_labels(labels)
-    folds = lu.make_folds(y, groups, splits, settings.get("folds", 4), seed, fold_ids)
+    folds, split = lu.make_split(y, groups, splits, settings, fold_ids)
     note = f"{skipped} unlabeled or failed items not classified" if skipped else ""
+    data = vols if kind == "volume" else x_img
+    rows = _classify(kind, settings, model, baselines, data, y, multilabel, folds, seed, note)
+    return pd.DataFrame(rows).assign(split=split)
+
+
+def _classify(kind, settings, model, baselines, data, y, multilabel, folds,
+              seed, note) -> list[dict]:
+    """Classifier rows of the model's latents (``model``) or of the image baselines."""
+    vols = x_img = data
     if model is not None:
         try:
             if kind == "volume":
@@ -130,8 +141,8 @@ def latent_utility(manifest_path: str | Path, kind: str, settings: dict,
             else:
                 x = lu.latent_features(model, x_img)
         except lu.NoLatent as exc:
-            return pd.DataFrame(_rows_for("latent", None, str(exc), y, multilabel, folds, seed))
-        return pd.DataFrame(_rows_for("latent", x, "", y, multilabel, folds, seed, note))
+            return _rows_for("latent", None, str(exc), y, multilabel, folds, seed)
+        return _rows_for("latent", x, "", y, multilabel, folds, seed, note)
     baselines = baselines or {}
     pixel_size = int(settings.get("pixel_size", 32))
     rows = []
@@ -156,7 +167,7 @@ def latent_utility(manifest_path: str | Path, kind: str, settings: dict,
                           multilabel, folds, seed, note)
         rows += _rows_for("ResNet-18 (random init)", lu.resnet18_features(x_img, None, seed=seed),
                           "", y, multilabel, folds, seed, note)
-    return pd.DataFrame(rows)
+    return rows
 
 
 def score_pair(ctx: PairContext, options: dict) -> dict[str, pd.DataFrame]:

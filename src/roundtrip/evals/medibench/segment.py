@@ -12,11 +12,14 @@ Segmenters (config ``medical.segmenter.type``):
 - ``gmm`` (default, needs no weights): a foreground mask by Otsu's threshold, then a Gaussian
   mixture of ``classes`` intensity classes inside it (labels 1..classes by increasing mean;
   0 = background). Fitted once on the original and applied unchanged to the reconstruction, so it
-  is one fixed segmenter per subject. Its SegQC is the mean posterior probability of the assigned
-  class over foreground voxels (a confidence, not SynthSeg's predicted Dice: the table says which).
+  is one fixed segmenter per subject. Its score ("GMM-conf" in the tables, not SegQC) is the mean
+  posterior probability of the assigned class over foreground voxels: a confidence, not SynthSeg's
+  QC score (MediBench Sec. 3.2, Pillar 2).
 - ``otsu``: multi-Otsu thresholds of the original (``classes`` + background), no SegQC.
 - ``synthseg``: FreeSurfer's ``mri_synthseg`` (or ``SynthSeg_predict.py``) as a subprocess with
-  ``--qc``; SegQC = mean of the QC CSV's region columns.
+  ``--qc``; SegQC = mean of the QC CSV's region columns. SynthSeg writes labels at 1 mm
+  isotropic; they are resampled back onto the input's grid (nearest neighbour, via the
+  affines; :func:`resample_labels`).
 - ``monai_bundle``: a MONAI bundle from a local directory (``configs/inference.json`` with a
   ``network_def``, weights in ``models/model.pt``), sliding-window inference, argmax labels.
 """
@@ -66,7 +69,8 @@ def _sample(values: np.ndarray, n: int, seed: int) -> np.ndarray:
 class GmmSegmenter(Segmenter):
     """Otsu foreground mask + ``classes``-component Gaussian mixture (scikit-learn), seeded."""
     name = "gmm"
-    qc_note = "SegQC of the gmm segmenter: mean posterior probability of the assigned class"
+    qc_note = ("GMM-conf of the gmm segmenter: mean posterior probability of the assigned class "
+               "(not SynthSeg's SegQC)")
 
     def __init__(self, classes: int = 3, seed: int = 0, max_voxels: int = 200_000):
         self.classes, self.seed, self.max_voxels = int(classes), int(seed), int(max_voxels)
@@ -106,7 +110,7 @@ class GmmSegmenter(Segmenter):
 class OtsuSegmenter(Segmenter):
     """Multi-Otsu thresholds of the original (``classes`` tissue classes + background)."""
     name = "otsu"
-    qc_note = "the otsu segmenter gives no quality score (SegQC needs synthseg or gmm)"
+    qc_note = "the otsu segmenter gives no quality score (SegQC needs synthseg)"
 
     def __init__(self, classes: int = 3):
         self.classes = int(classes)
@@ -123,7 +127,7 @@ class OtsuSegmenter(Segmenter):
 class SynthSegSegmenter(Segmenter):
     """SynthSeg 2 as a program: ``{command} --i IN --o OUT --qc QC.csv [--robust] [--threads N]``.
 
-    SegQC = mean of the QC CSV's region columns (MediBench Sec. 3: the average QC score over
+    SegQC = mean of the QC CSV's region columns (MediBench Sec. 3.2, Pillar 2: the average QC score over
     regions). ``command`` is ``mri_synthseg`` (FreeSurfer 7.4+) or e.g.
     ``python /opt/SynthSeg/scripts/commands/SynthSeg_predict.py``.
     """
@@ -154,8 +158,48 @@ class SynthSegSegmenter(Segmenter):
             if run.returncode != 0 or not out.is_file():
                 raise RuntimeError(f"synthseg failed (exit {run.returncode}): "
                                    f"{(run.stderr or run.stdout).strip()[-500:]}")
-            labels = np.asarray(nib.load(str(out)).dataobj).astype(np.int16)
+            seg = nib.load(str(out))
+            labels = np.asarray(seg.dataobj).astype(np.int16)
+            if labels.shape != tuple(volume.shape) or not np.allclose(seg.affine, nib.load(str(path)).affine):
+                # SynthSeg writes its labels at 1 mm isotropic (Billot et al. 2023): back
+                # onto the input's grid, so SegSim compares voxel for voxel (Eq. 4)
+                labels = resample_labels(labels, seg.affine, volume.shape, nib.load(str(path)).affine)
             return _match_shape(labels, volume.shape), parse_synthseg_qc(qc)
+
+
+def resample_labels(labels: np.ndarray, labels_affine: np.ndarray, shape: tuple[int, ...],
+                    affine: np.ndarray, fill: int = 0) -> np.ndarray:
+    """Nearest-neighbour resampling of a label map onto another voxel grid, through the affines.
+
+    Each target voxel's centre is mapped to world coordinates (``affine``), then into the label
+    map's voxel space (inverse of ``labels_affine``) and rounded to the nearest voxel; targets
+    outside the label map get ``fill``. Labels are never interpolated.
+
+    Args:
+        labels: int ``(X', Y', Z')`` label map (e.g. SynthSeg's 1 mm output).
+        labels_affine, affine: 4 x 4 voxel-to-world (mm) matrices of the label map and target.
+        shape: target grid ``(X, Y, Z)``.
+
+    Returns:
+        int16 ``shape`` array.
+
+    Raises:
+        ValueError: an affine that is not 4 x 4 or not invertible.
+    """
+    labels_affine, affine = np.asarray(labels_affine, float), np.asarray(affine, float)
+    if labels_affine.shape != (4, 4) or affine.shape != (4, 4):
+        raise ValueError("affines must be 4 x 4 voxel-to-world matrices")
+    try:
+        to_labels = np.linalg.inv(labels_affine) @ affine
+    except np.linalg.LinAlgError as exc:
+        raise ValueError("the label map's affine is not invertible") from exc
+    grid = np.indices(tuple(shape), dtype=float).reshape(3, -1)
+    src = to_labels[:3, :3] @ grid + to_labels[:3, 3:4]
+    idx = np.rint(src).astype(np.int64)
+    inside = np.all((idx >= 0) & (idx < np.array(labels.shape)[:, None]), axis=0)
+    out = np.full(grid.shape[1], fill, dtype=np.int16)
+    out[inside] = labels[idx[0, inside], idx[1, inside], idx[2, inside]]
+    return out.reshape(tuple(shape))
 
 
 def parse_synthseg_qc(path: str | Path) -> float:

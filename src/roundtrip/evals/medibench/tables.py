@@ -1,11 +1,19 @@
-"""MediBench tables: modality rows x model columns, row and column averages (MediBench Tables 1-6).
+"""MediBench tables: dataset rows x model columns, row and column averages (MediBench Tables 1-6).
 
 Every table is written as CSV (numbers, one column per model and metric), Markdown and LaTeX
-(cells such as ``31.2/0.871``), with numbered footnotes. A cell that could not be computed reads
-``n/a`` and its footnote says why; a cell computed on fewer items than the set has says how many
-and why. PSNR of an exact reconstruction is ``inf`` and is printed so. The ``Avg`` column is the
-mean over the evaluated models, leaving out ``identity`` rows (a reference whose PSNR is infinite)
-and the image baselines; the ``Average`` row is the mean over the rows above it.
+(cells such as ``31.2/0.871``), with numbered footnotes. Layout as the paper prints Tables 1-5
+(MediBench Sec. 4.2): one row per dataset (Table 7 lists PathMNIST and PCam as two rows), model
+columns grouped by family (reference codecs, continuous VAEs, discrete/VQ tokenizers, then the
+image baselines), the per-column best cell in bold (by SSIM in the fidelity tables, as the paper's
+captions say; by SegSim in Table 4; by AUC in the latent tables), PSNR with one decimal, Table 4's
+scores x100. A modality row pooling several datasets is added only when
+``medical.pool_modalities`` asks for it, and is labelled ``Pooled: ...``.
+
+A cell that could not be computed reads ``n/a`` and its footnote says why; a cell computed on
+fewer items than the set has says how many and why. PSNR of an exact reconstruction is ``inf``.
+The ``Avg`` column is the mean over the evaluated models, leaving out ``identity`` (a reference
+whose PSNR is infinite) and the image baselines; the ``Average`` row is the mean over the dataset
+rows (pooled rows are left out: they repeat their datasets' items).
 """
 from __future__ import annotations
 
@@ -17,12 +25,20 @@ import pandas as pd
 
 from roundtrip.core.manifest import read_manifest
 from roundtrip.tables import exact_note, format_value, read_per_item, write_frame
-from roundtrip.tables.matrix import Notes, tuple_formatter, write_matrix
+from roundtrip.tables.engine import tex_escape
+from roundtrip.tables.matrix import Notes, nan_mean
 
 #: Baseline feature names of the latent tables (``features`` column of the baselines' file).
 BASELINES_2D = ("pixels", "ResNet-18 (ImageNet)", "ResNet-18 (random init)")
 METRIC_LABELS = {"accuracy": "Acc", "macro_f1": "Macro-F1", "macro_precision": "Macro-P",
                  "macro_recall": "Macro-R", "macro_auc": "Macro-AUC"}
+#: Column groups in the paper's order (Tables 1-5: "Continuous VAEs", "VQ VAEs"), with roundtrip's
+#: reference codecs first and the image baselines last.
+GROUPS = ("Reference", "Continuous", "Discrete", "Image baselines")
+#: Name of the structure table's first score by segmenter: SegQC is SynthSeg's QC score
+#: (MediBench Sec. 3.2, Pillar 2); the gmm segmenter's score is a different quantity.
+QC_NAMES = {"synthseg": "SegQC", "gmm": "GMM-conf"}
+POOLED = "Pooled: "
 
 
 def _reasons(df: pd.DataFrame, metric: str) -> str:
@@ -40,80 +56,229 @@ def _avg_models(models: list[str], specs: dict) -> list[str]:
     return [m for m in models if specs.get(m, {}).get("type") != "identity"]
 
 
+# -- layout ----------------------------------------------------------------------------------
+def model_group(spec: dict | None) -> str:
+    """Column group of a model spec (no model is built, so no torch): ``Continuous`` for
+    continuous latents (``diffusers_kl``, ``monai_kl``, family ``continuous``), ``Discrete`` for
+    quantized ones (``diffusers_vq``, ``monai_vqvae``, families VQ/LFQ/BSQ/RVQ/RBSQ),
+    ``Reference`` for codecs and identity; ``Image baselines`` for a name without a spec."""
+    if spec is None:
+        return "Image baselines"
+    kind, family = spec.get("type", ""), spec.get("family")
+    if kind in ("identity", "jpeg", "webp", "resample", "api_image"):
+        return "Reference"
+    if family:
+        return "Continuous" if family == "continuous" else "Discrete"
+    return "Discrete" if kind in ("diffusers_vq", "monai_vqvae") else "Continuous"
+
+
+def grouped_columns(columns: list[str], specs: dict) -> list[tuple[str, str]]:
+    """``(group, column)`` in :data:`GROUPS` order, the config's order within a group."""
+    tagged = [(model_group(specs.get(c) if c in specs else None), c) for c in columns]
+    return sorted(tagged, key=lambda t: GROUPS.index(t[0]))
+
+
+def write_grouped(name: str, title: str, row_label: str, rows: list[tuple[str, str]],
+                  columns: list[str], specs: dict, cells: dict, numbers: tuple[str, ...],
+                  notes: Notes, out_dir, avg_columns: list[str], digits: tuple[int, ...],
+                  bold_by: int, empty_note: str, scale: float = 1.0) -> list[Path]:
+    """Write a MediBench matrix: CSV (raw numbers in the units of ``cells``), Markdown and LaTeX
+    with a group header row, per-column best in bold and ``scale`` applied to printed values.
+
+    Args:
+        rows: ``(key, label)``; keys starting with :data:`POOLED` are pooled rows, left out of
+            the Average row. cells: ``{(key, column): (values tuple, note)}``.
+        bold_by: index into ``numbers`` of the value whose per-column maximum is bold.
+    """
+    if not rows:
+        return write_frame(pd.DataFrame({row_label: ["n/a"]}), name, title, [empty_note], out_dir)
+    cols = [c for _, c in grouped_columns(columns, specs)]
+    groups = [g for g, _ in grouped_columns(columns, specs)]
+    values: dict[tuple[str, str], tuple] = {}
+    for key, _ in rows:
+        for c in cols:
+            values[(key, c)] = cells.get((key, c), ((math.nan,) * len(numbers), "not computed"))[0]
+        values[(key, "Avg")] = tuple(
+            nan_mean([values[(key, c)][i] for c in avg_columns if c in cols])
+            for i in range(len(numbers)))
+    plain = [k for k, _ in rows if not k.startswith(POOLED)]
+    for c in cols + ["Avg"]:
+        values[("Average", c)] = tuple(nan_mean([values[(k, c)][i] for k in plain])
+                                       for i in range(len(numbers)))
+    best = {}
+    for c in cols + ["Avg"]:
+        scores = [(values[(k, c)][bold_by], k) for k in plain
+                  if not math.isnan(values[(k, c)][bold_by])]
+        best[c] = max(scores)[1] if len(scores) > 1 else None
+
+    def text(key, c, md: bool) -> str:
+        vals = values[(key, c)]
+        if all(math.isnan(v) for v in vals):
+            out = "n/a"
+        else:
+            out = "/".join(format_value(v * scale, d) for v, d in zip(vals, digits))
+        if best.get(c) == key and out != "n/a":
+            out = f"**{out}**" if md else rf"\textbf{{{out}}}"
+        note = cells.get((key, c), (None, ""))[1] if c != "Avg" else ""
+        if (key, c) not in cells and c != "Avg":
+            note = "not computed"
+        mark = notes.mark(f"{dict(rows).get(key, key)}, {c}: {note}") if note else ""
+        if any(math.isinf(v) for v in vals):
+            mark += notes.mark("an average over a cell that reads inf is inf (exact "
+                               "reconstructions; the cell's note counts them)") if c == "Avg" or key == "Average" else ""
+        return out + mark
+
+    all_rows = rows + [("Average", "Average")]
+    md_cells = [[label] + [text(k, c, True) for c in cols + ["Avg"]] for k, label in all_rows]
+    tex_cells = [[tex_escape(label)] + [text(k, c, False).replace("_", r"\_")
+                                        for c in cols + ["Avg"]] for k, label in all_rows]
+    csv = pd.DataFrame([{row_label: label} | {f"{c}.{n}": v for c in cols + ["Avg"]
+                                              for n, v in zip(numbers, values[(k, c)])}
+                        for k, label in all_rows])
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{name}.{ext}" for ext in ("csv", "md", "tex")]
+    csv.to_csv(paths[0], index=False)
+    header_groups = [""] + groups + [""]
+    md = [f"### {title}", "", "| " + " | ".join(header_groups) + " |",
+          "|" + "|".join("---" for _ in header_groups) + "|",
+          "| " + " | ".join([f"**{row_label}**"] + [f"**{c}**" for c in cols] + ["**Avg**"]) + " |"]
+    md += ["| " + " | ".join(r) + " |" for r in md_cells]
+    md += [""] + [f"[{i}] {n}" for i, n in enumerate(notes.texts, 1)]
+    paths[1].write_text("\n".join(md) + "\n")
+    spans, prev = [], None
+    for g in groups:
+        if g == prev:
+            spans[-1][1] += 1
+        else:
+            spans.append([g, 1])
+        prev = g
+    group_line = " & ".join([""] + [rf"\multicolumn{{{n}}}{{c}}{{{tex_escape(g)}}}" for g, n in spans]
+                            + [""]) + r" \\"
+    tex = [r"\begin{table}[t]", r"\centering", r"\small", rf"\caption{{{tex_escape(title)}}}",
+           rf"\label{{tab:{name}}}", r"\begin{tabular}{l" + "r" * (len(cols) + 1) + "}",
+           r"\toprule", group_line,
+           " & ".join(tex_escape(c) for c in [row_label] + cols + ["Avg"]) + r" \\", r"\midrule"]
+    tex += [" & ".join(r) + r" \\" for r in tex_cells]
+    tex += [r"\bottomrule", r"\end{tabular}"]
+    tex += [rf"\par\footnotesize $^{{{i}}}$ {tex_escape(n)}" for i, n in enumerate(notes.texts, 1)]
+    tex.append(r"\end{table}")
+    paths[2].write_text("\n".join(tex) + "\n")
+    return paths
+
+
+def row_label(dataset: str, modality: str) -> str:
+    """Row label of a dataset: ``dataset (modality)``, or the name alone when they agree."""
+    return dataset if not modality or modality == dataset else f"{dataset} ({modality})"
+
+
 # -- fidelity ----------------------------------------------------------------------------------
+def _cell(df: pd.DataFrame, constant: set) -> tuple[tuple[float, float], str]:
+    scored = df["psnr"].notna().sum() if "psnr" in df else 0
+    note = "" if scored == len(df) else \
+        f"{scored} of {len(df)} items scored; not scored: {_reasons(df, 'psnr')}"
+    exact = exact_note(pd.to_numeric(df["psnr"], errors="coerce")) if "psnr" in df else ""
+    if exact:  # an inf mean says how many items were exact
+        note = "; ".join(n for n in (note, exact) if n)
+    if n_const := sum((d, i) in constant for d, i in zip(df["dataset"], df["item_id"])):
+        note = "; ".join(n for n in (note, f"{n_const} constant volume(s), all zeros after "
+                                           "intensity scaling") if n)
+    return ((_mean(df.get("psnr", pd.Series(dtype=float))),
+             _mean(df.get("ssim", pd.Series(dtype=float)))), note)
+
+
 def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str, str],
-                   not_run: dict, by_item_modality: bool = True):
-    """``{(modality, model): ((psnr, ssim), note)}`` from ``image_quality.csv`` files; 2D sets
-    are grouped by each item's manifest ``modality`` (several sets may share a modality).
-    A mean made infinite by exactly reconstructed items carries a note counting them
-    (:func:`roundtrip.tables.exact_note`); constant volumes are counted too."""
+                   not_run: dict, pool_modalities: bool = False):
+    """Rows and cells of a fidelity table from ``image_quality.csv`` files.
+
+    One row per dataset (MediBench Table 7: PathMNIST and PCam are separate rows); a dataset
+    whose manifest gives its items several ``modality`` values (``skimage_medical``) gets one row
+    per (dataset, modality), never mixing datasets. With ``pool_modalities``, one extra row per
+    modality shared by several datasets pools their items (item-weighted), labelled
+    ``Pooled: <modality> (k datasets)``.
+
+    Returns:
+        ``(rows [(key, label)], cells {(key, model): ((psnr dB, ssim in [0, 1]), note)})``;
+        cells of a (model, dataset) the config does not run are NaN with the reason.
+    """
     frames: dict[tuple[str, str], list[pd.DataFrame]] = {}
     reasons: dict[tuple[str, str], str] = {}
-    rows: list[str] = []
-    constant: set[str] = set()
+    rows: dict[str, str] = {}
+    members: dict[str, set[str]] = {}
+    constant: set = set()
     for d in datasets:
         manifest = read_manifest(f"results/datasets/{d}/manifest.csv")
-        item_mod = dict(zip(manifest["item_id"], manifest["modality"])) \
-            if by_item_modality and "modality" in manifest else {}
+        item_mod = dict(zip(manifest["item_id"], manifest["modality"].fillna(""))) \
+            if "modality" in manifest else {}
+        mods = sorted({m for m in item_mod.values() if m}) or [modalities.get(d, d)]
+        split = len(mods) > 1
+        for mod in mods:
+            key = f"{d}: {mod}" if split else d
+            rows[key] = row_label(d, mod)
+            members.setdefault(mod, set()).add(d)
         if "notes" in manifest:  # constant volumes: scaled to all zeros (datasets.volumes)
             constant.update((d, i) for i in manifest.loc[
-                manifest["notes"].str.contains("constant volume"), "item_id"])
+                manifest["notes"].fillna("").str.contains("constant volume"), "item_id"])
         for m in models:
             if (m, d) in not_run:
-                for mod in sorted(set(item_mod.values()) or {modalities[d]}):
-                    reasons.setdefault((mod, m), not_run[(m, d)])
-                    rows.append(mod)
+                for mod in mods:
+                    reasons[(f"{d}: {mod}" if split else d, m)] = not_run[(m, d)]
                 continue
             per_item = read_per_item(f"results/metrics/{m}/{d}/image_quality.csv")
             per_item["dataset"] = d
-            per_item["modality"] = per_item["item_id"].map(item_mod).fillna(modalities[d]) \
-                if item_mod else modalities[d]
-            per_item.loc[per_item["modality"] == "", "modality"] = modalities[d]
+            per_item["modality"] = (per_item["item_id"].map(item_mod).fillna("")
+                                    if item_mod else "")
+            per_item.loc[per_item["modality"] == "", "modality"] = mods[0]
             for mod, group in per_item.groupby("modality", sort=False):
-                frames.setdefault((mod, m), []).append(group)
-                rows.append(mod)
-    cells = {}
-    for key, parts in frames.items():
-        df = pd.concat(parts)
-        scored = df["psnr"].notna().sum() if "psnr" in df else 0
-        note = "" if scored == len(df) else \
-            f"{scored} of {len(df)} items scored; not scored: {_reasons(df, 'psnr')}"
-        exact = exact_note(pd.to_numeric(df["psnr"], errors="coerce")) if "psnr" in df else ""
-        if exact:  # an inf mean says how many items were exact
-            note = "; ".join(n for n in (note, exact) if n)
-        if n_const := sum((d, i) in constant for d, i in zip(df["dataset"], df["item_id"])):
-            note = "; ".join(n for n in (note, f"{n_const} constant volume(s), all zeros after "
-                                               "intensity scaling") if n)
-        cells[key] = ((_mean(df.get("psnr", pd.Series(dtype=float))),
-                       _mean(df.get("ssim", pd.Series(dtype=float)))), note)
+                frames.setdefault((f"{d}: {mod}" if split else d, m), []).append(group)
+                if pool_modalities:
+                    frames.setdefault((f"{POOLED}{mod}", m), []).append(group)
+    if pool_modalities:
+        for mod, sets in members.items():
+            if len(sets) > 1:
+                rows[f"{POOLED}{mod}"] = f"{POOLED}{mod} ({len(sets)} datasets, item-weighted)"
+    cells = {key: _cell(pd.concat(parts), constant) for key, parts in frames.items()
+             if key[0] in rows}
     for key, why in reasons.items():
         cells.setdefault(key, ((math.nan, math.nan), why))
-    return list(dict.fromkeys(rows)), cells
+    return list(rows.items()), cells
 
 
-def write_fidelity(name: str, title: str, datasets, models, specs, modalities, not_run, out_dir):
-    """PSNR (dB) / SSIM per modality x model (MediBench Tables 1 and 3) from the
+def write_fidelity(name: str, title: str, datasets, models, specs, modalities, not_run, out_dir,
+                   pool_modalities: bool = False, size_note: str = ""):
+    """PSNR (dB, one decimal) / SSIM per dataset x model (MediBench Tables 1, 3, 7, 8) from the
     ``image_quality.csv`` files under ``results/metrics``; returns the written paths."""
-    rows, cells = fidelity_cells(datasets, models, modalities, not_run)
+    rows, cells = fidelity_cells(datasets, models, modalities, not_run, pool_modalities)
     notes = Notes(["Cells: PSNR (dB) / SSIM, means over items in [0, 1] intensities "
-                   "(MediBench Sec. 3.1); inf = exact reconstruction. Avg leaves out identity "
-                   "(a reference row)."])
-    return write_matrix(name, title, "Modality", rows, models, cells, ("psnr", "ssim"), notes, out_dir,
-                  _avg_models(models, specs), tuple_formatter(),
-                  "n/a: no dataset of this kind in the config")
+                   "(MediBench Sec. 3.2, Eq. 3); inf = exact reconstruction. Rows: one per "
+                   "dataset (Sec. 4.2, Tables 7-8). Bold: the best row of each column by SSIM "
+                   "(Tables 1, 3). Avg leaves out identity (a reference row)."
+                   + (f" {size_note}" if size_note else "")])
+    return write_grouped(name, title, "Dataset", rows, models, specs, cells, ("psnr", "ssim"),
+                         notes, out_dir, _avg_models(models, specs), (1, 3), 1,
+                         "n/a: no dataset of this kind in the config")
 
 
 # -- structure ---------------------------------------------------------------------------------
+def qc_name(segmenter: dict) -> str:
+    """Table name of the segmenter's own score: ``SegQC`` only for SynthSeg's QC score
+    (MediBench Sec. 3.2, Pillar 2); ``GMM-conf`` for the gmm segmenter's mean posterior of the
+    assigned class; ``QC`` for any other segmenter."""
+    return QC_NAMES.get(segmenter.get("type", "gmm"), "QC")
+
+
 def write_structure(name, title, datasets, models, specs, modalities, not_run, segmenter: dict,
                     qc_note: str, out_dir):
-    """SegQC / SegSim / mean Dice per volume dataset x model, all in [0, 1] (MediBench Table 4),
-    from ``structure.csv``; the footnote names the segmenter and what its SegQC is."""
+    """SegQC / SegSim / mean Dice x100 per volume dataset x model (MediBench Table 4 prints
+    84.1/99.2), from ``structure.csv``; the CSV keeps [0, 1]; the footnote names the segmenter
+    and what its first score is."""
     cells, rows = {}, []
+    qc = qc_name(segmenter)
     for d in datasets:
-        rows.append(modalities[d])
+        rows.append((d, row_label(d, modalities.get(d, d))))
         for m in models:
             if (m, d) in not_run:
-                cells[(modalities[d], m)] = ((math.nan,) * 3, not_run[(m, d)])
+                cells[(d, m)] = ((math.nan,) * 3, not_run[(m, d)])
                 continue
             df = read_per_item(f"results/metrics/{m}/{d}/structure.csv")
             scored = df["segsim"].notna().sum() if "segsim" in df else 0
@@ -121,20 +286,25 @@ def write_structure(name, title, datasets, models, specs, modalities, not_run, s
                 f"{scored} of {len(df)} volumes scored; not scored: {_reasons(df, 'segsim')}"
             vals = tuple(_mean(df[c]) if c in df else math.nan for c in ("segqc", "segsim", "dice_mean"))
             if math.isnan(vals[0]) and scored:
-                note = (note + "; " if note else "") + f"SegQC n/a: {qc_note}"
-            cells[(modalities[d], m)] = (vals, note)
+                note = (note + "; " if note else "") + f"{qc} n/a: {qc_note}"
+            cells[(d, m)] = (vals, note)
     seg = ", ".join(f"{k}={v}" for k, v in segmenter.items())
-    notes = Notes([f"Cells: SegQC / SegSim / mean Dice over labels, in [0, 1] (MediBench Sec. 3.2, "
-                   f"Eq. 4). Segmenter: {seg}; {qc_note}. HD95 (mm) per volume is in "
+    notes = Notes([f"Cells: {qc} / SegSim / mean Dice over labels, x100 as MediBench Table 4 "
+                   f"(Sec. 3.2, Eq. 4). Segmenter: {seg}; {qc_note}. "
+                   + ("SegQC is SynthSeg's QC score averaged over regions. " if qc == "SegQC" else
+                      f"{qc} is not the paper's SegQC (SynthSeg's QC score). ")
+                   + "Bold: the best row of each column by SegSim. HD95 (mm) per volume is in "
                    "results/metrics/{model}/{dataset}/structure.csv."])
-    return write_matrix(name, title, "Modality", rows, models, cells, ("segqc", "segsim", "dice"), notes,
-                  out_dir, _avg_models(models, specs), tuple_formatter((3, 3, 3)),
-                  "n/a: no volume dataset in the config")
+    return write_grouped(name, title, "Dataset", rows, models, specs, cells,
+                         (qc.lower().replace("-", "_"), "segsim", "dice"), notes, out_dir,
+                         _avg_models(models, specs), (1, 1, 1), 1,
+                         "n/a: no volume dataset in the config", scale=100.0)
 
 
 # -- latent utility ----------------------------------------------------------------------------
 def latent_rows(datasets, models, not_run) -> pd.DataFrame:
-    """All classifier rows: ``dataset, features (model or baseline), head, metrics, reason``."""
+    """All classifier rows: ``dataset, features (model or baseline), head, metrics, split,
+    reason``."""
     out = []
     for d in datasets:
         for m in models + ["original"]:
@@ -147,35 +317,53 @@ def latent_rows(datasets, models, not_run) -> pd.DataFrame:
             out += df.to_dict("records")
     # no labeled set: an empty frame that still has the columns the tables select on
     return pd.DataFrame(out) if out else pd.DataFrame(
-        columns=["dataset", "features", "head", "status", "reason", "macro_auc"])
+        columns=["dataset", "features", "head", "status", "reason", "macro_auc", "split"])
+
+
+def split_notes(rows: pd.DataFrame) -> list[str]:
+    """One sentence per dataset naming the split its classifiers used (MediBench Sec. 4.1,
+    Tables 11-12): the ``split`` column of the latent-utility rows."""
+    if "split" not in rows or rows.empty:
+        return []
+    out = []
+    for d, g in rows.groupby("dataset", sort=False):
+        splits = [s for s in dict.fromkeys(g["split"].dropna().astype(str)) if s]
+        if splits:
+            out.append(f"{d}: {'; '.join(splits)}")
+    return ["Split per dataset: " + " | ".join(out) + "."] if out else []
 
 
 def write_latent(name, title, datasets, models, specs, modalities, rows: pd.DataFrame, out_dir,
                  head: str = "mlp"):
-    """Macro-AUC in [0, 1] of ``head`` per task x (model latents, then image baselines)
-    (MediBench Tables 2 and 5) from the rows of :func:`latent_rows`."""
+    """Macro-AUC in [0, 1] of ``head`` per dataset x (model latents, then image baselines)
+    (MediBench Tables 2 and 5) from the rows of :func:`latent_rows`; the note names each
+    dataset's split."""
     baselines = [f for f in dict.fromkeys(rows["features"]) if f not in models] if len(rows) else []
     cells = {}
     for _, r in rows[rows["head"] == head].iterrows():
         auc = float(r.get("macro_auc", math.nan))
         reason = "" if pd.isna(r.get("reason")) else str(r.get("reason"))
         note = reason if reason or (r["status"] == "ok" and not math.isnan(auc)) else str(r["status"])
-        cells[(modalities[r["dataset"]], r["features"])] = ((auc,), note)
+        cells[(r["dataset"], r["features"])] = ((auc,), note)
     notes = Notes([f"Cells: Macro-AUC of the {head.upper()} head on standardized features "
-                   "(MediBench Sec. 3.3), pooled over held-out folds; model columns classify the "
-                   "model's latent, the last columns are image baselines. Avg: models only. "
-                   "All metrics and the linear head: medibench_classifiers."])
-    return write_matrix(name, title, "Task", [modalities[d] for d in datasets], models + baselines,
-                  cells, ("auc",), notes, out_dir, _avg_models(models, specs),
-                  lambda v: format_value(v[0], 3), "n/a: no labeled dataset of this kind in the config")
+                   "(MediBench Sec. 3.2, Pillar 3), on each dataset's held-out test part; model "
+                   "columns classify the model's latent, the last columns are image baselines. "
+                   "Bold: the best row of each column. Avg: models only. All metrics and the "
+                   "linear head: medibench_classifiers."] + split_notes(rows))
+    return write_grouped(name, title, "Dataset",
+                         [(d, row_label(d, modalities.get(d, d))) for d in datasets],
+                         models + baselines, specs, cells, ("auc",), notes, out_dir,
+                         _avg_models(models, specs), (3,), 0,
+                         "n/a: no labeled dataset of this kind in the config")
 
 
 def write_classifiers(rows: pd.DataFrame, out_dir):
-    """Every classifier row (dataset, features, head, the five metrics in [0, 1], n_test)."""
-    cols = ["dataset", "features", "head", *METRIC_LABELS, "n_test", "status", "reason"]
+    """Every classifier row (dataset, features, head, the five metrics in [0, 1], n_test, split)."""
+    cols = ["dataset", "features", "head", *METRIC_LABELS, "n_test", "split", "status", "reason"]
     df = rows.reindex(columns=cols).rename(columns=METRIC_LABELS)
     notes = ["Accuracy (exact match for multi-label), macro F1/precision/recall and macro AUC "
-             "(one-vs-rest), scikit-learn; MediBench Sec. 3.3 and Tables 9-10."]
+             "(one-vs-rest), scikit-learn; MediBench Sec. 3.2 (Pillar 3) and Tables 9-10. "
+             "split: the train/test split of the row (Sec. 4.1, Tables 11-12)."]
     return write_frame(df, "medibench_classifiers", "MediBench latent utility: all classifiers",
                        notes, out_dir, digits={k: 3 for k in METRIC_LABELS.values()} | {"n_test": 0})
 
@@ -225,16 +413,35 @@ def write_latent_shapes(models, out_dir):
                                "elements_512": 0, "elements_3d": 0})
 
 
+def size_note(sizes: dict[str, int | None]) -> str:
+    """The 2D input sizes (MediBench App. A: every model at 256^2 and 512^2, Tables 7-8)."""
+    if not sizes:
+        return ""
+    by = {}
+    for d, s in sizes.items():
+        by.setdefault(s, []).append(d)
+    parts = [f"{s}x{s}: {', '.join(ds)}" for s, ds in sorted(by.items(), key=lambda t: t[0] or 0)]
+    return ("Input sizes (App. A: images resized to a fixed size for every model; non-square "
+            "images center-cropped first): " + "; ".join(parts) + ".")
+
+
 def write_all(models, specs, datasets_2d, datasets_3d, latent_datasets, modalities, not_run,
-              segmenter: dict, qc_note: str, out_dir) -> list[Path]:
+              segmenter: dict, qc_note: str, out_dir, pool_modalities: bool = False,
+              sizes: dict[str, int | None] | None = None) -> list[Path]:
     """Every MediBench table but the latent shapes into ``out_dir`` (the ``medical_tables``
-    rule; it builds no model, so it imports no torch)."""
+    rule; it builds no model, so it imports no torch).
+
+    Args:
+        pool_modalities: add the labelled pooled-modality rows (``medical.pool_modalities``).
+        sizes: 2D dataset -> its fixed input side (protocol ``fixed``), named in the note.
+    """
     out_dir = Path(out_dir)
     paths = write_fidelity("medibench_2d_fidelity", "MediBench 2D reconstruction fidelity "
-                           "(PSNR/SSIM)", datasets_2d, models, specs, modalities, not_run, out_dir)
+                           "(PSNR/SSIM)", datasets_2d, models, specs, modalities, not_run, out_dir,
+                           pool_modalities, size_note(sizes or {}))
     paths += write_fidelity("medibench_3d_fidelity", "MediBench 3D reconstruction fidelity "
                             "(PSNR/SSIM, 3D SSIM)", datasets_3d, models, specs, modalities,
-                            not_run, out_dir)
+                            not_run, out_dir, pool_modalities)
     paths += write_structure("medibench_3d_structure", "MediBench 3D clinical structure "
                              "(SegQC/SegSim/Dice)", datasets_3d, models, specs, modalities,
                              not_run, segmenter, qc_note, out_dir)

@@ -18,6 +18,7 @@ Modules:
 The metric formulas are in :mod:`roundtrip.metrics.drift` (S, MCD, SDR) and
 :mod:`roundtrip.metrics.geneval` (GenEval's rules). :func:`fit_sdr` is re-exported here.
 """
+from roundtrip.evals.telephone.mgg import mgg_scores
 from roundtrip.metrics.drift import SDRFit, fit_sdr, mcd
 
-__all__ = ["SDRFit", "fit_sdr", "mcd"]
+__all__ = ["SDRFit", "fit_sdr", "mcd", "mgg_scores"]

@@ -62,82 +62,122 @@ def plot_similarity(curve: pd.DataFrame, path) -> None:
     plt.close(fig)
 
 
+def _sdr_params(row: pd.Series, chain: str) -> tuple[tuple[float, float, float], str]:
+    """The chain's paper-mapping parameters (Table 3), else roundtrip's all-experiment ones."""
+    for suffix, name in (("", "paper's mappings"), (" (all experiments)", "all experiments")):
+        p = tuple(float(row.get(f"{chain} {k}{suffix}", math.nan)) for k in ("α", "β", "γ"))
+        if not any(math.isnan(v) for v in p):
+            return p, name
+    return (math.nan,) * 3, ""
+
+
 def plot_sdr(curve: pd.DataFrame, sdr: pd.DataFrame, path) -> None:
-    """Per chain: the averaged power-law curve of each model (Fig. 7), over its mean S(g)."""
-    avg = sdr[(sdr["direction"] == "average") & sdr["form"].str.startswith("alpha")] \
-        if not sdr.empty else sdr
-    if avg.empty or avg["p1"].isna().all():
+    """Per chain: the averaged power-law curve of each model (Fig. 7), over its mean S(g); the
+    paper's mappings where measured, else every experiment of the chain (said in the legend)."""
+    chains = ["text-first", "image-first"]
+    usable = [] if sdr.empty else [
+        (chain, r) for chain in chains for _, r in sdr.iterrows()
+        if not math.isnan(_sdr_params(r, chain)[0][0])]
+    if not usable:
         return _empty(path, "No SDR curve: no power-law fit succeeded (see telephone_sdr).")
     plt = _plt()
-    chains = list(dict.fromkeys(avg["chain"]))
-    many = avg["dataset"].nunique() > 1
+    many = sdr["dataset"].nunique() > 1
     fig, axes = plt.subplots(1, len(chains), figsize=(5 * len(chains), 3.4), squeeze=False)
     for ax, chain in zip(axes.flat, chains):
-        for _, r in avg[avg["chain"] == chain].iterrows():
+        for c, r in usable:
+            if c != chain:
+                continue
+            (alpha, beta, gamma), source = _sdr_params(r, chain)
             pts = curve[(curve["model"] == r["model"]) & (curve["dataset"] == r["dataset"])
                         & (curve["chain"] == chain)]
             g_max = max(2, int(pts["generation"].max())) if len(pts) else 2
             g = np.linspace(1, g_max, 100)
             label = _label(r["model"], r["dataset"], many)
-            if not math.isnan(r["p1"]):
-                line, = ax.plot(g, r["p1"] * g ** (-r["p2"]) + r["p3"],
-                                label=f"{label}: β={r['p2']:.3f}")
-                mean = pts.groupby("generation")["s"].mean()
-                ax.scatter(mean.index, mean.values, s=10, color=line.get_color())
-        ax.set_title(f"{chain}: α g^(-β) + γ, averaged over directions", fontsize=9)
+            line, = ax.plot(g, alpha * g ** (-beta) + gamma,
+                            label=f"{label}: β={beta:.3f} ({source})")
+            mean = pts.groupby("generation")["s"].mean()
+            ax.scatter(mean.index, mean.values, s=10, color=line.get_color())
+        ax.set_title(f"{chain}: α g^(-β) + γ, averaged over mappings", fontsize=9)
         ax.set_xlabel("generation g")
         ax.set_ylabel("similarity")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
 def plot_mgg(mgg: pd.DataFrame, path, why_none: str = "") -> None:
-    """Heatmaps of accuracy (models x generations): overall and one per task (Figs. 8, 11)."""
+    """Fig. 8: the models x generations grid of ``overall_prompts`` (the published convention),
+    then one grid per task in Fig. 11's order; cells print their value."""
     per_gen = mgg[mgg["generation"] != "MGG"] if not mgg.empty else mgg
-    if per_gen.empty or per_gen["overall"].isna().all():
+    if per_gen.empty or per_gen["overall_prompts"].isna().all():
         return _empty(path, why_none or "No MGG values: no GenEval prompt set was scored.")
     from roundtrip.metrics.geneval import TASKS
 
     plt = _plt()
-    panels = ["overall", *[t for t in TASKS if per_gen[t].notna().any()]]
+    panels = ["overall_prompts", *[t for t in TASKS if per_gen[t].notna().any()]]
     many = per_gen["dataset"].nunique() > 1
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 2.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.4 * len(panels), 2.8), squeeze=False)
     for ax, col in zip(axes.flat, panels):
         table = per_gen.pivot_table(index=["model", "dataset"], columns="generation", values=col,
                                     sort=False)
         table = table[sorted(table.columns, key=int)]
-        ax.imshow(table.to_numpy(float), vmin=0, vmax=1, cmap="Blues", aspect="auto")
-        ax.set_xticks(range(table.shape[1]), table.columns, fontsize=7)
+        values = table.to_numpy(float)
+        ax.imshow(values, vmin=0, vmax=1, cmap="Blues", aspect="auto")
+        for (i, j), v in np.ndenumerate(values):
+            if not math.isnan(v):
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6,
+                        color="white" if v > 0.6 else "black")
+        ax.set_xticks(range(table.shape[1]), [f"Gen {c}" for c in table.columns], fontsize=6)
         ax.set_yticks(range(table.shape[0]), [_label(m, d, many) for m, d in table.index],
                       fontsize=7)
-        ax.set_title(col, fontsize=9)
-        ax.set_xlabel("generation")
+        ax.set_title("overall (prompt-weighted, Fig. 8)" if col == "overall_prompts" else col,
+                     fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def plot_mgg_vs_mcd(mcd: pd.DataFrame, mgg: pd.DataFrame, path) -> None:
-    """MGG (y) against MCD_avg (x), one point per model (Fig. 9)."""
+def fig9_points(mcd: pd.DataFrame, mgg: pd.DataFrame, dataset_types: dict[str, str]
+                ) -> tuple[pd.DataFrame, str]:
+    """Fig. 9's points: per model, MGG (``overall_prompts`` of the MGG rows) and MCD_avg from the
+    caption chains only (Table 1, Exps. 2-7: sets of type ``captions`` or ``chains``, never the
+    GenEval chains of Exp. 1), averaged over those sets.
+
+    Returns:
+        Columns ``model, mcd, mgg``, and the MCD column used: ``MCD_avg`` (the paper's), or
+        ``MCD_avg_all_experiments`` when no model has the paper's (named on the axis).
+    """
     scores = mgg[mgg["generation"] == "MGG"] if not mgg.empty else mgg
-    both = pd.merge(mcd[["model", "MCD_avg"]].groupby("model", as_index=False).mean(),
-                    scores[["model", "overall"]].groupby("model", as_index=False).mean(),
-                    on="model") if not scores.empty and not mcd.empty else pd.DataFrame()
-    both = both.dropna() if not both.empty else both
+    if scores.empty or mcd.empty:
+        return pd.DataFrame(columns=["model", "mcd", "mgg"]), "MCD_avg"
+    captions = mcd[mcd["dataset"].map(lambda d: dataset_types.get(d) != "geneval")]
+    column = "MCD_avg" if captions["MCD_avg"].notna().any() else "MCD_avg_all_experiments"
+    x = captions.groupby("model", as_index=False)[column].mean().rename(columns={column: "mcd"})
+    y = scores.groupby("model", as_index=False)["overall_prompts"].mean() \
+        .rename(columns={"overall_prompts": "mgg"})
+    return pd.merge(x, y, on="model").dropna(), column
+
+
+def plot_mgg_vs_mcd(mcd: pd.DataFrame, mgg: pd.DataFrame, path,
+                    dataset_types: dict[str, str] | None = None) -> None:
+    """MGG (y, prompt-weighted) against MCD_avg of the caption chains (x), one point per model
+    (Fig. 9)."""
+    both, column = fig9_points(mcd, mgg, dataset_types or {})
     if both.empty:
         return _empty(path, "MGG against MCD_avg needs a model with both: MCD from a caption or "
                       "chains set and MGG from a GenEval prompt set (type: geneval) scored by a "
                       "detector.")
     plt = _plt()
     fig, ax = plt.subplots(figsize=(4.5, 3.5))
-    ax.scatter(both["MCD_avg"], both["overall"])
+    ax.scatter(both["mcd"], both["mgg"])
     for _, r in both.iterrows():
-        ax.annotate(r["model"], (r["MCD_avg"], r["overall"]), fontsize=7)
-    ax.set_xlabel("MCD_avg")
-    ax.set_ylabel("MGG")
+        ax.annotate(r["model"], (r["mcd"], r["mgg"]), fontsize=7)
+    ax.set_xlabel(f"{column} (caption chains)" + (" — roundtrip's, not the paper's"
+                                                  if column != "MCD_avg" else ""))
+    ax.set_ylabel("MGG (prompt-weighted)")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -183,4 +223,4 @@ def plot_strip(roots: dict[tuple[str, str], Path], item: str, chain: str, genera
     plt.close(fig)
 
 
-__all__ = ["ARROWS", "plot_mgg", "plot_mgg_vs_mcd", "plot_sdr", "plot_similarity", "plot_strip"]
+__all__ = ["ARROWS", "fig9_points", "plot_mgg", "plot_mgg_vs_mcd", "plot_sdr", "plot_similarity", "plot_strip"]

@@ -8,7 +8,9 @@ generation of text-first chains over GenEval prompts.
   box crop over GenEval's ten colours (GenEval classifies masked crops; boxes are what OWLv2
   gives).
 - :func:`score_images`: detections, colours and :func:`roundtrip.metrics.geneval.score_prompt`
-  for each (prompt, generation); the per-task and overall accuracies are in the tables.
+  for each (prompt, generation);
+- :func:`mgg_scores`: per (model, set, generation) the six task accuracies and both overall
+  scores, and the MGG row (the mean over generations).
 """
 from __future__ import annotations
 
@@ -22,9 +24,71 @@ import pandas as pd
 from roundtrip.core.imaging import one_line, read_image, to_uint8
 from roundtrip.core.weights import model_folder
 from roundtrip.datasets import chain_layout as layout
-from roundtrip.metrics.geneval import COLORS, Detection, score_prompt
+from roundtrip.metrics.geneval import COLORS, TASKS, Detection, score_prompt
 
 COLUMNS = ["item_id", "tag", "generation", "correct", "status", "reason", "detections"]
+#: Columns of :func:`mgg_scores`.
+SCORE_COLUMNS = ["model", "dataset", "generation", *TASKS, "overall_prompts", "overall_tasks",
+                 "n"]
+
+
+def mgg_scores(records: pd.DataFrame) -> pd.DataFrame:
+    """Multi-Generation GenEval scores (UCF-UM Sec. 3.3, Figs. 8 and 11).
+
+    Headline ``overall_prompts``: the accuracy over all prompts of a generation (GenEval's 553
+    prompts weigh 80/99/80/94/100/100 per task), the convention that reproduces Fig. 8's cells
+    from Fig. 11's per-task cells. ``overall_tasks``: the unweighted mean of the task accuracies
+    present, the overall Sec. 3.3's text describes (GenEval's own overall).
+
+    Args:
+        records: one row per (prompt, generation); columns ``model``, ``dataset``,
+            ``generation`` (int >= 1), ``tag`` (one of :data:`~roundtrip.metrics.geneval.TASKS`),
+            ``correct`` (0/1, NaN when not scored) and optionally ``status`` (only ``ok`` rows are
+            scored).
+
+    Returns:
+        One row per (model, dataset, generation), generations ascending and written as strings,
+        with :data:`SCORE_COLUMNS`: the task accuracies in [0, 1] (NaN for a task without a
+        scored prompt), ``overall_prompts``, ``overall_tasks`` and ``n`` (prompts scored); then
+        per (model, dataset) a row with generation ``MGG`` holding the mean over generations of
+        each column (generations without a value left out).
+
+    Raises:
+        ValueError: a required column is missing, a tag is not a GenEval task, or ``correct``
+            holds a value other than 0/1/NaN.
+    """
+    need = {"model", "dataset", "generation", "tag", "correct"}
+    if missing := sorted(need - set(records.columns)):
+        raise ValueError(f"MGG records lack column(s) {missing}; need {sorted(need)}")
+    bad_tags = sorted(set(records["tag"]) - set(TASKS))
+    if bad_tags:
+        raise ValueError(f"unknown GenEval task(s) {bad_tags}; known: {list(TASKS)}")
+    correct = pd.to_numeric(records["correct"], errors="coerce")
+    if not correct.dropna().isin([0, 1]).all():
+        raise ValueError("MGG records: 'correct' must be 0 or 1 (NaN when not scored)")
+    scored = records.assign(correct=correct).dropna(subset=["correct"])
+    if "status" in scored.columns:
+        scored = scored[scored["status"] == "ok"]
+    rows = []
+    for (model, dataset), grp in scored.groupby(["model", "dataset"], sort=False):
+        per_gen = [_generation_scores(model, dataset, int(g), at)
+                   for g, at in sorted(grp.groupby(grp["generation"].astype(int)))]
+        rows += per_gen
+        mean = pd.DataFrame(per_gen)[SCORE_COLUMNS[3:]].mean(skipna=True)
+        rows.append({"model": model, "dataset": dataset, "generation": "MGG", **mean.to_dict()})
+    return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+
+
+def _generation_scores(model: str, dataset: str, g: int, at: pd.DataFrame) -> dict:
+    row = {"model": model, "dataset": dataset, "generation": str(g)}
+    for t in TASKS:
+        values = at.loc[at["tag"] == t, "correct"]
+        row[t] = float(values.mean()) if len(values) else math.nan
+    present = [row[t] for t in TASKS if not math.isnan(row[t])]
+    row["overall_prompts"] = float(at["correct"].mean())
+    row["overall_tasks"] = float(np.mean(present))
+    row["n"] = int(len(at))
+    return row
 
 
 class OwlDetector:

@@ -260,7 +260,11 @@ def score_chain(root: str | Path, chain: str, ids: list[str], captions: dict[str
         generations: ``G``.
 
     Returns:
-        Frame with :data:`COLUMNS`; ``similarity`` NaN where ``status`` is not ``ok``.
+        Frame with :data:`COLUMNS`; ``similarity`` NaN where ``status`` is not ``ok``. Status
+        ``failed``: the chain has no output for the item at a generation it holds (the model
+        failed there or earlier); ``error``: no input for the direction, a generation the folder
+        does not hold, or the backbone failed;
+        ``n/a``: the backbone is not available.
     """
     root = Path(root)
     rows = []
@@ -303,6 +307,9 @@ def _score_generation(chain, direction, bname, backbone, g, ids, source, outputs
         return [{**base, "item_id": i, "similarity": math.nan, "status": "n/a",
                  "reason": backbone} for i in ids]
     ready = [i for i in ids if i in source and i in outputs]
+    # a generation the folder does not hold at all (a chain set made elsewhere that ends
+    # earlier) was never generated: not a failure of the model
+    generated = bool(outputs) or layout.read_status(root, chain, g) is not None
     rows = []
     values = {}
     if ready:
@@ -323,6 +330,10 @@ def _score_generation(chain, direction, bname, backbone, g, ids, source, outputs
             rows.append({**base, "item_id": i, "similarity": math.nan, "status": "error",
                          "reason": "similarity undefined (empty input text)"})
         else:
-            rows.append({**base, "item_id": i, "similarity": math.nan, "status": "error",
+            # no output at g: the chain failed (status "failed", which Eq. 1 counts as 0 in the
+            # tables); no input for the direction, or a generation the folder does not hold,
+            # is not a generation's fault ("error")
+            rows.append({**base, "item_id": i, "similarity": math.nan,
+                         "status": "failed" if i in source and generated else "error",
                          "reason": _missing_reason(root, chain, g, i, i in source)})
     return rows

@@ -1,15 +1,17 @@
 """The Telephone Game's tables from the per-item similarity and MGG files.
 
 - ``telephone_similarity``: ``S_delta(g)`` per (model, set, chain, direction, backbone,
-  generation) with a 95 % bootstrap CI over items (Eq. 1; the data of Fig. 6);
+  generation): Eq. 1 over all items (a failed generation counts 0) with a 95 % bootstrap CI,
+  and the survivors' mean beside it (the data of Fig. 6);
 - ``telephone_mcd``: ``MCD_delta`` (Eq. 2) per experiment (chain, direction, backbone),
-  ``MCD_avg`` per chain and over all experiments, per model and set (Sec. 3.1);
-- ``telephone_sdr``: the power law (paper) and exponential (released code) fitted per experiment,
-  with initial values, bounds, standard errors and R^2, and the parameters averaged over the
-  directions of each chain (Table 3);
-- ``telephone_mgg``: GenEval accuracy per task and generation, the per-generation overall (GenEval's
-  unweighted task mean, and the mean over prompts), and MGG = the mean over generations of the
-  task-mean overall (Sec. 3.3, Figs. 8, 11).
+  ``MCD_avg`` over the paper's four mappings (Sec. 3.1) and roundtrip's mean over every
+  experiment beside it;
+- ``telephone_sdr``: Table 3's layout, power-law ``α, β, γ`` per chain averaged over the paper's
+  mappings (Sec. 3.2); ``telephone_sdr_fits``: every fit, power law (paper) and exponential
+  (released code), with initial values, bounds, standard errors and R^2;
+- ``telephone_mgg``: GenEval accuracy per task (Fig. 11's order) and generation, the
+  prompt-weighted ``overall_prompts`` (headline, reproduces Fig. 8) and the task mean
+  ``overall_tasks``, and the MGG row, the mean over generations (Sec. 3.3).
 
 Models are the pairs (``telephone.pairs``) and the chain sets made elsewhere. A cell that cannot
 be computed is "n/a" with the reason in a numbered note.
@@ -23,10 +25,11 @@ import numpy as np
 import pandas as pd
 
 from roundtrip.metrics.drift import SDR_FORMS, average_fits, fit_sdr, mcd, similarity_curve
-from roundtrip.metrics.geneval import TASKS, task_accuracies
+from roundtrip.metrics.geneval import TASKS
 from roundtrip.tables import write_frame
 
-TABLES = ["telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_mgg"]
+TABLES = ["telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_sdr_fits",
+          "telephone_mgg"]
 ARROWS = {"text_text": "text→text", "text_image": "text→image", "image_image": "image→image",
           "image_text": "image→text"}
 
@@ -62,28 +65,56 @@ def _why(rows: pd.DataFrame) -> str:
     return f"{len(bad)} of {len(rows)} item values missing: {top}"
 
 
+def eq1_values(rows: pd.DataFrame) -> tuple[list[float], list[float]]:
+    """The item values of one (experiment, generation) for Eq. 1 and for the survivors' mean.
+
+    Eq. 1 divides by |D|: an item whose chain has no output at ``g`` (status ``failed``: the
+    model failed at ``g`` or earlier) stays in ``D`` with similarity 0, the value of an output
+    that shares nothing with the input (the paper gives no rule for failures; a missing output
+    retains no meaning). Items without an input for the direction or with a backbone error
+    (``error``) and unavailable backbones (``n/a``) are left out of both.
+
+    Returns:
+        ``(eq1, survivors)``: the Eq. 1 values (``ok`` similarities and a 0 per failed item) and
+        the ``ok`` similarities alone.
+    """
+    ok = rows.loc[rows["status"] == "ok", "similarity"].astype(float).tolist()
+    failed = int((rows["status"] == "failed").sum())
+    return ok + [0.0] * failed, ok
+
+
 def curves(similarity: dict[Key, pd.DataFrame], bootstrap: dict | None = None
            ) -> pd.DataFrame:
-    """``S_delta(g)`` per (model, dataset, chain, direction, backbone, generation): columns
-    ``model, dataset, chain, direction, backbone, generation, s, ci_low, ci_high, n, n_items,
-    note``."""
+    """``S_delta(g)`` per (model, dataset, chain, direction, backbone, generation).
+
+    Columns ``model, dataset, chain, direction, backbone, generation, s, ci_low, ci_high, n,
+    s_survivors, n_failed, n_items, note``: ``s`` is Eq. 1 (mean over the items of ``D``, a
+    failed item counting 0, see :func:`eq1_values`) with its 95 % bootstrap CI over items and
+    ``n`` items; ``s_survivors`` the mean over the items that still have an output (roundtrip's,
+    beside it); ``n_failed`` the items counted as 0.
+    """
     b = {"samples": 1000, "seed": 0} | (bootstrap or {})
     rows = []
     for (model, dataset), df in similarity.items():
         for (chain, direction, backbone), exp in df.groupby(["chain", "direction", "backbone"],
                                                             sort=False):
-            per_gen = {int(g): grp["similarity"].astype(float).tolist()
-                       for g, grp in exp.groupby("generation")}
-            summaries = similarity_curve(per_gen, n_boot=b["samples"], seed=b["seed"])
+            by_gen = {int(g): grp for g, grp in exp.groupby("generation")}
+            values = {g: eq1_values(grp) for g, grp in by_gen.items()}
+            summaries = similarity_curve({g: v[0] for g, v in values.items()},
+                                         n_boot=b["samples"], seed=b["seed"])
             for g, s in summaries.items():
-                grp = exp[exp["generation"] == g]
+                grp, survivors = by_gen[g], values[g][1]
                 rows.append({"model": model, "dataset": dataset, "chain": chain,
                              "direction": direction, "backbone": backbone, "generation": g,
                              "s": s.mean, "ci_low": s.ci_low, "ci_high": s.ci_high, "n": s.n,
+                             "s_survivors": float(np.mean(survivors)) if survivors else math.nan,
+                             "n_failed": int((grp["status"] == "failed").sum()),
                              "n_items": len(grp), "note": _why(grp)})
-    return pd.DataFrame(rows, columns=["model", "dataset", "chain", "direction", "backbone",
-                                       "generation", "s", "ci_low", "ci_high", "n", "n_items",
-                                       "note"])
+    return pd.DataFrame(rows, columns=CURVE_COLUMNS)
+
+
+CURVE_COLUMNS = ["model", "dataset", "chain", "direction", "backbone", "generation", "s",
+                 "ci_low", "ci_high", "n", "s_survivors", "n_failed", "n_items", "note"]
 
 
 def similarity_table(curve: pd.DataFrame, out_dir) -> None:
@@ -92,10 +123,13 @@ def similarity_table(curve: pd.DataFrame, out_dir) -> None:
     shown["direction"] = shown["direction"].map(ARROWS)
     shown["n"] = [f"{n}{notes.mark(t) if t else ''}" for n, t in zip(curve["n"], curve["note"])]
     shown = shown.drop(columns=["note", "n_items"]).rename(columns={"s": "S"})
-    write_frame(shown, "telephone_similarity",
+    notes.texts.append("S (Eq. 1, Sec. 3.1): mean over all items of D; an item whose chain "
+                       "has no output at g counts 0 (n_failed of them); S_survivors: mean over "
+                       "the items with an output (roundtrip's, not in the paper)")
+    write_frame(shown.rename(columns={"s_survivors": "S_survivors"}), "telephone_similarity",
                 "The Telephone Game: S(g), mean similarity to the input at generation g "
                 "(Eq. 1), with 95% bootstrap CIs over items", notes.texts, out_dir,
-                digits={"S": 4, "ci_low": 4, "ci_high": 4},
+                digits={"S": 4, "ci_low": 4, "ci_high": 4, "S_survivors": 4},
                 csv_frame=curve)
 
 
@@ -106,17 +140,59 @@ def _experiment_note(model: str, label: str, notes_col) -> str:
     return reason if reason.startswith("n/a") else f"{model}, {label}: {why}"
 
 
-def mcd_frame(curve: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """Wide MCD table: one row per (model, dataset); a column per experiment and ``MCD_avg``
-    (mean of the experiments present in the row).
+#: The paper's mappings delta in Delta (Sec. 3.1, Table 1 Exps. 2, 4, 5, 7): (chain, direction,
+#: backbone type, the backbone's name in the paper). MCD_avg and Table 3 average over these.
+PAPER_MAPPINGS = (
+    ("text-first", "text_text", "sentence_transformers", "MPNet"),
+    ("text-first", "text_image", "clip", "CLIP"),
+    ("image-first", "image_image", "dino", "DINO"),
+    ("image-first", "image_text", "clip", "CLIP"),
+)
+#: What a user runs to get the paper's backbones (the weights registry's names).
+FETCH_PAPER_BACKBONES = ("`roundtrip weights fetch mpnet clip-vit-b32 dino-vitb16` and add them "
+                         "to telephone.backbones (types sentence_transformers, clip, dino)")
+
+
+def paper_experiments(backbone_types: dict[str, str] | None
+                      ) -> list[tuple[tuple[str, str, str, str], str | None]]:
+    """Each paper mapping with the configured backbone that fills it (the first backbone of the
+    mapping's type in config order), or None.
+
+    Args:
+        backbone_types: backbone name -> ``telephone.backbones.<name>.type``, in config order.
+    """
+    types = backbone_types or {}
+    return [(m, next((n for n, t in types.items() if t == m[2]), None)) for m in PAPER_MAPPINGS]
+
+
+def _mapping_label(m: tuple[str, str, str, str]) -> str:
+    return f"{m[0]} {ARROWS[m[1]]} ({m[3]})"
+
+
+def mcd_frame(curve: pd.DataFrame, backbone_types: dict[str, str] | None = None
+              ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Wide MCD table: one row per (model, dataset); a column per experiment (the paper's four
+    mappings first), ``MCD_avg`` and ``MCD_avg_all_experiments``.
+
+    ``MCD_avg`` is the paper's (Sec. 3.1, after Eq. 2): the mean of ``MCD_delta`` over the four
+    mappings of :data:`PAPER_MAPPINGS`; n/a with the reason when one of them is not configured or
+    has no value. ``MCD_avg_all_experiments`` is roundtrip's: the mean over every experiment
+    measured (other backbones, the image-first text->text direction, wordllama, 1 - CER).
+
+    Args:
+        curve: :func:`curves`' frame.
+        backbone_types: backbone name -> type (which backbone fills which paper mapping).
 
     Returns:
         The numeric frame, the same with formatted cells and note marks, and the notes.
     """
     notes = Notes()
-    experiments = list(dict.fromkeys(
-        experiment_label(c, d, b) for c, d, b in
-        curve[["chain", "direction", "backbone"]].itertuples(index=False)))
+    paper = paper_experiments(backbone_types)
+    present = list(dict.fromkeys(
+        (c, d, b) for c, d, b in curve[["chain", "direction", "backbone"]].itertuples(index=False)))
+    first = [(m[0], m[1], b) for m, b in paper if b is not None and (m[0], m[1], b) in present]
+    order = first + [e for e in present if e not in first]
+    experiments = [experiment_label(*e) for e in order]
     rows, shown = [], []
     for (model, dataset), grp in curve.groupby(["model", "dataset"], sort=False):
         row = {"model": model, "dataset": dataset, **dict.fromkeys(experiments, math.nan)}
@@ -131,40 +207,58 @@ def mcd_frame(curve: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, list[str
             else:
                 text[label] = f"{value:.4f}" + (notes.mark(f"{model}, {label}: {partial}")
                                                  if partial else "")
-        for chain in dict.fromkeys(curve["chain"]):  # MCD_avg per chain, then over both
-            mine = [row[e] for e in experiments if e.startswith(chain + " ")
-                    and not math.isnan(row[e])]
-            key = f"MCD_avg {chain}"
-            row[key] = float(np.mean(mine)) if mine else math.nan
-            text[key] = f"{row[key]:.4f}" if mine else "n/a"
+        avg, why = _paper_mcd_avg(row, paper)
+        row["MCD_avg"] = avg
+        text["MCD_avg"] = f"{avg:.4f}" if not math.isnan(avg) else "n/a " + notes.mark(why)
         values = [row[e] for e in experiments if not math.isnan(row[e])]
-        row["MCD_avg"] = float(np.mean(values)) if values else math.nan
-        text["MCD_avg"] = f"{row['MCD_avg']:.4f}" if values else "n/a"
+        row["MCD_avg_all_experiments"] = float(np.mean(values)) if values else math.nan
+        text["MCD_avg_all_experiments"] = f"{np.mean(values):.4f}" if values else "n/a"
         row["generations"] = text["generations"] = int(grp["generation"].max()) if len(grp) else 0
         rows.append(row)
         shown.append(text)
-    return pd.DataFrame(rows), pd.DataFrame(shown), notes.texts
+    # the paper's four mappings, their MCD_avg, then the extra experiments and roundtrip's mean
+    cols = ["model", "dataset", *experiments[:len(first)], "MCD_avg",
+            *experiments[len(first):], "MCD_avg_all_experiments", "generations"]
+    return pd.DataFrame(rows, columns=cols), pd.DataFrame(shown, columns=cols), notes.texts
 
 
-def mcd_table(curve: pd.DataFrame, out_dir) -> pd.DataFrame:
-    frame, shown, notes = mcd_frame(curve)
+def _paper_mcd_avg(row: dict, paper) -> tuple[float, str]:
+    """The mean of MCD over the paper's four mappings, or NaN and why."""
+    missing = [_mapping_label(m) for m, b in paper if b is None]
+    if missing:
+        return math.nan, (f"n/a: the paper's MCD_avg needs its four mappings (Sec. 3.1); not "
+                          f"configured: {', '.join(missing)}; run {FETCH_PAPER_BACKBONES}")
+    values = {_mapping_label(m): row.get(experiment_label(m[0], m[1], b), math.nan)
+              for m, b in paper}
+    empty = [k for k, v in values.items() if math.isnan(v)]
+    if empty:
+        return math.nan, f"n/a: the paper's MCD_avg has no value for {', '.join(empty)}"
+    return float(np.mean(list(values.values()))), ""
+
+
+def mcd_table(curve: pd.DataFrame, out_dir, backbone_types: dict[str, str] | None = None
+              ) -> pd.DataFrame:
+    frame, shown, notes = mcd_frame(curve, backbone_types)
+    notes = notes + ["MCD_avg (the paper, Sec. 3.1, Eq. 2): mean of MCD over its four mappings, "
+                     "MPNet text→text and CLIP text→image on text-first chains, DINO image→image "
+                     "and CLIP image→text on image-first chains (Table 1, Exps. 2, 4, 5, 7); "
+                     "MCD_avg_all_experiments (roundtrip's): mean over every experiment "
+                     "measured; S(g) counts a failed generation as 0 (Eq. 1 over |D|)"]
     write_frame(shown, "telephone_mcd",
                 "The Telephone Game: Mean Cumulative Drift MCD (Eq. 2) per experiment "
-                "(chain, direction, backbone) and MCD_avg over the experiments; higher = less "
-                "drift", notes, out_dir, csv_frame=frame)
+                "(chain, direction, backbone) and MCD_avg over the paper's four mappings; "
+                "higher = less drift", notes, out_dir, csv_frame=frame)
     return frame
 
 
-def sdr_frame(curve: pd.DataFrame) -> pd.DataFrame:
-    """One row per (model, dataset, chain, experiment, form) fit, then per (model, dataset,
-    chain, form) the parameters averaged over directions (``direction = "average"``)."""
+def sdr_fits_frame(curve: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, dataset, chain, experiment, form) fit: the power law (the paper) and
+    the exponential (the released code), with standard errors, R^2, initial values and bounds."""
     rows = []
     for (model, dataset, chain), grp in curve.groupby(["model", "dataset", "chain"], sort=False):
         for form, (names, formula) in SDR_FORMS.items():
-            fits = []
             for (d, b), e in grp.groupby(["direction", "backbone"], sort=False):
                 fit = fit_sdr(e["generation"].to_numpy(float), e["s"].to_numpy(float), form)
-                fits.append(fit)
                 if not fit.ok and e["s"].isna().all():  # nothing to fit: say why, not "failed"
                     fit.reason = _experiment_note(model, experiment_label(chain, d, b), e["note"])
                 row = {"model": model, "dataset": dataset, "chain": chain,
@@ -178,80 +272,127 @@ def sdr_frame(curve: pd.DataFrame) -> pd.DataFrame:
                            status="ok" if fit.ok else
                            fit.reason if fit.reason.startswith("n/a") else f"failed: {fit.reason}")
                 rows.append(row)
-            avg = average_fits(fits)
-            row = {"model": model, "dataset": dataset, "chain": chain, "direction": "average",
-                   "backbone": "", "form": formula, "n": avg["n_fits"],
-                   "status": "ok" if avg["n_fits"] else "no fit succeeded"}
-            for i, k in enumerate(names):
-                row[f"p{i + 1}"] = avg[k]
-            rows.append(row)
     cols = ["model", "dataset", "chain", "direction", "backbone", "form", "p1", "p1_se", "p2",
             "p2_se", "p3", "p3_se", "r2", "n", "initial", "bounds", "status"]
     return pd.DataFrame(rows).reindex(columns=cols)
 
 
-def sdr_table(curve: pd.DataFrame, out_dir) -> pd.DataFrame:
-    frame = sdr_frame(curve)
-    notes = ["power: y = alpha * g^(-beta) + gamma (p1, p2, p3 = alpha, beta, gamma; the "
-             "paper, Sec. 3.2); exp: y = a * exp(-b * g) + c (the authors' released code); "
-             "scipy curve_fit with the bounds shown; 'average' rows average each parameter over "
-             "the directions of the chain (the paper's Table 3); a failed fit has no numbers"]
-    exact = frame[(frame["direction"] != "average") & (frame["n"] == 3) &
-                  (frame["status"] == "ok")]
+SDR_PARAMS = ("α", "β", "γ")
+
+
+def sdr_frame(curve: pd.DataFrame, backbone_types: dict[str, str] | None = None
+              ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Table 3 as the paper prints it: one row per (model, dataset), power-law ``α, β, γ`` per
+    chain (``text-first α`` ...), each averaged over the paper's mappings of that chain (Sec. 3.2:
+    "average each parameter across all distance mappings"; :data:`PAPER_MAPPINGS`); then
+    roundtrip's averages over every experiment of the chain (``text-first α (all experiments)``).
+
+    Returns:
+        The numeric frame, the same with formatted cells and note marks, and the notes.
+    """
+    notes = Notes()
+    paper = paper_experiments(backbone_types)
+    rows, shown = [], []
+    for (model, dataset), grp in curve.groupby(["model", "dataset"], sort=False):
+        row, text = {"model": model, "dataset": dataset}, {"model": model, "dataset": dataset}
+        fits = {}
+        for (c, d, b), e in grp.groupby(["chain", "direction", "backbone"], sort=False):
+            fits[(c, d, b)] = fit_sdr(e["generation"].to_numpy(float), e["s"].to_numpy(float))
+        for chain in ("text-first", "image-first"):
+            mine = [(m, b) for m, b in paper if m[0] == chain]
+            missing = [_mapping_label(m) for m, b in mine if b is None or (chain, m[1], b)
+                       not in fits]
+            avg = average_fits([fits[(chain, m[1], b)] for m, b in mine]) if not missing \
+                else {"n_fits": 0}
+            why = (f"n/a: Table 3 averages the paper's mappings (Sec. 3.2); not measured: "
+                   f"{', '.join(missing)}; run {FETCH_PAPER_BACKBONES}") if missing else \
+                "n/a: no power-law fit of the paper's mappings succeeded" \
+                if avg["n_fits"] < len(mine) else ""
+            for k, name in zip(("alpha", "beta", "gamma"), SDR_PARAMS):
+                value = avg.get(k, math.nan) if not why else math.nan
+                row[f"{chain} {name}"] = value
+                text[f"{chain} {name}"] = f"{value:.4f}" if not why else "n/a " + notes.mark(why)
+        for chain in ("text-first", "image-first"):
+            mine = [f for (c, _, _), f in fits.items() if c == chain]
+            avg = average_fits(mine) if mine else {"n_fits": 0}
+            for k, name in zip(("alpha", "beta", "gamma"), SDR_PARAMS):
+                key = f"{chain} {name} (all experiments)"
+                row[key] = avg.get(k, math.nan) if avg["n_fits"] else math.nan
+                text[key] = f"{row[key]:.4f}" if avg["n_fits"] else "n/a"
+        rows.append(row)
+        shown.append(text)
+    return pd.DataFrame(rows), pd.DataFrame(shown), notes.texts
+
+
+def sdr_table(curve: pd.DataFrame, out_dir, backbone_types: dict[str, str] | None = None
+              ) -> pd.DataFrame:
+    """``telephone_sdr`` (Table 3's layout) and ``telephone_sdr_fits`` (every fit, both forms)."""
+    frame, shown, notes = sdr_frame(curve, backbone_types)
+    notes = notes + ["power law y = α g^(-β) + γ fitted to S(g) (Sec. 3.2) with scipy; each "
+                     "parameter averaged over the paper's mappings of the chain (text-first: "
+                     "MPNet text→text, CLIP text→image; image-first: DINO image→image, CLIP "
+                     "image→text), as Table 3; '(all experiments)': roundtrip's average over "
+                     "every experiment of the chain; every fit, and the exponential of the "
+                     "released code: telephone_sdr_fits"]
+    write_frame(shown, "telephone_sdr", "The Telephone Game: Semantic Drift Rate, fitted "
+                "power-law parameters per chain (Sec. 3.2, Table 3)", notes, out_dir,
+                csv_frame=frame)
+    fits = sdr_fits_frame(curve)
+    fit_notes = ["power: y = alpha * g^(-beta) + gamma (p1, p2, p3 = alpha, beta, gamma; the "
+                 "paper, Sec. 3.2); exp: y = a * exp(-b * g) + c (the authors' released code); "
+                 "scipy curve_fit with the bounds shown; a failed fit has no numbers"]
+    exact = fits[(fits["n"] == 3) & (fits["status"] == "ok")]
     if len(exact):
-        notes.append(f"{len(exact)} fit(s) on 3 points: 3 parameters interpolate them exactly "
-                     "(no residual, no standard errors), so the parameters are not identified; "
-                     "the text->text rows get G/2 points, so G >= 10 is needed for a fit with "
-                     "residuals (the paper: G = 20)")
+        fit_notes.append(f"{len(exact)} fit(s) on 3 points: 3 parameters interpolate them exactly "
+                         "(no residual, no standard errors), so the parameters are not "
+                         "identified; the text->text rows get G/2 points, so G >= 10 is needed "
+                         "for a fit with residuals (the paper: G = 20)")
     digits = {c: 4 for c in ("p1", "p1_se", "p2", "p2_se", "p3", "p3_se", "r2")}
-    shown = frame.copy()
-    shown["n"] = shown["n"].astype("Int64").astype(str)
-    write_frame(shown, "telephone_sdr", "The Telephone Game: Semantic Drift Rate fits "
-                "(Sec. 3.2, Table 3)", notes, out_dir, digits=digits, csv_frame=frame)
+    shown_fits = fits.copy()
+    shown_fits["n"] = shown_fits["n"].astype("Int64").astype(str)
+    write_frame(shown_fits, "telephone_sdr_fits", "The Telephone Game: every Semantic Drift Rate "
+                "fit, power law and exponential (Sec. 3.2)", fit_notes, out_dir, digits=digits,
+                csv_frame=fits)
     return frame
 
 
 def mgg_frame(mgg: dict[Key, pd.DataFrame]) -> tuple[pd.DataFrame, list[str]]:
-    """Per (model, dataset, generation): accuracy per task, ``overall`` (task mean),
-    ``overall_prompts``; then per (model, dataset) a ``MGG`` row (generation ``all``)."""
+    """:func:`~roundtrip.evals.telephone.mgg.mgg_scores` of the per-item MGG files, ``n`` written
+    ``scored/items`` with a note mark where items were not scored."""
+    from roundtrip.evals.telephone.mgg import SCORE_COLUMNS, mgg_scores
+
     notes = Notes()
-    rows = []
-    for (model, dataset), df in mgg.items():
-        if df.empty:
+    parts = [df.assign(model=m, dataset=d) for (m, d), df in mgg.items() if not df.empty]
+    if not parts:
+        return pd.DataFrame(columns=SCORE_COLUMNS), []
+    records = pd.concat(parts, ignore_index=True)
+    frame = mgg_scores(records).astype({"n": object})
+    for i, r in frame.iterrows():
+        if r["generation"] == "MGG":
+            gens = (frame["model"] == r["model"]) & (frame["dataset"] == r["dataset"]) & \
+                (frame["generation"] != "MGG")
+            frame.at[i, "n"] = f"mean of {int(gens.sum())} generations"
             continue
-        scored = df[df["status"] == "ok"]
-        gens = sorted(df["generation"].unique())
-        overall = []
-        for g in gens:
-            at = df[df["generation"] == g]
-            ok = scored[scored["generation"] == g]
-            row = {"model": model, "dataset": dataset, "generation": str(g)}
-            acc = task_accuracies(ok["tag"].tolist(), (ok["correct"] == 1).tolist()) \
-                if len(ok) else {"overall": math.nan, "overall_prompts": math.nan}
-            for t in TASKS:
-                row[t] = acc.get(t, math.nan)
-            row["overall"], row["overall_prompts"] = acc["overall"], acc["overall_prompts"]
-            row["n"] = f"{len(ok)}/{len(at)}"
-            why = _why(at)
-            if why:
-                row["n"] += notes.mark(f"{model}, generation {g}: {why}")
-            overall.append(acc["overall"])
-            rows.append(row)
-        values = [v for v in overall if not math.isnan(v)]
-        rows.append({"model": model, "dataset": dataset, "generation": "MGG",
-                     "overall": float(np.mean(values)) if values else math.nan,
-                     "n": f"{len(values)} generations"})
-    cols = ["model", "dataset", "generation", *TASKS, "overall", "overall_prompts", "n"]
-    return pd.DataFrame(rows).reindex(columns=cols), notes.texts
+        at = records[(records["model"] == r["model"]) & (records["dataset"] == r["dataset"]) &
+                     (records["generation"].astype(int) == int(r["generation"]))]
+        cell = f"{int(r['n'])}/{len(at)}"
+        why = _why(at)
+        frame.at[i, "n"] = cell + (notes.mark(f"{r['model']}, generation {r['generation']}: "
+                                              f"{why}") if why else "")
+    return frame, notes.texts
 
 
 def mgg_table(mgg: dict[Key, pd.DataFrame], out_dir, why_none: str = "") -> pd.DataFrame:
     frame, notes = mgg_frame(mgg)
     if frame.empty:
         notes = [why_none or "n/a: no GenEval prompt set (type: geneval) is configured"]
+    notes = notes + ["overall_prompts (headline): accuracy over all prompts of the generation, "
+                     "the convention that reproduces Fig. 8's published cells; overall_tasks: the "
+                     "unweighted mean of the six task accuracies (Sec. 3.3's text, GenEval's "
+                     "overall); MGG row: the mean over generations of each column; tasks in "
+                     "Fig. 11's order"]
     write_frame(frame, "telephone_mgg", "The Telephone Game: Multi-Generation GenEval accuracy per "
-                "task and generation; overall = mean of the task accuracies (GenEval), "
-                "overall_prompts = mean over prompts; MGG = mean overall over generations "
-                "(Sec. 3.3)", notes, out_dir,
-                digits={c: 3 for c in (*TASKS, "overall", "overall_prompts")})
+                "task and generation, and MGG = the mean over generations (Sec. 3.3, Figs. 8, "
+                "11)", notes, out_dir,
+                digits={c: 3 for c in (*TASKS, "overall_prompts", "overall_tasks")})
     return frame

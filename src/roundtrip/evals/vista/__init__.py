@@ -7,9 +7,14 @@ question image (visualized text, VT); optionally the images first go through a m
 
 - :mod:`.extract`: answer extraction and open-question matching (App. C.3);
 - :mod:`.answers`: the answers of one (reader, model, set), scored;
-- :mod:`.tables`: Table 1, the font size and style sweep (Figs. 3, 7, 11), rendering-related
-  errors (Sec. 4.3), subfields, the tokenizer axis;
+- :mod:`.tables`: Table 1 (one render per question, categories in the paper's order, the
+  Multimodal and Unimodal gaps of Fig. 8), the font size and style sweep (Figs. 3, 7, 11),
+  rendering-related errors (Sec. 4.3), subfields, source benchmarks (Fig. 2), the tokenizer
+  axis; the gap is Text - VT (App. D.1);
 - :mod:`.figures`: the gap against font size and style.
+
+The whole account, with the conventions and the deviations of the showcase:
+``docs/evaluations/vista.md``.
 
 The question sets are built by ``roundtrip.datasets`` (``vista_questions``: rendered by us;
 ``vista_release``: the released TSV).

@@ -37,8 +37,9 @@ from roundtrip.readers.answerers import TEXT, VT, Question
 
 log = logging.getLogger(__name__)
 
-ANSWER_COLUMNS = ["item_id", "question_id", "mode", "category", "subfield", "font", "size", "raw",
-                  "reasoning", "extracted", "extracted_by", "answer", "hit", "status", "reason"]
+ANSWER_COLUMNS = ["item_id", "question_id", "mode", "category", "subfield", "source",
+                  "modality", "font", "size", "table1", "audit", "raw", "reasoning", "extracted",
+                  "extracted_by", "answer", "hit", "status", "reason"]
 OK, ERROR, NOT_SCORED = "ok", "error", "not_scored"
 
 
@@ -103,7 +104,10 @@ def answer_set(manifest_path: str | Path, reader, model: str = "original",
 
     Returns:
         DataFrame with :data:`ANSWER_COLUMNS`: text rows first (``item_id`` = question id),
-        then one VT row per manifest item, in manifest order.
+        then one VT row per manifest item, in manifest order. ``table1`` is ``1`` on text rows
+        and on each question's Table 1 render; ``audit`` is the render audit's verdict
+        (``passed``, ``failed``, ``not judged``; VISTA-Bench App. B.3); ``modality`` is
+        ``multimodal`` for questions with pictures of their own, else ``unimodal``.
 
     Raises:
         ValueError: the manifest is not a question set; a needed input is missing.
@@ -115,6 +119,7 @@ def answer_set(manifest_path: str | Path, reader, model: str = "original",
     if reader.needs_ocr and ocr is None:
         raise ValueError(f"reader {reader.name} needs the OCR of the question images")
     recon = _recon_status(recon_dir) if model != "original" else None
+    manifest["audit"] = _audit_verdicts(manifest_path.parent / "audit.csv", manifest["item_id"])
 
     jobs = [(TEXT, row) for row in _question_rows(manifest)]
     jobs += [(VT, row) for row in manifest.to_dict("records")]
@@ -126,6 +131,19 @@ def answer_set(manifest_path: str | Path, reader, model: str = "original",
     with ThreadPoolExecutor(max_workers=max(1, int(getattr(reader, "concurrency", 1)))) as pool:
         rows = list(pool.map(one, jobs))
     return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
+
+
+def _audit_verdicts(path: Path, item_ids: pd.Series) -> list[str]:
+    """Per item, the render audit's verdict (:func:`~roundtrip.datasets.rendered.audit.
+    judge_verdict`) from ``audit.csv`` beside the manifest; ``not judged`` without one (the
+    VISTA-Bench release was audited by its authors)."""
+    from roundtrip.datasets.rendered.audit import NOT_JUDGED, judge_verdict
+
+    if not path.is_file():
+        return [NOT_JUDGED] * len(item_ids)
+    audit = pd.read_csv(path, dtype=str, keep_default_na=False)
+    scores = dict(zip(audit["item_id"], audit.get("judge_score", pd.Series(dtype=str))))
+    return [judge_verdict(scores.get(i, "")) for i in item_ids]
 
 
 def _read_ocr(path) -> dict[str, tuple[str, str, str]] | None:
@@ -148,8 +166,15 @@ def _base(mode: str, row: dict) -> dict:
     return {"item_id": row["question_id"] if is_text else row["item_id"],
             "question_id": row.get("question_id", ""), "mode": mode,
             "category": row.get("category", ""), "subfield": row.get("subfield", ""),
+            "source": row.get("source", ""),
+            "modality": row.get("modality") or ("multimodal" if row.get("item_images")
+                                                else "unimodal"),
             "font": "" if is_text else row.get("font", ""),
             "size": "" if is_text else row.get("font_size_pt", ""),
+            # text rows: one per question; VT rows: the question's Table 1 render (App. B.2);
+            # manifests without the column hold one render per question
+            "table1": "1" if is_text else (row.get("table1") or "1"),
+            "audit": "" if is_text else row.get("audit", ""),
             "raw": "", "reasoning": "", "extracted": "", "extracted_by": "",
             "answer": row.get("answer", ""), "hit": math.nan, "status": OK, "reason": ""}
 

@@ -7,9 +7,11 @@ A reader's raw output becomes an option letter or ``None`` (invalid, counted wro
 3. the output is upper-cased, common punctuation dropped, split on whitespace; when exactly one
    option letter occurs and its last occurrence is among the last :data:`NEAR_END` tokens, that
    letter is the answer (``letter``);
-4. otherwise, when exactly one option's text occurs in the output (case-insensitive, as whole
+4. otherwise, only when no option letter occurs at all (App. C.3: "if no option letter is
+   detected"), when exactly one option's text occurs in the output (case-insensitive, as whole
    words) and the output is at most :data:`MAX_LENGTH_RATIO` times as long as all option texts
-   together, that option is the answer (``option_text``);
+   together, that option is the answer (``option_text``); an output naming several letters or
+   a letter far from the end is invalid even if it holds an option's text;
 5. else invalid, unless a judge model maps the output to an option (``judge``; off by default,
    as VLMEvalKit's LLM matching).
 
@@ -89,10 +91,10 @@ def extract_answer(output: str, options: list[tuple[str, str]] | dict[str, str])
         last = len(tokens) - 1 - tokens[::-1].index(letter)
         if last >= len(tokens) - NEAR_END:
             return Extraction(letter, LETTER)
-    hit = _by_option_text(output, options)
-    if hit:
-        return Extraction(hit, OPTION_TEXT)
-    if not found:
+    if not found:  # App. C.3: the option-text fallback only when no option letter is detected
+        hit = _by_option_text(output, options)
+        if hit:
+            return Extraction(hit, OPTION_TEXT)
         return Extraction(None, INVALID, "no option letter or option text")
     if len(set(found)) > 1:
         return Extraction(None, INVALID, f"{len(set(found))} option letters")

@@ -7,7 +7,8 @@ import pandas as pd
 
 
 def plot_gap(curves: pd.DataFrame, out_png: str | Path) -> None:
-    """Two panels: the gap (VT - Text, points) per font size, one line per (reader, model), and
+    """Two panels: the gap (Acc_Text - Acc_VT, points; positive when VT is worse, VISTA-Bench
+    App. D.1 and Figs. 8, 11) per font size, one line per (reader, model), and
     per font style, one marker series per (reader, model). Originals are drawn solid,
     reconstructions dashed.
 
@@ -36,7 +37,7 @@ def plot_gap(curves: pd.DataFrame, out_png: str | Path) -> None:
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_title(title)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("Acc VT - Acc Text (points)")
+        ax.set_ylabel("Acc Text - Acc VT (points)")
         ax.grid(alpha=0.3)
     ax_style.legend(fontsize=7, loc="lower left")
     fig.tight_layout()

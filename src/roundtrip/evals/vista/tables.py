@@ -1,17 +1,26 @@
 """VISTA-Bench tables from the answer files (CSV, Markdown, LaTeX with bootstrap CIs and n):
 
-- ``vista_accuracy`` (Table 1): per task category VT and Text accuracy (%), Overall, and
-  Gap = Overall VT - Overall Text; one row per reader on the original renders;
+- ``vista_accuracy`` (Table 1): per task category VT and Text accuracy (%), Overall VT, Text
+  and Gap, then the Multimodal and Unimodal gaps (Fig. 8, §4.3); one row per reader on the
+  original renders. VT counts **one render per question**, the question's Table 1 render
+  (``table1``: drawn from App. B.2 Table 5's (font, size) distribution; the release renders each
+  question once), so Overall weights every question once, as Table 1. Categories in the paper's
+  order (Perception, Reasoning, MM Knowledge, Unimodal), others after; open questions are
+  scored by exact match and count in their category and in Overall (§3.3);
 - ``vista_font`` (Figs. 3, 7, 11): VT accuracy and gap per font size (in the size-sweep style)
   and per font style (at the style-sweep size); one row per (reader, model);
 - ``vista_rendering_errors`` (Sec. 4.3): the share of VT answers that are wrong although the
   same reader answers the question right as Text, per size and style, and their share of all VT
   errors;
-- ``vista_subfield``: VT and Text accuracy per subfield;
+- ``vista_subfield``: VT and Text accuracy per subfield (Table 1 renders);
+- ``vista_source`` (Fig. 2): VT, Text and gap per source benchmark, where the source is known;
 - ``vista_tokenizers``: the tokenizer axis; VT accuracy on each model's reconstructions beside
   the same reader's VT accuracy on the originals and its Text accuracy.
 
-Invalid answers count as wrong; every cell with some says how many in a footnote.
+The gap is Acc_Text - Acc_VT in points (App. D.1, Figs. 8 and 11): positive when the reader
+does worse on pixels. Invalid answers count as wrong; every cell with some says how many in a
+footnote. Renders that failed the render audit (judge score below 2, App. B.3) are left out of
+every table unless ``include_failed_audit`` is set; each table's note counts them.
 """
 from __future__ import annotations
 
@@ -27,7 +36,14 @@ from roundtrip.tables import Cell, Column, Table
 
 ORIGINAL = "original"  # the model name of the unmodified renders (roundtrip.models.ORIGINAL)
 TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
-          "vista_tokenizers"]
+          "vista_source", "vista_tokenizers"]
+#: Table 1's task categories in the paper's order (§3.3): a category matches the first entry
+#: whose words all occur in its name (case-insensitive); other categories follow in order of
+#: appearance.
+CATEGORY_ORDER = (("Perception", ("perception",)), ("Reasoning", ("reasoning",)),
+                  ("MM Knowledge", ("knowledge",)), ("Unimodal", ("unimodal",)))
+GAP_LABEL = "Gap (Text - VT)"
+NO_SOURCE = "source unknown"  # the vista_source column of a set without source benchmarks
 
 Key = tuple[str, str, str]  # (reader, model, dataset)
 
@@ -40,10 +56,77 @@ def _fmt_size(size) -> str:
 
 
 def question_gaps(vt: pd.DataFrame, text: pd.DataFrame) -> np.ndarray:
-    """Per-question gaps (points) of VT rows against the text rows of the same reader
-    (:func:`roundtrip.metrics.accuracy.paired_gaps`)."""
+    """Per-question modality gaps Acc_Text - Acc_VT in points (VISTA-Bench App. D.1: positive
+    when VT is worse), of VT rows against the text rows of the same reader; a question with
+    several renders gets the mean of their hits (:func:`roundtrip.metrics.accuracy.paired_gaps`,
+    whose VT - Text sign is flipped here)."""
     by_q = {q: g["hit"].astype(float).tolist() for q, g in vt.groupby("question_id")}
-    return paired_gaps(by_q, dict(zip(text["question_id"], text["hit"].astype(float))))
+    return -paired_gaps(by_q, dict(zip(text["question_id"], text["hit"].astype(float))))
+
+
+def category_rank(name: str) -> int:
+    """Position of a category in Table 1's order (:data:`CATEGORY_ORDER`); unknown: after."""
+    low = name.lower()
+    if "unimodal" in low:
+        return 3
+    for k, (_, words) in enumerate(CATEGORY_ORDER[:3]):
+        if all(w in low for w in words):
+            return k
+    return len(CATEGORY_ORDER)
+
+
+def ordered_categories(names) -> list[str]:
+    """Distinct non-empty category names in Table 1's order (:func:`category_rank`)."""
+    unique = list(dict.fromkeys(n for n in names if n))
+    return sorted(unique, key=lambda n: (category_rank(n), unique.index(n)))
+
+
+def table1_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Text rows and each question's Table 1 render (``table1 == "1"``; App. B.2): one VT row
+    per question, so that Overall weights every question once.
+
+    Raises:
+        ValueError: the answers have VT rows but none flagged (written by an older reader
+            job).
+    """
+    flagged = df["table1"].astype(str) == "1" if "table1" in df.columns else None
+    if flagged is None or not flagged[df["mode"] == "vt"].any() and (df["mode"] == "vt").any():
+        raise ValueError("answers without Table 1 render flags (table1 column); rerun the "
+                         "vista_answers jobs")
+    return df[(df["mode"] == "text") | flagged]
+
+
+def admitted(df: pd.DataFrame, include_failed: bool = False) -> tuple[pd.DataFrame, int]:
+    """``(rows, n_left_out)``: the answers without the VT rows of renders that failed the render
+    audit (VISTA-Bench App. B.3 admits only judge score 2), unless ``include_failed``."""
+    if include_failed or "audit" not in df.columns:
+        return df, 0
+    failed = (df["mode"] == "vt") & (df["audit"] == "failed")
+    return df[~failed], int(failed.sum())
+
+
+def prepare(answers: dict[Key, pd.DataFrame], include_failed_audit: bool = False
+            ) -> tuple[dict[Key, pd.DataFrame], list[str]]:
+    """The answers every table is made from, and the note that goes under each table: renders
+    that failed the render audit are left out unless ``include_failed_audit``
+    (:func:`admitted`, VISTA-Bench App. B.3)."""
+    out, left_out = {}, 0
+    for key, df in answers.items():
+        out[key], n = admitted(df, include_failed_audit)
+        left_out += n
+    return out, audit_note(left_out, include_failed_audit)
+
+
+def audit_note(left_out: int, include_failed: bool) -> list[str]:
+    """The table note on the render audit (App. B.3)."""
+    if include_failed:
+        return ["renders that failed the render audit (judge score < 2, VISTA-Bench App. B.3) "
+                "are included (vista.include_failed_audit)"]
+    if left_out:
+        return [f"{left_out} VT answers on renders that failed the render audit (judge score "
+                "< 2, VISTA-Bench App. B.3) left out (vista.include_failed_audit: true keeps "
+                "them)"]
+    return []
 
 
 def right_as_text(text: pd.DataFrame) -> set[str]:
@@ -68,7 +151,8 @@ class Scorer:
         return Cell(s, _notes(rows))
 
     def gap(self, vt: pd.DataFrame, text: pd.DataFrame) -> Cell:
-        """Modality gap (percentage points) over the questions present in both frames."""
+        """Modality gap Acc_Text - Acc_VT (points, :func:`question_gaps`) over the questions
+        present in both frames."""
         values = question_gaps(vt, text)
         if not len(values):
             return Cell(Summary(math.nan, math.nan, math.nan, 0), ["no question scored in both "
@@ -115,46 +199,55 @@ def _row_name(reader: str, dataset: str, model: str | None, many_sets: bool) -> 
     return f"{name} ({dataset})" if many_sets else name
 
 
-def _mc(df: pd.DataFrame) -> pd.DataFrame:
-    return df[df["extracted_by"] != "open"]
-
-
 def accuracy_table(answers: dict[Key, pd.DataFrame], scorer: Scorer) -> Table:
-    """VISTA-Bench Table 1 over the original renders (module docstring)."""
+    """VISTA-Bench Table 1 over the original renders (module docstring).
+
+    Columns: VT and Text per category (Table 1's order), Overall VT, Text and Gap, the gap over
+    Multimodal and over Unimodal questions (Fig. 8), and, when the set has open questions, their
+    accuracy apart (they also count in their category and Overall).
+    """
     keys = [k for k in answers if k[1] == ORIGINAL]
     many = len({k[2] for k in keys}) > 1
-    categories = list(dict.fromkeys(c for k in keys for c in answers[k]["category"] if c))
+    frames = {k: table1_rows(answers[k]) for k in keys}
+    categories = ordered_categories(c for k in keys for c in answers[k]["category"])
     has_open = any((answers[k]["extracted_by"] == "open").any() for k in keys)
-    cols = [Column(c, m, lab, 1, group=c or "uncategorized", show_n=True)
+    modalities = [m for m in ("multimodal", "unimodal")
+                  if any((answers[k].get("modality", pd.Series(dtype=str)) == m).any()
+                         for k in keys)]
+    cols = [Column(c, m, lab, 1, group=c, show_n=True)
             for c in categories for m, lab in (("vt_accuracy", "VT"), ("text_accuracy", "Text"))]
     cols += [Column("overall", "vt_accuracy", "VT", 1, group="Overall", show_n=True),
              Column("overall", "text_accuracy", "Text", 1, group="Overall", show_n=True),
-             Column("overall", "modality_gap", "Gap", 1, group="Overall", show_n=True)]
+             Column("overall", "modality_gap", GAP_LABEL, 1, group="Overall", show_n=True)]
+    cols += [Column(f"modality={m}", "modality_gap", GAP_LABEL, 1, group=m.capitalize(),
+                    show_n=True) for m in modalities]
     if has_open:
         cols += [Column("open", "vt_accuracy", "VT", 1, group="Open (exact match)", show_n=True),
                  Column("open", "text_accuracy", "Text", 1, group="Open (exact match)",
                         show_n=True)]
     rows = [_row_name(r, d, None, many) for r, _, d in keys]
-    table = Table("vista_accuracy", "VISTA-Bench accuracy (%) as visualized text (VT) and as "
-                  "pure text, per category; Gap = Overall VT - Overall Text (points)", rows, cols,
-                  row_label="Reader")
+    table = Table("vista_accuracy", "VISTA-Bench accuracy (%) as visualized text (VT, one render "
+                  "per question) and as pure text, per category; Gap = Text - VT (points)",
+                  rows, cols, row_label="Reader")
     for row, key in zip(rows, keys):
-        df = answers[key]
-        mc = _mc(df)
-        vt, text = _modes(mc)
+        vt, text = _modes(frames[key])
         for j, col in enumerate(cols):
-            if col.dataset == "open":
-                ovt, otext = _modes(df[df["extracted_by"] == "open"])
-                cell = scorer.accuracy(ovt if col.metric == "vt_accuracy" else otext)
-            elif col.metric == "modality_gap":
-                cell = scorer.gap(vt, text)
-            else:
-                part = vt if col.metric == "vt_accuracy" else text
-                if col.dataset != "overall":
-                    part = part[part["category"] == col.dataset]
-                cell = scorer.accuracy(part, "no question of this category")
-            table.cells[(row, j)] = cell
+            table.cells[(row, j)] = _accuracy_cell(scorer, col, vt, text)
     return table
+
+
+def _accuracy_cell(scorer: Scorer, col: Column, vt: pd.DataFrame, text: pd.DataFrame) -> Cell:
+    if col.dataset == "open":
+        vt, text = vt[vt["extracted_by"] == "open"], text[text["extracted_by"] == "open"]
+    elif col.dataset.startswith("modality="):
+        m = col.dataset.split("=", 1)[1]
+        return scorer.gap(vt[vt["modality"] == m], text[text["modality"] == m])
+    elif col.dataset != "overall":
+        vt, text = vt[vt["category"] == col.dataset], text[text["category"] == col.dataset]
+    if col.metric == "modality_gap":
+        return scorer.gap(vt, text)
+    return scorer.accuracy(vt if col.metric == "vt_accuracy" else text,
+                           "no question of this category")
 
 
 def sweep_groups(df: pd.DataFrame, sweep: dict | None) -> list[tuple[str, str, pd.DataFrame]]:
@@ -189,14 +282,14 @@ def _sweep_table(name: str, title: str, answers: dict[Key, pd.DataFrame], sweeps
     keys = list(answers)
     many = len({k[2] for k in keys}) > 1
     groups_of = {k: {(kind, label): part for kind, label, part in
-                     sweep_groups(_mc(answers[k]), sweeps.get(k[2]))} for k in keys}
+                     sweep_groups(answers[k], sweeps.get(k[2]))} for k in keys}
     labels = list(dict.fromkeys(g for k in keys for g in groups_of[k]))
     cols = [Column(f"{kind}={label}", m, lab, 1, group=label, show_n=True)
             for kind, label in labels for m, lab in metrics]
     rows = [_row_name(r, d, m, many) for r, m, d in keys]
     table = Table(name, title, rows, cols, row_label="Reader / model")
     for row, key in zip(rows, keys):
-        df = _mc(answers[key])
+        df = answers[key]
         text = df[df["mode"] == "text"]
         groups = groups_of[key]
         for j, col in enumerate(cols):
@@ -216,9 +309,9 @@ def _sweep_table(name: str, title: str, answers: dict[Key, pd.DataFrame], sweeps
 
 def font_table(answers, sweeps, scorer) -> Table:
     """VT accuracy and gap per font size and style (Figs. 3, 7, 11)."""
-    return _sweep_table("vista_font", "VT accuracy (%) and modality gap (points) per font size "
-                        "and font style", answers, sweeps, scorer,
-                        [("vt_accuracy", "VT"), ("modality_gap", "Gap")])
+    return _sweep_table("vista_font", "VT accuracy (%) and modality gap (Text - VT, points) per "
+                        "font size and font style", answers, sweeps, scorer,
+                        [("vt_accuracy", "VT"), ("modality_gap", GAP_LABEL)])
 
 
 def rendering_errors_table(answers, sweeps, scorer) -> Table:
@@ -231,7 +324,7 @@ def rendering_errors_table(answers, sweeps, scorer) -> Table:
     table.columns.append(share_col)
     j = len(table.columns) - 1
     for row, key in zip(table.models, answers):
-        df = _mc(answers[key])
+        df = answers[key]
         vt, text = _modes(df)
         right = right_as_text(text)
         wrong = vt[vt["hit"] == 0.0]
@@ -254,12 +347,43 @@ def subfield_table(answers, scorer) -> Table:
     table = Table("vista_subfield", "VT and Text accuracy (%) per subfield", rows, cols,
                   row_label="Reader")
     for row, key in zip(rows, keys):
-        vt, text = _modes(_mc(answers[key]))
+        vt, text = _modes(table1_rows(answers[key]))
         for j, col in enumerate(cols):
             c, s = col.dataset.split("/", 1)
             part = vt if col.metric == "vt_accuracy" else text
             cell = scorer.accuracy(part[(part["category"] == c) & (part["subfield"] == s)],
                                    "no question of this subfield")
+            table.cells[(row, j)] = cell
+    return table
+
+
+def source_table(answers: dict[Key, pd.DataFrame], scorer: Scorer) -> Table:
+    """VT, Text and gap (Text - VT) per source benchmark (VISTA-Bench Fig. 2: MMBench,
+    SEED-Bench, MMMU, MMLU), Table 1 renders, original renders; one column group per value of
+    ``source`` (the release TSV's column). Without any known source one column says why."""
+    keys = [k for k in answers if k[1] == ORIGINAL]
+    many = len({k[2] for k in keys}) > 1
+    sources = list(dict.fromkeys(s for k in keys
+                                 for s in answers[k].get("source", pd.Series(dtype=str)) if s))
+    metrics = (("vt_accuracy", "VT"), ("text_accuracy", "Text"), ("modality_gap", GAP_LABEL))
+    cols = [Column(s, m, lab, 1, group=s, show_n=True) for s in sources for m, lab in metrics]
+    if not cols:
+        cols = [Column(NO_SOURCE, "vt_accuracy", "VT", 1, group="Source benchmark",
+                       show_n=True)]
+    rows = [_row_name(r, d, None, many) for r, _, d in keys]
+    table = Table("vista_source", "VT and Text accuracy (%) and gap (Text - VT, points) per "
+                  "source benchmark", rows, cols, row_label="Reader")
+    for row, key in zip(rows, keys):
+        vt, text = _modes(table1_rows(answers[key]))
+        for j, col in enumerate(cols):
+            if col.dataset == NO_SOURCE:
+                cell = Cell(Summary(math.nan, math.nan, math.nan, 0),
+                            ["no question of the set names its source benchmark (source "
+                             "column of the release TSV)"])
+            else:
+                v, t = vt[vt["source"] == col.dataset], text[text["source"] == col.dataset]
+                cell = (scorer.gap(v, t) if col.metric == "modality_gap" else
+                        scorer.accuracy(v if col.metric == "vt_accuracy" else t))
             table.cells[(row, j)] = cell
     return table
 
@@ -270,7 +394,7 @@ def tokenizer_table(answers, scorer) -> Table:
     many = len({k[2] for k in keys}) > 1
     cols = [Column("recon", "vt_accuracy", "VT (recon.)", 1, group="Reconstructions",
                    show_n=True),
-            Column("recon", "modality_gap", "Gap (recon.)", 1, group="Reconstructions",
+            Column("recon", "modality_gap", "Gap Text - VT (recon.)", 1, group="Reconstructions",
                    show_n=True),
             Column("recon", "delta_vt", "VT recon. - VT orig.", 1, group="Reconstructions",
                    show_n=True),
@@ -281,9 +405,9 @@ def tokenizer_table(answers, scorer) -> Table:
                   "model's reconstructions of the question images, beside its VT and Text "
                   "accuracy on the originals", rows, cols, row_label="Reader / model")
     for row, key in zip(rows, keys):
-        vt, text = _modes(_mc(answers[key]))
+        vt, text = _modes(answers[key])
         orig = answers.get((key[0], ORIGINAL, key[2]))
-        ovt, otext = _modes(_mc(orig)) if orig is not None else (vt.iloc[:0], text.iloc[:0])
+        ovt, otext = _modes(orig) if orig is not None else (vt.iloc[:0], text.iloc[:0])
         missing = Cell(Summary(math.nan, math.nan, math.nan, 0),
                        ["the reader was not run on the originals"])
         for j, col in enumerate(cols):
@@ -316,7 +440,6 @@ def gap_curves(answers: dict[Key, pd.DataFrame], sweeps: dict) -> pd.DataFrame:
     """``reader, model, dataset, kind (size|style), group, gap, vt, n`` for the figure."""
     out = []
     for (reader, model, dataset), df in answers.items():
-        df = _mc(df)
         text = df[df["mode"] == "text"]
         for kind, label, part in sweep_groups(df, sweeps.get(dataset)):
             gaps = question_gaps(part, text)

@@ -25,7 +25,7 @@ from roundtrip.metrics.perceptual import LPIPS, NETS
 
 log = logging.getLogger(__name__)
 
-LPIPS_COLUMNS = ["item_id", "status", "reason", "lpips"]
+LPIPS_COLUMNS = ["item_id", "status", "reason", "lpips", "lpips_vtbench"]
 SET_COLUMNS = ["metric", "value", "n", "note"]
 
 
@@ -43,17 +43,21 @@ def score_lpips(manifest_path: str | Path, status_path: str | Path, recon_dir: s
                 metric: LPIPS) -> pd.DataFrame:
     """LPIPS of every reconstructed item vs its reference; other items keep status and reason.
 
+    ``lpips``: roundtrip's convention ([0, 1] mapped to [-1, 1]); ``lpips_vtbench``: the released
+    evaluator's ([0, 1] fed as they are; :mod:`roundtrip.evals.vtbench.released`).
+
     Returns:
         DataFrame with :data:`LPIPS_COLUMNS`.
     """
     rows = []
     for pair in iter_pairs(manifest_path, status_path, recon_dir):
         row = {"item_id": pair.item_id, "status": pair.status, "reason": pair.reason,
-               "lpips": math.nan}
+               "lpips": math.nan, "lpips_vtbench": math.nan}
         if pair.status == "ok":
             try:
                 x, y = _tensor(pair.reference), _tensor(pair.reconstruction)
                 row["lpips"] = float(metric(x, y)[0])
+                row["lpips_vtbench"] = float(metric(y, x, input_range="as_signed")[0])
             except (ImageReadError, ValueError, RuntimeError) as exc:
                 row.update(status="error", reason=f"LPIPS: {exc}")
         rows.append(row)
@@ -115,7 +119,8 @@ def distribution_rows(real: np.ndarray, fake: np.ndarray, kid_subset_size: int =
 def unavailable_items(manifest_path: str | Path, status_path: str | Path, recon_dir: str | Path,
                       reason: str) -> pd.DataFrame:
     """The LPIPS file of a run without LPIPS weights: every row says why."""
-    rows = [{"item_id": p.item_id, "status": "unavailable", "reason": reason, "lpips": math.nan}
+    rows = [{"item_id": p.item_id, "status": "unavailable", "reason": reason, "lpips": math.nan,
+             "lpips_vtbench": math.nan}
             for p in iter_pairs(manifest_path, status_path, recon_dir)]
     return pd.DataFrame(rows, columns=LPIPS_COLUMNS)
 

@@ -34,72 +34,234 @@ def setting_of(protocol: str) -> str:
     raise KeyError(f"no VTBench setting for protocol {protocol!r}")
 
 
-def reconstruction_tables(protocols: dict[str, str]) -> dict[str, list[str]]:
-    """One reconstruction table per VTBench setting present: ``reconstruction_{setting}`` ->
-    its datasets in config order (``protocols``: dataset -> protocol)."""
+#: Dataset types that belong to VTBench Task 2 (detail preservation, Table 2) without ``task``.
+DETAIL_TYPES = ("gpt_detail",)
+#: Table 2's name: detail preservation sets, scored like Table 1 but tabulated apart.
+DETAIL_TABLE = "reconstruction_detail"
+DETAIL_TITLE = ("Detail preservation (VTBench Task 2, Table 2): each model at its input size "
+                "(App. H; any-size models at the set's own size)")
+
+
+def is_detail_set(spec: dict) -> bool:
+    """True for a VTBench Task 2 set: ``task: detail`` or a ``gpt_detail`` dataset."""
+    return spec.get("task") == "detail" or (spec.get("type") in DETAIL_TYPES
+                                            and spec.get("task") != "reconstruction")
+
+
+def reconstruction_tables(protocols: dict[str, str], detail: list[str] | tuple = ()
+                          ) -> dict[str, list[str]]:
+    """VTBench Table 1 (one table per setting present: ``reconstruction_{setting}``) and Table 2
+    (:data:`DETAIL_TABLE`, the ``detail`` sets) -> their datasets in config order.
+
+    Args:
+        protocols: dataset -> protocol, for every reconstruction set.
+        detail: the detail-preservation (Task 2) sets among them.
+    """
     out: dict[str, list[str]] = {}
     for setting in SETTINGS:
-        datasets = [d for d, p in protocols.items() if setting_of(p) == setting]
+        datasets = [d for d, p in protocols.items() if d not in detail and setting_of(p) == setting]
         if datasets:
             out[f"reconstruction_{setting}"] = datasets
+    if [d for d in protocols if d in detail]:
+        out[DETAIL_TABLE] = [d for d in protocols if d in detail]
     return out
+
+
+def table_title(name: str) -> str:
+    """Title of a table of :func:`reconstruction_tables`."""
+    if name == DETAIL_TABLE:
+        return DETAIL_TITLE
+    return SETTINGS[name.removeprefix("reconstruction_")][1]
+
+
+def _col(dataset: str, metric: str, label: str | None = None, **kwargs) -> Column:
+    col = metric_column(dataset, metric, **kwargs)
+    if label:
+        col.label = label
+    return col
+
+
+def quality_columns(d: str, group: str, lpips: bool, fid: bool, files: dict[str, str],
+                    size: bool = False) -> list[Column]:
+    """One dataset group: the released evaluator's PSNR/SSIM/LPIPS and FID first (the headline,
+    VTBench's published convention), then roundtrip's per-item means, each named.
+
+    Args:
+        files: file kinds of ``item`` (per-item image quality), ``set`` (its set rows),
+            ``lpips``, ``distribution``.
+        size: lead with the Image Size column (the ``image_size`` set row).
+    """
+    cols = [_col(d, "image_size", source="set", group=group, file=files["set"])] if size else []
+    cols += [_col(d, "psnr_vtbench", source="set", group=group, file=files["set"]),
+             _col(d, "ssim_vtbench", group=group, file=files["item"])]
+    if lpips:
+        cols.append(_col(d, "lpips_vtbench", group=group, file="lpips"))
+    if fid:
+        cols.append(_col(d, "fid", source="set", group=group, file="distribution", show_n=True))
+    cols += [_col(d, "psnr", "PSNR (per-item mean)", group=group, file=files["item"]),
+             _col(d, "psnr_pooled", source="set", group=group, file=files["set"]),
+             _col(d, "ssim", "SSIM (per-item mean)", group=group, file=files["item"])]
+    if lpips:
+        cols.append(_col(d, "lpips", "LPIPS ([-1, 1] input)", group=group, file="lpips"))
+    if fid:
+        cols.append(_col(d, "kid", source="set", group=group, file="distribution", show_n=True,
+                         spread="kid_std"))
+    return cols
 
 
 def reconstruction_columns(datasets: list[str], protocols: dict[str, str] | None = None,
                            lpips: bool = False, fid: bool = False) -> list[Column]:
-    """VTBench Table 1 columns per dataset, headed ``dataset (protocol)``.
-
-    PSNR (per-item mean and pooled), SSIM, then LPIPS (per item, ``lpips.csv``) and FID and
-    KID (set level, ``distribution.csv``, sample count beside each value) when enabled.
-    """
+    """VTBench Table 1/2 columns per dataset, headed ``dataset (protocol)``: Image Size (where
+    the protocol fixes one: ``model_size``, ``fixed_1024``), the released evaluator's PSNR, SSIM,
+    LPIPS and FID, then roundtrip's per-item PSNR, pooled PSNR, SSIM, LPIPS and KID."""
     cols = []
     for d in datasets:
-        g = f"{d} ({protocols[d]})" if protocols else d
-        cols += [metric_column(d, "psnr", group=g),
-                 metric_column(d, "psnr_pooled", source="set", group=g),
-                 metric_column(d, "ssim", group=g)]
-        if lpips:
-            cols.append(metric_column(d, "lpips", group=g, file="lpips"))
-        if fid:
-            cols += [metric_column(d, "fid", source="set", group=g, file="distribution",
-                                   show_n=True),
-                     metric_column(d, "kid", source="set", group=g, file="distribution",
-                                   show_n=True, spread="kid_std")]
+        protocol = (protocols or {}).get(d, "native")
+        g = f"{d} ({protocol})" if protocols else d
+        cols += quality_columns(d, g, lpips, fid, {"item": "item", "set": "set"},
+                                size=protocol in ("model_size", "fixed_1024"))
     return cols
 
 
-def text_columns(datasets: dict[str, bool], cer_only: set[str] | frozenset = frozenset(),
-                 quality: bool = False, lpips: bool = False, fid: bool = False) -> list[Column]:
-    """VTBench Table 3 columns per text dataset: PSNR (mean and pooled), SSIM, LPIPS and FID of
-    the reconstructions (file kinds ``quality``, ``quality_set``, ``lpips``, ``distribution``),
-    then CER and
-    WER of their OCR vs OCR of the originals (kind ``item``), and vs ground truth where the
-    dataset has it.
+#: Table 3's groups in the paper's order, then sets of no paper group.
+TEXT_GROUPS = ("Posters", "ArXiv", "Multilingual", "Other")
+#: Table 3's multilingual CER columns, in the paper's order (Tesseract codes -> language).
+MULTILINGUAL_ORDER = {"chi_sim": "Chinese", "chi_tra": "Chinese", "hin": "Hindi",
+                      "jpn": "Japanese", "kor": "Korean"}
+#: The pseudo-dataset name of the pooled multilingual block.
+MULTILINGUAL = "multilingual"
+
+
+def text_group(spec: dict) -> str:
+    """Table 3 group of a text set from its config: ``Posters`` (posters, gpt_posters), ``ArXiv``
+    (English abstracts), ``Multilingual`` (abstracts in another language), else ``Other``."""
+    kind = spec.get("type")
+    if kind in ("posters", "gpt_posters"):
+        return "Posters"
+    if kind == "abstracts":
+        return "ArXiv" if spec.get("language", "en") == "en" else "Multilingual"
+    return "Other"
+
+
+def text_layout(specs: dict[str, dict]) -> dict[str, list[str]]:
+    """Table 3 groups (:data:`TEXT_GROUPS` order) -> their datasets; multilingual sets ordered
+    Chinese, Hindi, Japanese, Korean (as Table 3), others in config order."""
+    out = {g: [d for d, s in specs.items() if text_group(s) == g] for g in TEXT_GROUPS}
+    order = list(MULTILINGUAL_ORDER)
+    out["Multilingual"].sort(key=lambda d: order.index(specs[d].get("lang"))
+                             if specs[d].get("lang") in order else len(order))
+    return {g: ds for g, ds in out.items() if ds}
+
+
+def _text_rates(d: str, group: str, has_gt: bool, cer_only: bool, label: str = ""
+                ) -> list[Column]:
+    """CER/WER as App. F Eqs. 3-4 (headline), then roundtrip's normalized rates."""
+    cols = []
+    for suffix, gt in (("", True), ("_gt", has_gt)):
+        if not gt:
+            continue
+        for m in ("cer",) if cer_only else ("cer", "wer"):
+            c = _col(d, f"{m}{suffix}", group=group)
+            n = _col(d, f"{m}{suffix}_norm", group=group)
+            if label:
+                c.label, n.label = f"{c.label} ({label})", f"{n.label} ({label})"
+            cols += [c, n]
+    return cols
+
+
+def text_columns(layout: dict[str, list[str]], has_gt: dict[str, bool],
+                 cer_only: set[str] | frozenset = frozenset(), langs: dict[str, str] | None = None,
+                 lpips: bool = False, fid: bool = False) -> list[Column]:
+    """VTBench Table 3 columns: Image Size (of the first set, once, as the paper), then per group
+    (:func:`text_layout`) the image quality of the reconstructions (:func:`quality_columns`,
+    file kinds ``quality``, ``quality_set``, ``lpips``, ``distribution``) and CER/WER of their
+    OCR vs OCR of the originals (and vs ground truth where the set has it).
+
+    The Multilingual group is one block over the languages pooled (dataset
+    :data:`MULTILINGUAL`, files built by :func:`pooled_multilingual`), then the CER of each
+    language in the paper's order.
 
     Args:
-        datasets: ``name -> has ground-truth text``.
+        layout: group -> datasets (:func:`text_layout`).
+        has_gt: dataset -> has ground-truth text.
         cer_only: datasets in scripts without spaces between words (Chinese, Japanese), where
             WER is meaningless and VTBench reports CER only.
-        quality, lpips, fid: include the image-quality columns (PSNR and SSIM; LPIPS; FID).
+        langs: dataset -> Tesseract language code (names the per-language CER columns).
     """
-    cols = []
-    for d, has_gt in datasets.items():
-        if quality:
-            cols += [metric_column(d, "psnr", file="quality"),
-                     metric_column(d, "psnr_pooled", source="set", file="quality_set"),
-                     metric_column(d, "ssim", file="quality")]
-        if lpips:
-            cols.append(metric_column(d, "lpips", file="lpips"))
-        if fid:
-            cols.append(metric_column(d, "fid", source="set", file="distribution", show_n=True))
-        cols.append(metric_column(d, "cer"))
-        if d not in cer_only:
-            cols.append(metric_column(d, "wer"))
-        if has_gt:
-            cols.append(metric_column(d, "cer_gt"))
-            if d not in cer_only:
-                cols.append(metric_column(d, "wer_gt"))
+    files = {"item": "quality", "set": "quality_set"}
+    cols: list[Column] = []
+    first = True
+    for group, datasets in layout.items():
+        if group == "Multilingual":
+            g = f"Multilingual ({', '.join(datasets)})"
+            cols += quality_columns(MULTILINGUAL, g, lpips, fid, files, size=first)
+            for d in datasets:
+                lang = (langs or {}).get(d, "")
+                cols += _text_rates(d, g, has_gt.get(d, False), True,
+                                    MULTILINGUAL_ORDER.get(lang, d))
+            first = False
+            continue
+        for d in datasets:
+            g = f"{group}: {d}" if group != "Other" else d
+            cols += quality_columns(d, g, lpips, fid, files, size=first)
+            cols += _text_rates(d, g, has_gt.get(d, False), d in cer_only)
+            first = False
     return cols
+
+
+def pooled_multilingual(files: dict, models: list[str], datasets: list[str], out_dir
+                        ) -> dict:
+    """File entries of the pooled multilingual block (dataset :data:`MULTILINGUAL`): per-item
+    frames concatenated over ``datasets`` (``quality``, ``lpips``) and a set file
+    (``quality_set``) with the released evaluator's PSNR pooled over them
+    (:func:`roundtrip.evals.vtbench.released.pooled_released_psnr`), roundtrip's pooled PSNR and
+    the Image Size. FID is not pooled (it needs one Inception feature set over the languages):
+    its cell says so.
+
+    Args:
+        files: ``(model, dataset, kind) -> path`` (:func:`roundtrip.tables.metric_files`).
+        out_dir: folder for the pooled set files.
+
+    Returns:
+        ``(model, MULTILINGUAL, kind) -> frame or path`` entries to add to ``files``.
+    """
+    import pandas as pd
+
+    from roundtrip.evals.vtbench.image_quality import image_size_row
+    from roundtrip.evals.vtbench.released import pooled_released_psnr
+    from roundtrip.metrics.image_quality import pooled_psnr
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    entries = {}
+    for model in models:
+        for kind in ("quality", "lpips"):
+            frames = [pd.read_csv(files[(model, d, kind)], keep_default_na=False,
+                                  na_values=[""], dtype={"item_id": str, "reason": str,
+                                                         "status": str})
+                      for d in datasets if (model, d, kind) in files]
+            if frames:
+                entries[(model, MULTILINGUAL, kind)] = pd.concat(frames, ignore_index=True)
+        q = entries.get((model, MULTILINGUAL, "quality"))
+        if q is None:
+            continue
+        ok = q[q["status"] == "ok"]
+        psnr_v, n = pooled_released_psnr(q)
+        rows = [{"metric": "psnr_vtbench", "value": psnr_v, "n": n, "note": ""},
+                {"metric": "psnr_pooled", "value": pooled_psnr(ok["mse"].to_numpy(),
+                                                               ok["n_values"].to_numpy()),
+                 "n": len(ok), "note": ""},
+                image_size_row(ok) | {"note": image_size_row(ok)["note"]}]
+        path = out_dir / f"{model}.csv"
+        pd.DataFrame(rows).to_csv(path, index=False)
+        entries[(model, MULTILINGUAL, "quality_set")] = str(path)
+        fid_note = ("FID of the pooled languages not computed: it needs one Inception feature "
+                    "set over the four languages (roundtrip keeps features per set)")
+        fpath = out_dir / f"{model}.distribution.csv"
+        pd.DataFrame([{"metric": m, "value": float("nan"), "n": 0, "note": fid_note}
+                      for m in ("fid", "kid", "kid_std")]).to_csv(fpath, index=False)
+        entries[(model, MULTILINGUAL, "distribution")] = str(fpath)
+    return entries
 
 
 def weighted_metrics(lpips: bool, fid: bool, unavailable: dict[str, str]
@@ -147,3 +309,73 @@ def detail_columns(group: str = "originals") -> list[Column]:
     return [metric_column(group, "hf_energy_pct"),
             metric_column(group, "laplacian_var"),
             metric_column(group, "edge_density_pct")]
+
+
+#: The combined Table 1: name and the setting headers in the paper's order.
+TABLE1 = "vtbench_table1"
+TABLE1_SETTINGS = {"reconstruction_model_size": "ImageNet",
+                   "reconstruction_1024": "High Resolution",
+                   "reconstruction_native": "Varying Resolution"}
+#: The headline metrics Table 1 prints per setting (the released evaluator's convention).
+TABLE1_METRICS = ("psnr_vtbench", "ssim_vtbench", "lpips_vtbench", "fid")
+
+
+def table1_frame(tables: dict, card) -> tuple:
+    """VTBench Table 1 as the paper prints it: one row per model with Params, Type and
+    Resolution, then the three settings as column groups (headline metrics of each dataset).
+
+    Args:
+        tables: built per-setting :class:`~roundtrip.tables.Table` objects by name (others,
+            e.g. Table 2, are ignored).
+        card: the model card frame (``model, family, params, native_sizes``) or None.
+
+    Returns:
+        ``(formatted frame, numeric frame)`` for :func:`roundtrip.tables.write_frame`; a model
+        without a card row reads "n/a" in Params/Type.
+    """
+    import math
+
+    import pandas as pd
+
+    from roundtrip.tables.engine import format_value
+
+    card = card.set_index("model") if card is not None else pd.DataFrame()
+    rows, nums = [], []
+    models = next(iter(tables.values())).models if tables else []
+    for model in models:
+        known = model in card.index
+        params = card.loc[model, "params"] if known else math.nan
+        row = {"model": model,
+               "Params": format_value(float(params) / 1e6, 1) + "M"
+               if known and not pd.isna(params) else "n/a",
+               "Type": card.loc[model, "family"] if known else "n/a",
+               "Resolution": _resolution(tables, model,
+                                         card.loc[model, "native_sizes"] if known else "any")}
+        num = dict(row)
+        for name, setting in TABLE1_SETTINGS.items():
+            table = tables.get(name)
+            if table is None:
+                continue
+            for j, col in enumerate(table.columns):
+                if col.metric not in TABLE1_METRICS:
+                    continue
+                cell = table.cells[(model, j)]
+                key = f"{setting}: {col.dataset} {col.label}"
+                row[key] = "–" if cell.dash else format_value(cell.summary.mean, col.digits)
+                num[key] = cell.summary.mean
+        rows.append(row)
+        nums.append(num)
+    return pd.DataFrame(rows), pd.DataFrame(nums)
+
+
+def _resolution(tables: dict, model: str, native: str) -> str:
+    """The model's ImageNet-setting input (Table 1's Resolution): its native size, or for an
+    any-size model the Image Size it was scored at in the model-size setting."""
+    if native != "any":
+        return str(native)
+    table = tables.get("reconstruction_model_size")
+    for j, col in enumerate(table.columns if table else []):
+        value = table.cells[(model, j)].summary.mean
+        if col.metric == "image_size" and value == value:
+            return f"{int(value)}x{int(value)}"
+    return "any"

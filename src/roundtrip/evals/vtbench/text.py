@@ -14,17 +14,22 @@ import pandas as pd
 
 from roundtrip.core.manifest import read_item_csv, read_manifest
 from roundtrip.core.pairs import PairContext
-from roundtrip.metrics.text import Normalization, text_errors
+from roundtrip.metrics.text import Normalization, raw_text_errors, text_errors
 
 log = logging.getLogger(__name__)
 
-TEXT_COLUMNS = ["item_id", "status", "reason", "cer", "wer", "cer_gt", "wer_gt"]
+TEXT_COLUMNS = ["item_id", "status", "reason", "cer", "wer", "cer_gt", "wer_gt",
+                "cer_norm", "wer_norm", "cer_gt_norm", "wer_gt_norm"]
 
 
 def score_text(manifest_path: str | Path, ocr_original: str | Path, ocr_model: str | Path,
                status_path: str | Path | None, norm: Normalization) -> pd.DataFrame:
     """CER/WER of each reconstruction's OCR against the original's OCR (``cer``, ``wer``) and
     against ground-truth text where the manifest has it (``cer_gt``, ``wer_gt``).
+
+    ``cer``, ``wer``, ``cer_gt``, ``wer_gt`` are VTBench App. F Eqs. 3-4 on the texts as they are
+    (:func:`~roundtrip.metrics.text.raw_text_errors`); the ``*_norm`` columns are the same rates
+    after ``norm`` (roundtrip's variant, :func:`~roundtrip.metrics.text.text_errors`).
 
     Returns:
         DataFrame with :data:`TEXT_COLUMNS`; undefined values are NaN with the reason.
@@ -47,19 +52,32 @@ def score_text(manifest_path: str | Path, ocr_original: str | Path, ocr_model: s
             continue
         hyp_text = hyp.loc[item_id, "text"]
         item_norm = norm.for_language(item.get("lang", ""))
-        c, w, why = text_errors(orig.loc[item_id, "text"], hyp_text, item_norm)
-        row.update(cer=c, wer=w)
-        reasons = [f"vs OCR of original: {why}"] if why else []
+        reasons = _score_into(row, "", orig.loc[item_id, "text"], hyp_text, item_norm,
+                              "vs OCR of original")
         if has_gt and item.get("text", ""):
-            c, w, why = text_errors(item["text"], hyp_text, item_norm)
-            row.update(cer_gt=c, wer_gt=w)
-            if why:
-                reasons.append(f"vs ground truth: {why}")
+            reasons += _score_into(row, "_gt", item["text"], hyp_text, item_norm,
+                                   "vs ground truth")
         row["reason"] = "; ".join(reasons)
         if reasons and all(math.isnan(row[k]) for k in ("cer", "cer_gt")):
             row["status"] = "undefined"
         rows.append(row)
     return pd.DataFrame(rows, columns=TEXT_COLUMNS)
+
+
+def _score_into(row: dict, suffix: str, reference, hypothesis, norm: Normalization,
+                against: str) -> list[str]:
+    """Write ``cer{suffix}``/``wer{suffix}`` (as written) and their ``_norm`` twins into
+    ``row``; return the reasons of undefined values."""
+    reference = "" if pd.isna(reference) else str(reference)
+    hypothesis = "" if pd.isna(hypothesis) else str(hypothesis)
+    c, w, why = raw_text_errors(reference, hypothesis)
+    cn, wn, why_norm = text_errors(reference, hypothesis, norm)
+    row.update({f"cer{suffix}": c, f"wer{suffix}": w,
+                f"cer{suffix}_norm": cn, f"wer{suffix}_norm": wn})
+    reasons = [f"{against}: {why}"] if why else []
+    if why_norm and why_norm != why:
+        reasons.append(f"{against} (normalized): {why_norm}")
+    return reasons
 
 
 def _unscorable(item_id, status, orig, hyp) -> str:

@@ -1,0 +1,260 @@
+"""CHD and CMMS against "Evaluating Generative Models via One-Dimensional Code Distributions":
+one test per point where the paper's protocol is followed (held-out CMMS training, fragment
+swapping, CHD-2D of 1D tokenizers), and the paper's preset (configs/papers/chd.yaml) planned with
+``snakemake -n`` on stand-in files."""
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from conftest import REPO
+from PIL import Image
+from snakemake.utils import validate
+
+from roundtrip.core.config import ConfigError
+from roundtrip.evals.chd import cmms as C
+from roundtrip.evals.chd.training import ALLOW_KEY, training_overlap
+from roundtrip.metrics.tokens import CHD_2D_SEQUENCE_REASON, TokenHistogram, chd
+from roundtrip.workflow.checks import _check_cmms_held_out, _check_metrics
+from roundtrip.workflow.plan import CMMS_TRAINING, Plan, training_datasets
+
+SCHEMA = str(REPO / "config.schema.yaml")
+
+
+def _config(edit=None) -> dict:
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    if edit:
+        edit(config)
+    validate(config, SCHEMA)  # schema defaults, as the workflow sees them
+    return config
+
+
+# -- 1. CMMS is trained on a set disjoint from every scored set --------------------------------
+def test_cmms_training_set_is_disjoint_from_scored_sets(tmp_path):
+    """Sec. 4.2, 5.1: CMMS is trained once (ImageNet) and applied without fine-tuning to other
+    sets. The shipped config trains it on ``cmms_train``, whose images share nothing with the
+    scored sets (natural, natural_256, textures; sensitivity on natural); that set is built, not
+    reconstructed. Training on a scored set, or on a set sharing one image with it, is refused
+    with a message naming the key that allows it."""
+    config = _config()
+    train = training_datasets(config)
+    assert train == ["cmms_train"]  # was: the reference tokenizer's sets, natural + textures
+    plan = Plan(config)
+    scored = plan.token_datasets + [plan.sensitivity_dataset]
+    assert scored == ["natural", "natural_256", "textures", "natural"]
+    assert training_overlap(train, scored, config["datasets"]) == []
+    _check_cmms_held_out(config)  # no error
+    assert plan.roles["cmms_train"] == CMMS_TRAINING
+    assert "cmms_train" not in plan.recon_datasets + plan.image_datasets + plan.general_datasets
+
+    def by_name(c):
+        c["metrics"]["tokens"]["cmms"]["datasets"] = ["natural", "textures"]
+    with pytest.raises(ConfigError, match=ALLOW_KEY) as err:
+        _check_cmms_held_out(_config(by_name))
+    assert "natural (scored set)" in str(err.value) and "textures (scored set)" in str(err.value)
+
+    def by_image(c):
+        c["datasets"]["cmms_train"]["images"] = ["moon", "astronaut"]
+    with pytest.raises(ConfigError, match="cmms_train and natural share skimage:astronaut"):
+        _check_cmms_held_out(_config(by_image))
+
+    def allowed(c):
+        by_name(c)
+        c["metrics"]["tokens"]["cmms"]["allow_overlap"] = True
+    config = _config(allowed)
+    _check_metrics(config)  # allowed explicitly: no error
+    assert Plan(config).roles["natural"] != CMMS_TRAINING  # scored as asked, in-sample
+    # the training images are read as crops are drawn (ImageNet-1K need not fit in memory)
+    from roundtrip.core.manifest import write_manifest
+    from roundtrip.evals.chd.training import ImageFiles
+
+    arrays = [np.full((20, 30, 3), v, np.uint8) for v in (10, 200)]
+    for i, arr in enumerate(arrays):
+        Image.fromarray(arr).save(tmp_path / f"{i}.png")
+    write_manifest([{"item_id": str(i), "path": f"{i}.png", "status": "ok", "reason": ""}
+                    for i in range(2)] + [{"item_id": "x", "path": "", "status": "error",
+                                           "reason": "unreadable"}], tmp_path)
+    files = ImageFiles([tmp_path / "manifest.csv"])
+    assert len(files) == 2 and all(np.array_equal(files[i], arrays[i]) for i in range(2))
+
+
+# -- 2. Fragment swapping exchanges blocks; within an image they do not overlap ---------------
+def _offsets(before: np.ndarray, after: np.ndarray):
+    """For a grid of distinct ids: moved positions and, per moved position, where its new
+    token came from (offset in rows, columns)."""
+    h, w = before.shape
+    moved = np.argwhere(after != before)
+    src = np.array([divmod(int(after[y, x]), w) for y, x in moved])
+    return moved, src - moved
+
+
+def test_fragment_swap_exchanges_blocks_and_within_image_regions_do_not_overlap():
+    """Sec. 4.2: "exchange spatially contiguous token blocks between images or between distant
+    regions of the same image". Between two images, each receives the other's block (same
+    size, p = block share of the grid). Within one image two blocks trade places: the moved
+    positions are two equal rectangles related by one offset (d and -d) with no shared token.
+    The old one-way copy filled a 9x9 block at (3, 3) of a 16x16 grid from (4, 4): offset (1, 1),
+    64 of the 81 source tokens inside the target."""
+    h = w = 16
+    grid = np.arange(h * w).reshape(h, w)
+    other = grid + h * w  # ids of the second image: 256..511
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        p = float(rng.uniform(0.02, C.P_MAX))
+        a, b, share = C.swap_fragment(grid, other, p, rng)
+        into_a, into_b = a[a >= h * w], b[b < h * w]
+        assert len(into_a) == len(into_b) == round(share * h * w) > 0  # exchanged, both ways
+        assert set(into_a.tolist()) == set(other.ravel()) - set(b[b >= h * w].tolist())
+        assert set(into_b.tolist()) == set(grid.ravel()) - set(a[a < h * w].tolist())
+        assert abs(share - p) < 0.1
+        # within one image
+        c, none, share = C.swap_fragment(grid, None, p, rng)
+        assert none is None and sorted(c.ravel()) == list(range(h * w))  # a permutation
+        moved, off = _offsets(grid, c)
+        assert len(moved) == round(share * h * w)
+        offsets = {tuple(o) for o in off}
+        assert len(offsets) == 2
+        d = next(iter(offsets))
+        assert offsets == {d, (-d[0], -d[1])}
+        block = moved[(off == d).all(axis=1)]
+        bh, bw = np.ptp(block[:, 0]) + 1, np.ptp(block[:, 1]) + 1
+        assert len(block) == bh * bw  # a rectangle
+        assert abs(d[0]) >= bh or abs(d[1]) >= bw, (seed, d, bh, bw)  # no overlap
+    # a 1D sequence (TiTok's [n]): two disjoint runs trade places
+    seq = np.arange(128)
+    s, _, share = C.swap_fragment(seq, None, 0.3, np.random.default_rng(0))
+    moved = np.flatnonzero(s != seq)
+    assert sorted(s) == list(range(128)) and len(moved) == round(share * 128) >= 30
+    shift = {int(s[i]) - int(i) for i in moved}
+    assert len(shift) == 2 and abs(next(iter(shift))) >= len(moved) // 2
+
+
+# -- 3. CHD-2D of a 1D tokenizer: n/a, unless it declares a 2D layout -------------------------
+class _Sequences:
+    """A stand-in 1D tokenizer: the given [B, n] ids, whatever the images."""
+
+    name, device = "seq", torch.device("cpu")
+
+    def __init__(self, ids):
+        self.ids = torch.as_tensor(ids)
+
+    def encode(self, x):
+        return self.ids[: x.shape[0]]
+
+    def tokens(self, latent):
+        return latent
+
+
+def test_one_dimensional_tokenizer_gets_chd_1d_and_chd_2d_is_na():
+    """Sec. 4.1: CHD-2D (Eq. 10-13) counts right/down neighbours on a 2D grid; adjacency along a
+    1D sequence is "an artificial order" the paper rejects. Sequences a = [0, 1, 2, 3] and
+    b = [0, 1, 3, 3] (V = 4): unigrams (1/4, 1/4, 1/4, 1/4) and (1/4, 1/4, 0, 1/2), so Eq. 9
+    gives CHD-1D = sqrt(((1/2)^2 + (1/2 - sqrt(1/2))^2) / 2) = 0.38268; CHD-2D and CHD (Eq. 14)
+    are n/a. (Scored as 1 x 4 grids, CHD-2D was the successor-pair statistic: sqrt(2/3) =
+    0.81650, CHD 0.59959.) With a declared 2 x 2 layout, Eq. 10-13 on [[0, 1], [2, 3]] and
+    [[0, 1], [3, 3]]: each set has 8 symmetrized cells of 1/8 (b: (3, 3) holds 1/4); the sets
+    share (0, 1), (1, 0), (1, 3), (3, 1), the rest differ by 1/2 on each side, so
+    CHD-2D = sqrt(1/2) = 0.70711 and CHD = 0.54490."""
+    a, b = np.array([0, 1, 2, 3]), np.array([0, 1, 3, 3])
+    ha, hb = TokenHistogram(4), TokenHistogram(4)
+    ha.add(a)
+    hb.add(b)
+    got = chd(ha, hb)
+    expected_1d = math.sqrt((0.25 + (0.5 - math.sqrt(0.5)) ** 2) / 2)
+    assert got["chd_1d"] == pytest.approx(expected_1d) == pytest.approx(0.38268, abs=1e-5)
+    assert math.isnan(got["chd_2d"]) and math.isnan(got["chd"])
+    assert CHD_2D_SEQUENCE_REASON.startswith("n/a:") and "metrics.tokens.layout" in \
+        CHD_2D_SEQUENCE_REASON
+    # tokenize keeps [B, n]; a declared layout lays the sequence out in raster order
+    tok = _Sequences(np.stack([a, b]))
+    images = np.zeros((2, 8, 8, 3), np.uint8)
+    assert C.tokenize(tok, images).shape == (2, 4)
+    grids = C.tokenize(tok, images, layout=(2, 2))
+    np.testing.assert_array_equal(grids, [[[0, 1], [2, 3]], [[0, 1], [3, 3]]])
+    with pytest.raises(ValueError, match="layout 3 x 2"):
+        C.tokenize(tok, images, layout=(3, 2))
+    ga, gb = TokenHistogram(4), TokenHistogram(4)
+    ga.add(grids[0])
+    gb.add(grids[1])
+
+    def co(g):  # Eq. 10-12: right and down pairs, each normalized, symmetrized, averaged
+        out = np.zeros((4, 4))
+        for pairs in ((g[:, :-1], g[:, 1:]), (g[:-1, :], g[1:, :])):
+            m = np.zeros((4, 4))
+            np.add.at(m, (pairs[0].ravel(), pairs[1].ravel()), 1)
+            m /= m.sum()
+            out += (m + m.T) / 2 / 2
+        return out
+    d2 = np.linalg.norm(np.sqrt(co(grids[0])) - np.sqrt(co(grids[1]))) / math.sqrt(2)
+    got = chd(ga, gb)
+    assert got["chd_2d"] == pytest.approx(d2) and got["chd"] == pytest.approx((expected_1d + d2) / 2)
+    assert d2 == pytest.approx(math.sqrt(0.5)) and got["chd"] == pytest.approx(0.54490, abs=1e-5)
+
+
+# -- 4. The paper's preset plans on stand-in files ---------------------------------------------
+class _TiTokStandIn(torch.nn.Module):
+    """Tiny random TorchScript stand-in with TiTok's interface: 256 x 256 -> 128 ids of 4096."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(3 * 16 * 32, 4096)
+
+    @torch.jit.export
+    def encode(self, x):
+        patches = torch.nn.functional.unfold(x, (16, 32), stride=(16, 32))  # [B, 1536, 128]
+        return self.proj(patches.transpose(1, 2)).argmax(-1)
+
+    @torch.jit.export
+    def decode(self, codes):
+        return torch.zeros(codes.shape[0], 3, 256, 256)
+
+    @torch.jit.export
+    def tokens(self, codes):
+        return codes
+
+    def forward(self, x):
+        return self.decode(self.encode(x))
+
+
+def _stand_ins(root):
+    for folder in ("imagenet/train", "imagenet/val", "imagenet/val_1k"):
+        (root / folder).mkdir(parents=True)
+        for i in range(2):
+            Image.new("RGB", (300, 260), (40 * i, 90, 160)).save(root / folder / f"{i}.png")
+    (root / "weights").mkdir()
+    torch.jit.script(_TiTokStandIn().eval()).save(str(root / "weights/titok_s128_imagenet.pt"))
+
+
+@pytest.mark.workflow
+def test_paper_preset_plans_on_stand_in_files(tmp_path):
+    """configs/papers/chd.yaml (TiTok N = 128, |V| = 4096 at 256^2; CMMS d = 512, 8 heads, AdamW
+    lr 1e-4, batch 512, 200 epochs on ImageNet-1K train; Fig. 2 on 1,000 images) with data_root
+    and the TiTok path pointed at stand-ins: ``snakemake -n`` plans CMMS training on the train
+    set, the reconstruction of the val set only, the token table and Fig. 2."""
+    preset = yaml.safe_load((REPO / "configs/papers/chd.yaml").read_text())
+    tokens = preset["metrics"]["tokens"]
+    assert preset["models"]["titok"]["codebook_size"] == 4096 and tokens["size"] == 256
+    assert (tokens["cmms"]["d_model"], tokens["cmms"]["heads"], tokens["cmms"]["lr"],
+            tokens["cmms"]["batch_size"]) == (512, 8, 1e-4, 512)
+    assert tokens["cmms"]["steps"] == 200 * math.ceil(1_281_167 / 512)  # 200 epochs
+    data = tmp_path / "data"
+    _stand_ins(data)
+    preset["data_root"] = str(data)
+    preset["models"]["titok"]["path"] = str(data / "weights/titok_s128_imagenet.pt")
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work/preset.yaml").write_text(yaml.safe_dump(preset))
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+                           "--configfile", "preset.yaml", "-n", "--cores", "1"],
+                          cwd=tmp_path / "work", capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    for rule in ("train_cmms", "token_table", "token_sensitivity", "build_dataset"):
+        assert f"rule {rule}:" in out, rule
+    assert "imagenet_train/manifest.csv" in out
+    assert "titok/imagenet_train" not in out  # CMMS's training set is not reconstructed
+    assert "titok/imagenet_val/" in out
+    total = [line for line in out.splitlines() if line.startswith("total")]
+    print("planned:", total)
