@@ -24,6 +24,7 @@ tables.similarity_table(curve, out_dir)
 mcd = tables.mcd_table(curve, out_dir, types)
 sdr = tables.sdr_table(curve, out_dir, types)
 mgg_frame = tables.mgg_table(mgg, out_dir)
+tables.mgg_grid_table(mgg_frame, out_dir)
 out = smk.output
 figures.plot_similarity(curve, out.similarity_figure)
 figures.plot_sdr(curve, sdr, out.sdr_figure)

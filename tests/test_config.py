@@ -269,3 +269,27 @@ def test_check_config_names_every_missing_path_in_one_message(tmp_path, capsys):
     assert lines[1:] == [f"  datasets.imnet.path: {root / 'imagenet/val'}",
                          f"  datasets.gen.prompts: {root / 'geneval/evaluation_metadata.jsonl'}",
                          f"  datasets.derm.labels_csv: {root / 'derm/labels.csv'}"]
+
+
+@pytest.mark.parametrize("preset", ["vtbench", "chd", "medibench", "vista", "telephone"])
+def test_check_config_on_a_paper_preset_names_all_that_is_missing(preset, tmp_path, capsys):
+    """A paper preset on a machine without its data and weights: one message lists every
+    dataset path and every model whose weights are not there (not one per attempt)."""
+    from roundtrip.cli import main
+    from roundtrip.core.config import dataset_paths, resolve_data_root
+
+    config = yaml.safe_load((REPO / f"configs/papers/{preset}.yaml").read_text())
+    config["data_root"] = str(tmp_path / "nowhere")
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    assert main(["check-config", str(tmp_path / "p.yaml")]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    paths = dataset_paths(resolve_data_root(copy.deepcopy(config)))
+    assert lines[0].startswith(f"datasets: {len(paths)} paths do not exist")
+    listed = [line.split(":")[0].strip() for line in lines[1:]]
+    assert listed[:len(paths)] == [key for key, _ in paths]
+    # Hub ids and weight files of the preset's models are not on this machine either.
+    if preset == "vtbench":
+        assert listed[len(paths):] == ["models.sd35l", "models.flux1_dev"]
+        assert "2 models lack their weights" in lines[0]
+    assert all(key.startswith("models.") for key in listed[len(paths):])
+

@@ -60,6 +60,12 @@ def test_cmms_training_set_is_disjoint_from_scored_sets(tmp_path):
         c["datasets"]["cmms_train"]["images"] = ["moon", "astronaut"]
     with pytest.raises(ConfigError, match="cmms_train and natural share skimage:astronaut"):
         _check_cmms_held_out(_config(by_image))
+    # Folder sets: the reader recurses, so a folder inside the other's shares its images.
+    nested = {"train": {"type": "folder", "path": str(tmp_path / "imagenet")},
+              "val": {"type": "folder", "path": str(tmp_path / "imagenet/val")},
+              "other": {"type": "folder", "path": str(tmp_path / "imagenet_v2")}}
+    assert training_overlap(["train"], ["val", "other"], nested) == [
+        f"train and val share the folder {tmp_path / 'imagenet/val'}"]
 
     def allowed(c):
         by_name(c)

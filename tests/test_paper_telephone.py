@@ -16,7 +16,7 @@ from conftest import REPO
 
 from roundtrip.evals.telephone import mgg_scores
 from roundtrip.evals.telephone.figures import fig9_points
-from roundtrip.evals.telephone.tables import curves, mcd_frame, sdr_frame
+from roundtrip.evals.telephone.tables import curves, mcd_frame, mgg_grid, sdr_frame
 from roundtrip.metrics.geneval import TASKS
 
 #: GenEval's 553 prompts per task (single, two, counting, colors, position, color_attr).
@@ -65,6 +65,12 @@ def test_mgg_headline_is_prompt_weighted_and_reproduces_fig8():
     vila5 = scores[(scores["model"] == "VILA-U") & (scores["generation"] == "5")].iloc[0]
     assert vila5["overall_prompts"] == pytest.approx(211.61 / 553, abs=2e-3)  # 0.383 ~ 0.38
     assert vila5["overall_tasks"] == pytest.approx(2.43 / 6, abs=2e-3)  # 0.405: 0.025 off
+    grid = mgg_grid(scores)  # Fig. 8 as a table: models x generations, then MGG
+    assert list(grid.columns) == ["model", "dataset", "Gen 1", "Gen 5", "Gen 19", "MGG"]
+    for model, cells in FIG8.items():
+        row = grid[grid["model"] == model].iloc[0]
+        assert np.abs(row[["Gen 1", "Gen 5", "Gen 19"]].to_numpy(float) - cells).max() <= 0.006
+        assert row["MGG"] == pytest.approx(np.mean(row[["Gen 1", "Gen 5", "Gen 19"]]))
     with pytest.raises(ValueError, match="unknown GenEval task"):
         mgg_scores(_records().assign(tag="colour"))
     with pytest.raises(ValueError, match="lack column"):

@@ -108,6 +108,21 @@ def test_table_layouts():
     assert order.index("Posters") < order.index("ArXiv") < order.index("Multilingual")
 
 
+def test_preset_text_sets_take_table3_groups():
+    """The preset's text sets are plain folders: ``text_group`` (or a Table 3 language) puts
+    them in Posters, ArXiv and Multilingual as Table 3, not in Other."""
+    preset = yaml.safe_load((REPO / "configs/papers/vtbench.yaml").read_text())
+    specs = {d: s for d, s in preset["datasets"].items() if s.get("text_eval")}
+    assert text_layout(specs) == {
+        "Posters": ["gpt_posters"], "ArXiv": ["abstracts"],
+        "Multilingual": ["multilingual_zh", "multilingual_hi", "multilingual_ja",
+                         "multilingual_ko"]}
+    # A folder of the user's own in a Table 3 language, without text_group; one in English.
+    assert text_layout({"mine": {"type": "folder", "lang": "kor"},
+                        "scans": {"type": "folder", "lang": "eng"}}) == {
+        "Multilingual": ["mine"], "Other": ["scans"]}
+
+
 def test_table1_is_one_table_with_params_type_resolution():
     """Table 1: one row per model with Params, Type and Resolution, the three settings as
     column groups (ImageNet, High Resolution, Varying Resolution), headline cells only."""

@@ -106,12 +106,13 @@ def run(tmp_path_factory):
 def test_tables_and_figures(run):
     work = run["work"]
     for name in ("telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_sdr_fits",
-                 "telephone_mgg"):
+                 "telephone_mgg", "telephone_mgg_grid"):
         for ext in ("csv", "md", "tex"):
             assert (work / f"results/tables/{name}.{ext}").stat().st_size > 0
     for name in ("similarity", "sdr", "mgg", "mgg_mcd", "strip"):
         assert (work / f"results/figures/telephone_{name}.png").stat().st_size > 1000
-    assert "n/a: no GenEval prompt set" in (work / "results/tables/telephone_mgg.md").read_text()
+    for name in ("telephone_mgg", "telephone_mgg_grid"):
+        assert "n/a: no GenEval prompt set" in (work / f"results/tables/{name}.md").read_text()
 
 
 def test_drift_grows_with_the_loss_and_identity_is_a_fixed_point(run):

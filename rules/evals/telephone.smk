@@ -49,6 +49,7 @@ rule telephone_tables:
         report_table("telephone_sdr", "The Telephone Game", "SDR (Sec. 3.2, Table 3)"),
         report_table("telephone_sdr_fits", "The Telephone Game", "SDR (Sec. 3.2, Table 3)"),
         report_table("telephone_mgg", "The Telephone Game", "MGG (Sec. 3.3)"),
+        report_table("telephone_mgg_grid", "The Telephone Game", "MGG (Sec. 3.3)"),
         similarity_figure=report(
             "results/figures/telephone_similarity.png",
             caption=caption("telephone_similarity_figure"),

@@ -98,8 +98,13 @@ rule text_preservation_table:
         models=MODELS,
         datasets=PLAN.text_datasets,
         langs={d: config["datasets"][d]["lang"] for d in PLAN.text_datasets},
-        specs={d: {k: config["datasets"][d].get(k) for k in ("type", "language", "lang")}
-               for d in PLAN.text_datasets},
+        specs={
+            d: {
+                k: config["datasets"][d].get(k)
+                for k in ("type", "language", "lang", "text_group")
+            }
+            for d in PLAN.text_datasets
+        },
         not_run=PLAN.not_run(PLAN.text_datasets),
         ocr=PLAN.table_ocr,
         bootstrap=config["tables"]["bootstrap"],

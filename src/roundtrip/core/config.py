@@ -89,23 +89,41 @@ def resolve_data_root(config: dict) -> dict:
     return config
 
 
-def missing_paths_message(config: dict) -> str | None:
-    """One message naming every dataset path of ``config`` that does not exist, or None.
+def missing_paths_message(config: dict, weights: list[tuple[str, str]] = ()) -> str | None:
+    """One message naming every dataset path of ``config`` that does not exist and every model
+    whose weights are missing, or None.
 
-    The first line names the key (one path) or the count (several); each further line is
-    ``  datasets.<name>.<key>: <path>``, so a preset pointed at a half-copied data root lists all
-    that is missing at once instead of one path per attempt.
+    Args:
+        config: the config, dataset paths resolved (:func:`resolve_data_root`).
+        weights: ``(key, reason)`` pairs of models whose weights were not found, e.g.
+            ``("models.sd35l", "cannot load AutoencoderKL weights ...")``.
+
+    The first line names the key (one problem) or the counts (several); each further line is
+    ``  datasets.<name>.<key>: <path>`` or ``  models.<name>: <reason>``, so a preset pointed
+    at a half-copied data root and weights folder lists all that is missing at once instead of
+    one path per attempt.
     """
     import os
 
-    missing = [(key, path) for key, path in dataset_paths(config) if not os.path.exists(path)]
-    if not missing:
+    missing = [(key, f"{path} does not exist") for key, path in dataset_paths(config)
+               if not os.path.exists(path)]
+    problems = missing + list(weights)
+    if not problems:
         return None
-    if len(missing) == 1:
-        key, path = missing[0]
-        return f"{key}: {path} does not exist"
+    if len(problems) == 1:
+        key, what = problems[0]
+        return f"{key}: {what}"
     root = config.get("data_root")
     where = f" (data_root: {root})" if root else ""
-    lines = [f"datasets: {len(missing)} paths do not exist{where}; put the data there or fix the keys:"]
-    lines += [f"  {key}: {path}" for key, path in missing]
+    lack = f"{len(weights)} model{' lacks its' if len(weights) == 1 else 's lack their'} weights"
+    if not weights:
+        head = f"datasets: {len(missing)} paths do not exist{where}; put the data there"
+    elif not missing:
+        head = f"models: {lack}; put them there"
+    else:
+        head = (f"datasets: {len(missing)} paths do not exist{where} and {lack}; put the data "
+                "and weights there")
+    lines = [f"{head} or fix the keys:"]
+    lines += [f"  {key}: {what.removesuffix(' does not exist')}" for key, what in missing]
+    lines += [f"  {key}: {what}" for key, what in weights]
     return "\n".join(lines)

@@ -86,10 +86,10 @@ METRICS: dict[str, MetricInfo] = {m.name: m for m in [
     MetricInfo("hd95_mean", "HD95", False, 2, "mm", "MediBench Sec. 3.2"),
     MetricInfo("vt_accuracy", "VT", True, 1, "%", "VISTA-Bench Table 1: visualized text"),
     MetricInfo("text_accuracy", "Text", True, 1, "%", "VISTA-Bench Table 1: pure text"),
-    MetricInfo("modality_gap", "Gap", True, 1, "pp", "VISTA-Bench Table 1: Acc_VT - Acc_Text"),
+    MetricInfo("modality_gap", "Gap", True, 1, "pp", "VISTA-Bench Table 1: Acc_Text - Acc_VT (the drop from text to VT)"),
     MetricInfo("rendering_errors", "Rend. err.", False, 1, "%",
                "VISTA-Bench Sec. 4.3: right as Text, wrong as VT"),
-    MetricInfo("macro_auc", "Macro-AUC", True, 3, "", "MediBench Sec. 3.3"),
+    MetricInfo("macro_auc", "Macro-AUC", True, 3, "", "MediBench Sec. 3.2, Pillar 3"),
     MetricInfo("mcd", "MCD", True, 4, "", "The Telephone Game Sec. 3.1, Eq. 2"),
     MetricInfo("mgg", "MGG", True, 3, "", "The Telephone Game Sec. 3.3"),
 ]}

@@ -1,11 +1,12 @@
 """Accuracy and the modality gap of VISTA-Bench (Sec. 4, Table 1; App. D.1).
 
-Accuracy is the share of correct answers in percent; an invalid answer counts as wrong. The
-modality gap is ``Acc_VT - Acc_Text`` in percentage points (Table 1's "Gap": negative when
-visualized text is answered worse; App. D.1 prints the opposite sign). Here it is computed per
-question, ``d_q = mean over the renders of q of hit_VT - hit_Text``, and averaged over
-questions, which equals ``Acc_VT - Acc_Text`` whenever every question has the same number of
-renders, and gives a bootstrap CI over questions for free.
+Accuracy is the share of correct answers in percent; an invalid answer counts as wrong.
+VISTA-Bench's Gap (Table 1's "Gap", App. D.1, Figs. 8 and 11) is the drop from pure text to
+visualized text, ``Acc_Text - Acc_VT`` in percentage points: positive when the rendered
+question is answered worse. :func:`paired_gaps` returns the signed per-question difference the
+other way round, ``d_q = mean over the renders of q of hit_VT - hit_Text``; the tables negate
+it to the paper's sign. Averaged over questions it equals ``Acc_VT - Acc_Text`` whenever every
+question has the same number of renders, and gives a bootstrap CI over questions for free.
 """
 from __future__ import annotations
 

@@ -70,7 +70,10 @@ class _DiffusersAdapter(TorchAdapter):
         from huggingface_hub import try_to_load_from_cache
 
         name = f"{self.subfolder}/config.json" if self.subfolder else "config.json"
-        found = try_to_load_from_cache(self.weights, name, revision=self.revision)
+        try:
+            found = try_to_load_from_cache(self.weights, name, revision=self.revision)
+        except ValueError:  # a path that is not there is no hub id either (HFValidationError)
+            found = None
         if not isinstance(found, str):
             raise self._missing()
 

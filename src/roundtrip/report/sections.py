@@ -63,7 +63,7 @@ SECTIONS = (
               "the segmentation of the reconstruction with it (Dice, 95th percentile Hausdorff "
               "distance in mm)", "MediBench Sec. 3.2, Eq. 4"),
              ("Latent utility", "accuracy, macro F1 and AUC of a classifier on the latents, "
-              "against image baselines", "MediBench Sec. 3.3"))),
+              "against image baselines", "MediBench Sec. 3.2, Pillar 3"))),
     Section("vista", "VISTA-Bench: the modality gap",
             "VISTA-Bench: visualized text vs pure text in VLMs", ("vista_",), ("vista_gap.png",),
             (("VT, Text accuracy", "share of questions answered right from the rendered image "
@@ -74,7 +74,7 @@ SECTIONS = (
     Section("telephone", "The Telephone Game: semantic drift",
             "The Telephone Game: Evaluating Semantic Drift in Unified Models",
             ("telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_sdr_fits",
-             "telephone_mgg"),
+             "telephone_mgg", "telephone_mgg_grid"),
             ("telephone_similarity.png", "telephone_sdr.png", "telephone_mgg.png",
              "telephone_mgg_mcd.png", "telephone_strip.png"),
             (("S(g)", "mean similarity of generation g's output to the chain's input",

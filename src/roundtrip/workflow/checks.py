@@ -67,7 +67,8 @@ def check_config(config: dict) -> None:
     Raises:
         ConfigError: naming the key, e.g. ``models.jpeg_q10.quality: quality must be in 1..100``.
     """
-    if problem := missing_paths_message(config):  # every missing path at once, before the rest
+    # Every missing data path and model weight at once, before the rest.
+    if problem := missing_paths_message(config, _missing_weights(config)):
         raise ConfigError(problem)
     _check_api(config)
     _check_medical(config)
@@ -84,11 +85,6 @@ def check_config(config: dict) -> None:
             unknown = [d for d in spec.get("train", {}).get("datasets", []) if d not in datasets]
             if unknown:
                 raise ConfigError(f"models.{name}.train.datasets: unknown datasets {unknown}")
-        elif hasattr(model, "check_weights"):
-            try:
-                model.check_weights()
-            except WeightsMissing as exc:
-                raise ConfigError(f"models.{name}: {exc}") from exc
     ocr_engines = {}
     for name, spec in config.get("ocr", {}).get("engines", {}).items():
         try:
@@ -114,6 +110,25 @@ def check_config(config: dict) -> None:
     _check_ocr_datasets(config, ocr_engines)
     _check_vista(config)
     _check_telephone(config)
+
+
+def _missing_weights(config: dict) -> list[tuple[str, str]]:
+    """``(models.<name>, reason)`` for every model whose weights are not where its spec says
+    (trained models have none yet; a spec that does not build is reported by its own check)."""
+    missing = []
+    for name, spec in (config.get("models") or {}).items():
+        if not isinstance(spec, dict) or spec.get("type") in TRAINED_TYPES or name == ORIGINAL:
+            continue
+        try:
+            model = build_model(name, spec)
+        except ValueError:
+            continue
+        if hasattr(model, "check_weights"):
+            try:
+                model.check_weights()
+            except WeightsMissing as exc:
+                missing.append((f"models.{name}", " ".join(str(exc).split())))
+    return missing
 
 
 def _check_ocr_datasets(config: dict, built: dict) -> None:

@@ -48,7 +48,7 @@ VISTA_TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista
 REPORT = "results/report.pdf"
 #: Table names of The Telephone Game (roundtrip.evals.telephone.tables.TABLES).
 TELEPHONE_TABLES = ["telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_sdr_fits",
-                    "telephone_mgg"]
+                    "telephone_mgg", "telephone_mgg_grid"]
 #: Its figures (roundtrip.evals.telephone.figures).
 TELEPHONE_FIGURES = [f"results/figures/telephone_{n}.png"
                      for n in ("similarity", "sdr", "mgg", "mgg_mcd", "strip")]

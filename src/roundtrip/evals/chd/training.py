@@ -54,7 +54,20 @@ def training_overlap(training: list[str], scored: list[str], datasets: dict) -> 
             shared = image_keys(t, datasets[t]) & image_keys(s, datasets[s])
             if shared:
                 out.append(f"{t} and {s} share {', '.join(sorted(shared))}")
+            elif nested := _nested_folders(datasets[t], datasets[s]):
+                out.append(f"{t} and {s} share the folder {nested}")
     return out
+
+
+def _nested_folders(a: dict, b: dict) -> str | None:
+    """The inner folder when one folder set's path lies inside the other's (the folder reader
+    recurses, so ``imagenet`` holds ``imagenet/val``'s images), else None."""
+    if not (a.get("type") == b.get("type") == "folder" and a.get("path") and b.get("path")):
+        return None
+    pa, pb = (Path(str(s["path"])).expanduser().resolve() for s in (a, b))
+    if pa.is_relative_to(pb):
+        return str(pa)
+    return str(pb) if pb.is_relative_to(pa) else None
 
 
 def overlap_message(overlaps: list[str]) -> str:

@@ -396,3 +396,41 @@ def mgg_table(mgg: dict[Key, pd.DataFrame], out_dir, why_none: str = "") -> pd.D
                 "11)", notes, out_dir,
                 digits={c: 3 for c in (*TASKS, "overall_prompts", "overall_tasks")})
     return frame
+
+
+def mgg_grid(frame: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 8 as a table: one row per (model, dataset), one column per generation (``Gen k``)
+    and ``MGG``, each cell ``overall_prompts`` (accuracy over all prompts, the convention of the
+    published cells) in [0, 1].
+
+    Args:
+        frame: :func:`~roundtrip.evals.telephone.mgg.mgg_scores`' output (``model, dataset,
+            generation, overall_prompts``; ``generation`` an int or ``"MGG"``).
+
+    Returns:
+        ``model, dataset, Gen 1 ... Gen G, MGG``, rows in ``frame``'s order; empty with those
+        two columns when ``frame`` is.
+    """
+    if frame.empty:
+        return pd.DataFrame(columns=["model", "dataset", "MGG"])
+    grid = frame.pivot_table(index=["model", "dataset"], columns="generation",
+                             values="overall_prompts", sort=False, dropna=False)
+    gens = sorted((g for g in grid.columns if g != "MGG"), key=int)
+    grid = grid[[*gens, "MGG"]] if "MGG" in grid.columns else grid[gens]
+    grid.columns = [f"Gen {g}" if g != "MGG" else "MGG" for g in grid.columns]
+    return grid.reset_index()
+
+
+def mgg_grid_table(frame: pd.DataFrame, out_dir, why_none: str = "") -> pd.DataFrame:
+    """``telephone_mgg_grid``: :func:`mgg_grid` of :func:`mgg_table`'s frame, written."""
+    grid = mgg_grid(frame)
+    notes = [why_none or "n/a: no GenEval prompt set (type: geneval) is configured"] \
+        if frame.empty else []
+    notes += ["cells: overall_prompts, accuracy over all prompts of the generation (the "
+              "convention that reproduces Fig. 8's published cells); MGG: the mean over "
+              "generations; per task in telephone_mgg"]
+    write_frame(grid, "telephone_mgg_grid", "The Telephone Game: MGG overall per model and "
+                "generation (Fig. 8)", notes, out_dir,
+                digits={c: 3 for c in grid.columns if c not in ("model", "dataset")})
+    return grid
+

@@ -133,14 +133,18 @@ MULTILINGUAL = "multilingual"
 
 
 def text_group(spec: dict) -> str:
-    """Table 3 group of a text set from its config: ``Posters`` (posters, gpt_posters), ``ArXiv``
-    (English abstracts), ``Multilingual`` (abstracts in another language), else ``Other``."""
+    """Table 3 group of a text set from its config: its ``text_group`` key where set, else
+    ``Posters`` (posters, gpt_posters), ``ArXiv`` (English abstracts), ``Multilingual``
+    (abstracts in another language, or any set whose ``lang`` is one of Table 3's languages),
+    else ``Other``."""
+    if spec.get("text_group"):
+        return spec["text_group"]
     kind = spec.get("type")
     if kind in ("posters", "gpt_posters"):
         return "Posters"
     if kind == "abstracts":
         return "ArXiv" if spec.get("language", "en") == "en" else "Multilingual"
-    return "Other"
+    return "Multilingual" if spec.get("lang") in MULTILINGUAL_ORDER else "Other"
 
 
 def text_layout(specs: dict[str, dict]) -> dict[str, list[str]]:
