@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("8.0")
 
@@ -19,13 +19,15 @@ if not workflow.overwrite_configfiles:
 
 
 from roundtrip.core.config import resolve_data_root
-from roundtrip.workflow.checks import schema_problem
+from roundtrip.workflow.checks import schema_problem, validate_config
 
 # A bad config stops here, before any job, with a short message whose first line names the key
-# (Snakemake's own validation error prints the schema); validate() then fills the defaults.
-if _problem := schema_problem(config, str(Path(workflow.basedir) / "config.schema.yaml")):
+# (Snakemake's own validation error prints the schema); then the defaults are filled in
+# (Snakemake's validate; plugin evaluations' sections by their own schemas).
+_SCHEMA = str(Path(workflow.basedir) / "config.schema.yaml")
+if _problem := schema_problem(config, _SCHEMA):
     sys.exit(_problem)
-validate(config, "config.schema.yaml")
+validate_config(config, _SCHEMA)
 # Relative dataset paths are read under data_root from here on (presets name their data once).
 resolve_data_root(config)
 
@@ -36,28 +38,13 @@ include: "rules/common.smk"
 include: "rules/stages/datasets.smk"
 include: "rules/stages/train.smk"
 include: "rules/stages/reconstruct.smk"
-# One rule file per paper's evaluation; each writes its tables.
-include: "rules/evals/vtbench.smk"
 
 
-if PLAN.token_reference:
+# The rules of every registered evaluation the config asks for (roundtrip.core.evaluation:
+# entry points "roundtrip.evaluations" and config evaluations.plugins); each writes its tables.
+for _evaluation in PLAN.active:
 
-    include: "rules/evals/chd.smk"
-
-
-if PLAN.medical_datasets:
-
-    include: "rules/evals/medibench.smk"
-
-
-if PLAN.vista_keys:
-
-    include: "rules/evals/vista.smk"
-
-
-if PLAN.telephone_keys:
-
-    include: "rules/evals/telephone.smk"
+    include: str(_evaluation.rules)
 
 
 include: "rules/stages/report.smk"

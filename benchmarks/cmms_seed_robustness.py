@@ -1,4 +1,4 @@
-"""How much the CMMS sensitivity result depends on the training seed (issue 5).
+"""How much the CMMS sensitivity result depends on the training seed.
 
 Issue 5 asks that mean CMMS fall with the degradation level (Spearman <= -0.9 for noise, blur
 and block shuffling) in the sensitivity experiment: roundtrip's target, not a number of the CHD
@@ -38,10 +38,10 @@ from roundtrip.core.manifest import read_ok_images
 from roundtrip.evals.chd import cmms
 from roundtrip.evals.chd.sensitivity import KINDS, degraded_tokens, score_sensitivity, summarize
 from roundtrip.models import TRAINED_TYPES, build_model
-from roundtrip.workflow.plan import training_datasets
+from roundtrip.evals.chd.plan import training_datasets
 
 REPO = Path(__file__).resolve().parent.parent
-TARGET = -0.9  # issue 5: Spearman(level, mean CMMS) at most this for each kind
+TARGET = -0.9  # roundtrip's target: Spearman(level, mean CMMS) at most this for each kind
 
 
 def reference_tokenizer(config: dict):

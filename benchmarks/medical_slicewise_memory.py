@@ -1,4 +1,4 @@
-"""Peak memory and time of a 256^3 float32 volume through the slice-wise path (issue 7).
+"""Peak memory and time of a 256^3 float32 volume through the slice-wise path.
 
 A learned 2D model (the workflow's small continuous tokenizer, downsample 8, a few training steps
 so its weights are real) reconstructs a 256^3 MONAI synthetic volume slice by slice along each

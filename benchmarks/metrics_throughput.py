@@ -1,4 +1,4 @@
-"""PSNR+SSIM throughput vs a per-image scikit-image loop, and memory vs item count (issue 5).
+"""PSNR+SSIM throughput vs a per-image scikit-image loop, and memory vs item count.
 
 Scores ``--items`` (reference, JPEG-q50) pairs of 512 x 512 crops of the bundled photographs
 twice: with :func:`roundtrip.evals.vtbench.image_quality.score_image_quality` (streams pairs from disk, separable

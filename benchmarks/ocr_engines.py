@@ -1,4 +1,4 @@
-"""Speed and accuracy of the two offline OCR engines, Tesseract and RapidOCR (issue 22).
+"""Speed and accuracy of the two offline OCR engines, Tesseract and RapidOCR.
 
 Reads every original of the text sets of a finished run (``results/datasets/{set}``) with each
 engine, one item at a time on one thread, ``--repeats`` times, and records per set the median

@@ -1,4 +1,4 @@
-"""Reconstruction throughput and harness overhead (issue 4 goal: overhead < 10% at 256^2, CPU).
+"""Reconstruction throughput and harness overhead (goal: overhead < 10% at 256^2, CPU).
 
 Runs :func:`roundtrip.stages.reconstruct.reconstruct_shard` on ``--items`` 256 x 256 crops of the
 bundled photographs with a small tokenizer (``type: small``, the default architecture; random

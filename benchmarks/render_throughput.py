@@ -1,4 +1,4 @@
-"""Rendering throughput of the XeLaTeX pipeline (issue 3: at least 5 items/s, short questions).
+"""Rendering throughput of the XeLaTeX pipeline (goal: at least 5 items/s, short questions).
 
 Renders ``--items`` short multiple-choice questions (the built-in sample, cycled, 16 pt Arial,
 800 px) with :func:`roundtrip.render.render_items`, ``--repeats`` times, and reports items/s

@@ -5,13 +5,14 @@ import sys
 import time
 
 from roundtrip.core.config import ConfigError
+from roundtrip.core.evaluation import RegistryError
 from roundtrip.workflow.checks import check_config
 from roundtrip.workflow.plan import Plan, regex_of, table_files
 
 RUN_STARTED = time.time()
 try:
     check_config(config)
-except ConfigError as exc:  # the message's first line names the key; no traceback
+except (ConfigError, RegistryError) as exc:  # the first line names the key; no traceback
     sys.exit(str(exc))
 
 
@@ -25,7 +26,6 @@ def run_cores():
 
 PLAN = Plan(config, cores=run_cores(), cluster=not workflow.local_exec)
 MODELS = PLAN.models
-TOKENS = PLAN.tokens
 RUN = config["run"]
 
 
@@ -65,12 +65,14 @@ def report_api_usage():
         print(f"API usage ({row['endpoint']}): {row}", file=sys.stderr)
 
 
-def report_table(name, category, subcategory=None):
+def report_table(name, category, subcategory=None, caption_file=None):
     """The CSV, Markdown and LaTeX files of table ``name`` and its provenance record; the CSV
-    goes into Snakemake's report with the caption report/{name}.rst."""
+    goes into Snakemake's report with the caption report/{name}.rst (``caption_file``: an
+    evaluation's own caption, an absolute path)."""
     csv, md, tex = table_files(name)
-    return [report(csv, caption=caption(name), category=category, subcategory=subcategory),
-            md, tex, f"results/tables/{name}.provenance.json"]
+    shown = report(csv, caption=caption_file or caption(name), category=category,
+                   subcategory=subcategory)
+    return [shown, md, tex, f"results/tables/{name}.provenance.json"]
 
 
 def git_commit():

@@ -44,13 +44,14 @@ for name, datasets in dict(smk.params.tables).items():
     write_table(table, Path(smk.output[0]).parent)
     built[name] = table
 # Table 1 as the paper prints it: the three settings as column groups beside Params/Type/Resolution
-shown, numbers = table1_frame(built, pd.read_csv(smk.input.card) if smk.input.card else None)
+table_notes = notes + CONVENTION_NOTES[:1] + [
+    "Params, Type: the model card; Resolution: the model's input size (any-size models: the "
+    "side they were scored at in the ImageNet setting)",
+    "Per-setting tables (reconstruction_model_size, _1024, _native) hold roundtrip's per-item "
+    "means and confidence intervals beside these"]
+shown, numbers, cell_notes = table1_frame(
+    built, pd.read_csv(smk.input.card) if smk.input.card else None, len(table_notes) + 1)
 write_frame(shown, TABLE1, "Reconstruction (VTBench Table 1): the three settings side by side, "
-            "headline metrics (the released evaluator's convention)",
-            notes + CONVENTION_NOTES[:1] + [
-                "Params, Type: the model card; Resolution: the model's input size (any-size "
-                "models: the side they were scored at in the ImageNet setting)",
-                "Per-setting tables (reconstruction_model_size, _1024, _native) hold roundtrip's "
-                "per-item means and confidence intervals beside these"],
+            "headline metrics (the released evaluator's convention)", table_notes + cell_notes,
             Path(smk.output[0]).parent, csv_frame=numbers)
 write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

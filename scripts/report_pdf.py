@@ -17,6 +17,7 @@ from roundtrip.core.logs import setup_logging
 from roundtrip.core.manifest import read_manifest
 from roundtrip.report.document import ReportInputs, build_report
 from roundtrip.report.fonts import register
+from roundtrip.report.sections import Section
 from roundtrip.tables.provenance import canonical_hash
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
@@ -62,6 +63,7 @@ inputs = ReportInputs(
               "rule_times": sorted(((r, n, f"{s:.1f}") for r, (n, s) in times.items()),
                                    key=lambda x: -float(x[2])),
               "config": yaml.safe_dump(dict(p.config), sort_keys=False, allow_unicode=True)},
-    notes=register()[1])
+    notes=register()[1],
+    sections=[Section(**s) for s in p.sections])
 pages = build_report(smk.output[0], inputs)
 log.info("report: %d pages, %d tables, %d figures", pages, len(inputs.tables), len(inputs.figures))

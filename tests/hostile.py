@@ -1,5 +1,5 @@
 """Hostile input: image files and NIfTI volumes a user's folder may hold, each with the outcome
-roundtrip must give it (issue 24).
+roundtrip must give it.
 
 :func:`write_images` and :func:`write_volumes` write one file (or a few) per kind into a folder
 and return ``{kind: Expect}``: the item ids the kind produces, their manifest status and a piece

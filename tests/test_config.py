@@ -126,7 +126,7 @@ def test_missing_weights_fail_early_in_an_explicit_config(default_config, tmp_pa
     check_config(default_config)  # nothing left that needs weights
 
 
-# -- issue 24: a bad config fails before any work with a short message whose first line is the key.
+# -- A bad config fails before any work with a short message whose first line is the key.
 # "Before any work" is checked by what did not happen (no DAG built, no results folder), not by a
 # wall-clock bound: Snakemake's start-up time depends on the machine (the Slurm executor plugin
 # runs `scontrol show config` at import and waits ~10 s where Slurm clients have no controller).

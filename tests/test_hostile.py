@@ -1,4 +1,4 @@
-"""Hostile input costs one item, never a dataset (issue 24): every kind of tests/hostile.py gets
+"""Hostile input costs one item, never a dataset: every kind of tests/hostile.py gets
 its exact outcome, reasons are one stable line naming the file, limits apply before decoding."""
 import math
 import shutil

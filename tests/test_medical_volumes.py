@@ -1,4 +1,4 @@
-"""NIfTI loading on nibabel's bundled MRI volumes, and every kind of bad input of issue 7 giving
+"""NIfTI loading on nibabel's bundled MRI volumes, and every kind of bad input giving
 a clear per-item outcome."""
 import gzip
 

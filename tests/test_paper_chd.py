@@ -18,8 +18,14 @@ from roundtrip.core.config import ConfigError
 from roundtrip.evals.chd import cmms as C
 from roundtrip.evals.chd.training import ALLOW_KEY, training_overlap
 from roundtrip.metrics.tokens import CHD_2D_SEQUENCE_REASON, TokenHistogram, chd
-from roundtrip.workflow.checks import _check_cmms_held_out, _check_metrics
-from roundtrip.workflow.plan import CMMS_TRAINING, Plan, training_datasets
+from roundtrip.evals.chd.plan import CMMS_TRAINING, training_datasets
+from roundtrip.evals.chd.spec import CHD
+from roundtrip.workflow.plan import Plan
+
+
+def _check_cmms_held_out(config):
+    """CHD/CMMS's own config check (its spec), which refuses training on scored images."""
+    CHD().check(Plan(config))
 
 SCHEMA = str(REPO / "config.schema.yaml")
 
@@ -43,7 +49,7 @@ def test_cmms_training_set_is_disjoint_from_scored_sets(tmp_path):
     train = training_datasets(config)
     assert train == ["cmms_train"]  # was: the reference tokenizer's sets, natural + textures
     plan = Plan(config)
-    scored = plan.token_datasets + [plan.sensitivity_dataset]
+    scored = CHD.view(plan).datasets + [CHD.view(plan).sensitivity_dataset]
     assert scored == ["natural", "natural_256", "textures", "natural"]
     assert training_overlap(train, scored, config["datasets"]) == []
     _check_cmms_held_out(config)  # no error
@@ -71,7 +77,7 @@ def test_cmms_training_set_is_disjoint_from_scored_sets(tmp_path):
         by_name(c)
         c["metrics"]["tokens"]["cmms"]["allow_overlap"] = True
     config = _config(allowed)
-    _check_metrics(config)  # allowed explicitly: no error
+    _check_cmms_held_out(config)  # allowed explicitly: no error
     assert Plan(config).roles["natural"] != CMMS_TRAINING  # scored as asked, in-sample
     # the training images are read as crops are drawn (ImageNet-1K need not fit in memory)
     from roundtrip.core.manifest import write_manifest

@@ -87,6 +87,8 @@ def test_table_layouts():
     assert tables == {"reconstruction_model_size": ["natural_256"],
                       "reconstruction_native": ["natural"],
                       "reconstruction_detail": ["textures"]}
+    # an image set at one fixed size for every model gets a table of its own, not an error
+    assert reconstruction_tables({"crops": "fixed"}) == {"reconstruction_fixed": ["crops"]}
     specs = {d: CONFIG["datasets"][d] for d in ("abstracts", "multilingual_zh", "multilingual_ja",
                                                  "multilingual_ko", "multilingual_hi", "posters",
                                                  "scanned_text")}
@@ -141,7 +143,8 @@ def test_table1_is_one_table_with_params_type_resolution():
               "reconstruction_native": table("reconstruction_native", "div2k", 256)}
     card = pd.DataFrame([{"model": "vq", "family": "VQ", "params": 72_000_000,
                           "native_sizes": "any"}])
-    shown, numbers = table1_frame(tables, card)
+    shown, numbers, notes = table1_frame(tables, card)
+    assert notes == []
     row = shown.iloc[0]
     assert (row["Params"], row["Type"], row["Resolution"]) == ("72.0M", "VQ", "256x256")
     heads = [c for c in shown.columns if ":" in c]
@@ -149,6 +152,13 @@ def test_table1_is_one_table_with_params_type_resolution():
     assert heads[-1].startswith("Varying Resolution: div2k SSIM (VTBench eval.)")
     assert not any("per-item" in c for c in shown.columns)  # roundtrip's stay per setting
     assert numbers.iloc[0][heads[0]] == 21.0  # the cell after Image Size
+    # a per-setting cell's footnote (exact reconstructions: PSNR inf) follows it into Table 1
+    exact = "2 of 2 items reconstructed exactly (PSNR = inf)"
+    tables["reconstruction_native"].cells[("vq", 1)] = Cell(
+        Summary(math.inf, math.nan, math.nan, 2), notes=[exact])
+    shown, numbers, notes = table1_frame(tables, card, first_note=4)
+    cell = shown.iloc[0][[c for c in heads if c.startswith("Varying")][0]]
+    assert cell == "inf [4]" and notes == [exact]
 
 
 def test_cer_as_written():

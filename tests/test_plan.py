@@ -6,7 +6,21 @@ import yaml
 from conftest import REPO
 from snakemake.utils import validate
 
-from roundtrip.workflow.plan import Plan, regex_of, table_files, training_datasets
+from roundtrip.evals.chd.plan import training_datasets
+from roundtrip.evals.chd.spec import CHD
+from roundtrip.evals.medibench.spec import MediBench
+from roundtrip.evals.telephone.spec import Telephone
+from roundtrip.evals.vista.spec import Vista
+from roundtrip.evals.vtbench.spec import VTBench
+from roundtrip.workflow.plan import Plan, regex_of, table_files
+
+
+def vista(plan):
+    return Vista.view(plan)
+
+
+def telephone(plan):
+    return Telephone.view(plan)
 
 
 def validated(config: dict) -> dict:
@@ -38,12 +52,12 @@ def test_roles_of_the_shipped_datasets(plan):
     assert plan.text_datasets == ["scanned_text", "abstracts", "multilingual_zh",
                                   "multilingual_ja", "multilingual_ko", "multilingual_hi",
                                   "posters", "vista_questions"]
-    assert plan.medical_2d == ["medical_2d"]
-    assert plan.volume_datasets == ["mri_nibabel", "synthetic_3d"]
-    assert plan.latent_datasets == ["medical_2d", "synthetic_3d"]  # nibabel's MRI: no labels
+    assert MediBench.view(plan).medical_2d == ["medical_2d"]
+    assert MediBench.view(plan).volume_datasets == ["mri_nibabel", "synthetic_3d"]
+    assert MediBench.view(plan).latent_datasets == ["medical_2d", "synthetic_3d"]  # nibabel's MRI: no labels
     assert "synthetic_3d" not in plan.image_datasets and "abstracts" in plan.image_datasets
     assert plan.general_datasets == plan.recon_datasets + plan.text_datasets[1:]
-    assert plan.token_datasets == ["natural", "natural_256", "textures"]
+    assert CHD.view(plan).datasets == ["natural", "natural_256", "textures"]
 
 
 def test_pairs_follow_datasets_models(plan, shipped):
@@ -55,7 +69,7 @@ def test_pairs_follow_datasets_models(plan, shipped):
     assert set(reasons) == {(m, "abstracts") for m in plan.models if m not in text_models}
     assert all(r == "not run on this dataset (datasets.abstracts.models)" for r in reasons.values())
     assert plan.pair_files("x/{model}/{dataset}", ["natural"])[0] == "x/identity/natural"
-    assert plan.medical_models == ["identity", "bicubic_x4", "small_kl", "small_vq"]
+    assert MediBench.view(plan).models == ["identity", "bicubic_x4", "small_kl", "small_vq"]
 
 
 def test_model_specs_and_training(plan):
@@ -109,11 +123,11 @@ def test_shards():
 def test_targets(plan, tmp_path):
     targets = plan.targets()
     # VTBench Table 1, one table per setting: the showcase has all three, and Table 2
-    assert list(plan.reconstruction_tables) == [
+    assert list(VTBench.reconstruction_tables(plan)) == [
         "reconstruction_model_size", "reconstruction_1024", "reconstruction_native",
         "reconstruction_detail"]
-    assert plan.reconstruction_tables["reconstruction_detail"] == ["textures"]
-    assert plan.reconstruction_tables["reconstruction_1024"] == ["highres_1024"]
+    assert VTBench.reconstruction_tables(plan)["reconstruction_detail"] == ["textures"]
+    assert VTBench.reconstruction_tables(plan)["reconstruction_1024"] == ["highres_1024"]
     assert table_files("reconstruction_native")[0] in targets
     assert "results/tables/medibench_latent_shapes.tex" in targets
     assert "results/figures/medical/synthetic_3d.png" in targets
@@ -150,7 +164,7 @@ def test_cmms_training_sets(shipped):
     assert "cmms_train" not in Plan(shipped).recon_datasets
     config = copy.deepcopy(shipped)
     config["metrics"]["tokens"]["cmms"]["datasets"] = ["textures"]
-    assert Plan(config).cmms_settings()["datasets"] == ["textures"]
+    assert CHD.view(Plan(config)).cmms_settings()["datasets"] == ["textures"]
 
 
 def test_scorers_run_where_an_evaluation_reads_them(plan):
@@ -184,13 +198,21 @@ def test_one_reconstruction_rule_per_set_of_scorers(plan):
     assert len(variants["reconstruct_text_tesseract"][0]) == 7
     covered = [d for datasets, _ in variants.values() for d in datasets]
     assert sorted(covered) == sorted(plan.image_datasets)  # each set in exactly one rule
-    outputs = plan.pair_outputs(variants["reconstruct_text"][1])
+    outputs = plan.pair_outputs(variants["reconstruct_text"][1], variants["reconstruct_text"][0])
     assert outputs["text_tesseract"] == "results/metrics/{model}/{dataset}/text_tesseract.csv"
     assert outputs["ocr_rapidocr"] == "results/ocr/rapidocr/{model}/{dataset}.csv"
-    assert "text_rapidocr" not in plan.pair_outputs(variants["reconstruct_text"][1], ["tesseract"])
-    assert set(plan.pair_inputs(("image_quality", "tokens"))) == {"tokenizer", "cmms"}
-    assert plan.pair_inputs(("text",), ["tesseract"]) == {
+    alone = variants["reconstruct_text_tesseract"]
+    assert "text_rapidocr" not in plan.pair_outputs(alone[1], alone[0])
+    assert set(plan.pair_inputs(("image_quality", "tokens"), ["natural"])) == {"tokenizer", "cmms"}
+    assert plan.pair_inputs(("text",), alone[0]) == {
         "ocr_original_tesseract": "results/ocr/tesseract/original/{dataset}.csv"}
+    # every scorer is imported by the job from the evaluation that registers it
+    assert plan.scorer_targets(("image_quality", "tokens", "latent_utility")) == {
+        "image_quality": "roundtrip.evals.vtbench.image_quality:score_pair",
+        "tokens": "roundtrip.evals.chd.scoring:score_pair",
+        "latent_utility": "roundtrip.evals.medibench.latent_utility:score_pair"}
+    with pytest.raises(KeyError, match="no per-pair scorer"):
+        plan.scorer_targets(("psnr",))
 
 
 def test_cmms_training_datasets_default_chain():
@@ -213,16 +235,16 @@ def test_regex_of():
 
 
 def test_vista_plan_of_the_shipped_config(plan):
-    assert plan.vista_datasets == ["vista_questions"]
-    assert plan.vista_models("vista_questions") == ["original", "identity", "small_kl",
+    assert vista(plan).datasets == ["vista_questions"]
+    assert vista(plan).models("vista_questions") == ["original", "identity", "small_kl",
                                                     "small_vq"]
-    assert plan.vista_keys[0] == ("ocr_solver", "original", "vista_questions")
-    assert plan.vista_inputs("ocr_solver", "small_kl", "vista_questions") == {
+    assert vista(plan).keys[0] == ("ocr_solver", "original", "vista_questions")
+    assert vista(plan).inputs("ocr_solver", "small_kl", "vista_questions") == {
         "manifest": "results/datasets/vista_questions/manifest.csv",
         "status": "results/recon/small_kl/vista_questions/status.csv",
         "ocr": "results/ocr/tesseract/small_kl/vista_questions.csv"}
-    assert "status" not in plan.vista_inputs("ocr_solver", "original", "vista_questions")
-    assert plan.vista_sweeps() == {"vista_questions": {"size_style": "arial", "style_size": 16}}
+    assert "status" not in vista(plan).inputs("ocr_solver", "original", "vista_questions")
+    assert vista(plan).sweeps() == {"vista_questions": {"size_style": "arial", "style_size": 16}}
     assert {"vista_accuracy", "vista_tokenizers"} <= set(plan.tables)
     assert "results/figures/vista_gap.png" in plan.figures
 
@@ -230,17 +252,17 @@ def test_vista_plan_of_the_shipped_config(plan):
 def test_vista_question_sets_become_text_sets_for_ocr_readers():
     q = {"type": "vista_questions", "questions": "family"}
     cfg = small(q=q)
-    assert Plan(cfg).vista_keys == [] and Plan(cfg).text_datasets == []  # no readers: no VISTA
+    assert vista(Plan(cfg)).keys == [] and Plan(cfg).text_datasets == []  # no readers: no VISTA
     cfg["vista"]["readers"] = {"s": {"type": "ocr_solver"}}
     p = Plan(cfg)
-    assert p.text_datasets == ["q"] and p.vista_ocr_engines == ["tesseract"]
-    assert [k[1] for k in p.vista_keys] == ["original", "identity", "vq"]
+    assert p.text_datasets == ["q"] and vista(p).ocr_engines == ["tesseract"]
+    assert [k[1] for k in vista(p).keys] == ["original", "identity", "vq"]
     cfg["vista"]["models"] = ["vq"]
     cfg["vista"]["readers"] = {"v": {"type": "vlm", "endpoint": "x", "model": "m"}}
     p = Plan(cfg)
-    assert p.vista_keys == [("v", "original", "q"), ("v", "vq", "q")]
+    assert vista(p).keys == [("v", "original", "q"), ("v", "vq", "q")]
     assert p.text_datasets == []  # a VLM reads the images itself
-    assert "ocr" not in p.vista_inputs("v", "vq", "q")
+    assert "ocr" not in vista(p).inputs("v", "vq", "q")
 
 
 def test_limits_change_a_dataset_only_when_not_the_default(plan):
@@ -266,17 +288,17 @@ def test_gpu_request_follows_the_config_on_a_cluster(plan):
 
 
 def test_telephone_plan(plan, tmp_path):
-    assert plan.telephone_datasets == ["telephone_captions"]
+    assert telephone(plan).datasets == ["telephone_captions"]
     assert "telephone_captions" not in plan.general_datasets + plan.image_datasets
-    assert plan.telephone_keys == [(p, "telephone_captions") for p in
+    assert telephone(plan).keys == [(p, "telephone_captions") for p in
                                    ("render_identity", "render_jpeg_q75", "render_small_kl",
                                     "render_small_vq")]
-    spec = plan.telephone_pair_spec("render_small_vq", "telephone_captions")
+    spec = telephone(plan).pair_spec("render_small_vq", "telephone_captions")
     assert spec["tokenizer"]["name"] == "small_vq"
     assert spec["tokenizer"]["spec"]["checkpoint"] == "results/weights/small_vq/model.pt"
-    assert plan.telephone_inputs("render_small_vq", "telephone_captions")["weights"] == [
+    assert telephone(plan).inputs("render_small_vq", "telephone_captions")["weights"] == [
         "results/weights/small_vq/model.pt"]
-    assert plan.telephone_inputs("render_identity", "telephone_captions")["weights"] == []
+    assert telephone(plan).inputs("render_identity", "telephone_captions")["weights"] == []
     assert "results/tables/telephone_sdr.csv" in plan.targets()
     assert "results/figures/telephone_strip.png" in plan.figures
     # a chains set made elsewhere is scored under its own model name, in its own folder
@@ -285,8 +307,8 @@ def test_telephone_plan(plan, tmp_path):
                    caps={"type": "captions", "count": 2})
     config["telephone"] = {"pairs": {"r": {"type": "render_ocr"}}}
     p = Plan(validated(config))
-    assert p.telephone_keys == [("BAGEL", "chains"), ("r", "caps")]
-    assert p.telephone_chain_root("BAGEL", "chains") == str(tmp_path / "c")
-    assert p.telephone_pair_spec("BAGEL", "chains") is None
-    assert p.telephone_chain_root("r", "caps") == "results/telephone/r/caps/chains"
-    assert Plan(small()).telephone_keys == [] and "telephone_mcd" not in Plan(small()).tables
+    assert telephone(p).keys == [("BAGEL", "chains"), ("r", "caps")]
+    assert telephone(p).chain_root("BAGEL", "chains") == str(tmp_path / "c")
+    assert telephone(p).pair_spec("BAGEL", "chains") is None
+    assert telephone(p).chain_root("r", "caps") == "results/telephone/r/caps/chains"
+    assert telephone(Plan(small())).keys == [] and "telephone_mcd" not in Plan(small()).tables

@@ -6,6 +6,7 @@ import subprocess
 import pytest
 
 from roundtrip.report.document import ReportInputs, build_report
+from roundtrip.report.sections import Section
 from roundtrip.report.tables import label_columns, read_markdown, split_columns
 from roundtrip.tables.provenance import canonical_hash, provenance, seeds_in
 
@@ -54,6 +55,7 @@ def test_report_splits_wide_tables_and_sets_cjk_and_devanagari(tmp_path):
     md = _wide_md(tmp_path / "wide.md")
     inputs = ReportInputs(
         tables={"vista_wide": md}, figures=[], galleries={},
+        sections=[Section("vista", "VISTA-Bench", "a paper", ("vista_",))],
         cover={"title": "test report", "ran": [("VISTA-Bench", "1 reader")], "not_ran": []},
         appendix={"packages": {"numpy": "2"}, "seeds": {"t: bootstrap.seed": 0},
                   "checksums": [("vista_wide", 3, "abc")], "config": "a: 1\n",

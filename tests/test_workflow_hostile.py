@@ -1,4 +1,4 @@
-"""A run over 40+ hostile images and 20+ hostile volumes goes to the end (issue 24): exit 0,
+"""A run over 40+ hostile images and 20+ hostile volumes goes to the end: exit 0,
 every table written, every bad item recorded with its reason, no ``inf`` cell without a
 footnote; and a run killed with SIGKILL resumes without recomputing a finished job."""
 import os

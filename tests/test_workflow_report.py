@@ -1,4 +1,4 @@
-"""The PDF report of a small run (issue 25), checked as a reader would: pdftotext finds every
+"""The PDF report of a small run, checked as a reader would: pdftotext finds every
 table's title and a number of each CSV, the Chinese and Hindi ground truth are in the text layer,
 pdftoppm renders every page; every table has its provenance record; deleting one table's CSV
 regenerates it and the report, nothing else; two runs from scratch write byte-identical CSVs."""

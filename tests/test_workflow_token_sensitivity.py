@@ -8,9 +8,9 @@ rule) in a fresh folder, as `snakemake --cores 2` would, and checks the table it
 4 minutes on 2 cores.
 
 The trained regressor depends on the processor's floating-point kernels: with identical code,
-block shuffling gave -0.915 on the machine of the sixth session and -0.867 on an AVX-512/AMX
-Xeon (the seventh; noise -0.964, blur -1.000 there), where the two-phase recipe's narrow margin
-for shuffling (one swap of two adjacent levels moves Spearman by 0.012) is spent. The test holds
+block shuffling gave -0.915 on one x86-64 machine and -0.867 on an AVX-512/AMX Xeon (noise
+-0.964, blur -1.000 there), where the two-phase recipe's narrow margin for shuffling (one swap
+of two adjacent levels moves Spearman by 0.012) is spent. The test holds
 shuffling to a falling trend (SHUFFLE_TARGET) and the other kinds to the target.
 """
 import shutil

@@ -2,23 +2,20 @@
 # metrics in the tokens of the reference tokenizer (metrics.tokens.reference), scored inside the
 # reconstruction job of the token datasets (scorer "tokens", rules/stages/reconstruct.smk); the
 # CMMS regressor; the sensitivity experiment.
-REFERENCE = PLAN.token_reference
-CMMS_FILE = PLAN.cmms_file
+from roundtrip.evals.chd.spec import CHD
+
+TOKEN_PLAN = CHD.view(PLAN)
+TOKENS = TOKEN_PLAN.tokens
+REFERENCE = TOKEN_PLAN.reference
+CMMS_FILE = TOKEN_PLAN.cmms_file
 REFERENCE_WEIGHTS = PLAN.weights_of(REFERENCE)
-
-
-if PLAN.is_trained(REFERENCE):
-
-    # The critical path of the run: reference tokenizer -> CMMS -> every token job.
-    use rule train_tokenizer as train_reference_tokenizer with:
-        wildcard_constraints:
-            model=regex_of([REFERENCE]),
-        priority: 50
+# The reference tokenizer trains first (rule train_reference_tokenizer, rules/stages/train.smk):
+# the critical path of the run is reference tokenizer -> CMMS -> every token job.
 
 
 rule train_cmms:
     input:
-        manifests=[f"results/datasets/{d}/manifest.csv" for d in PLAN.cmms_settings()["datasets"]],
+        manifests=[f"results/datasets/{d}/manifest.csv" for d in TOKEN_PLAN.cmms_settings()["datasets"]],
         tokenizer=lambda wc: PLAN.weights_of(wc.reference),
     output:
         "results/weights/cmms/{reference}/model.pt",
@@ -26,7 +23,7 @@ rule train_cmms:
         spec=lambda wc: PLAN.spec_of(wc.reference),
         size=TOKENS["size"],
         layout=TOKENS["layout"],
-        settings=PLAN.cmms_settings(),
+        settings=TOKEN_PLAN.cmms_settings(),
         device=RUN["device"],
     log:
         "logs/train_cmms/{reference}.log",
@@ -47,21 +44,23 @@ rule train_cmms:
 
 rule token_table:
     input:
-        per_item=PLAN.pair_files("results/metrics/{model}/{dataset}/tokens.csv", PLAN.token_datasets),
-        set=PLAN.pair_files("results/metrics/{model}/{dataset}/token_set.csv", PLAN.token_datasets),
+        per_item=PLAN.pair_files("results/metrics/{model}/{dataset}/tokens.csv", TOKEN_PLAN.datasets),
+        set=PLAN.pair_files("results/metrics/{model}/{dataset}/token_set.csv", TOKEN_PLAN.datasets),
     output:
         report_table("token_metrics", "CHD and CMMS", "Token metrics"),
     params:
         models=MODELS,
-        datasets=PLAN.token_datasets,
-        not_run=PLAN.not_run(PLAN.token_datasets),
+        datasets=TOKEN_PLAN.datasets,
+        not_run=PLAN.not_run(TOKEN_PLAN.datasets),
         reference=REFERENCE,
         size=TOKENS["size"],
-        cmms_datasets=PLAN.cmms_settings()["datasets"],
+        cmms_datasets=TOKEN_PLAN.cmms_settings()["datasets"],
         allow_overlap=TOKENS["cmms"].get("allow_overlap", False),
         bootstrap=config["tables"]["bootstrap"],
     log:
         "logs/tables/token_metrics.log",
+    group:
+        "tables"
     resources:
         mem_mb=1000,
         runtime=10,
@@ -71,11 +70,11 @@ rule token_table:
         "../../scripts/token_table.py"
 
 
-if PLAN.sensitivity_dataset:
+if TOKEN_PLAN.sensitivity_dataset:
 
     rule token_sensitivity:
         input:
-            manifest=f"results/datasets/{PLAN.sensitivity_dataset}/manifest.csv",
+            manifest=f"results/datasets/{TOKEN_PLAN.sensitivity_dataset}/manifest.csv",
             tokenizer=REFERENCE_WEIGHTS,
             cmms=CMMS_FILE,
         output:

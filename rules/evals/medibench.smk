@@ -2,9 +2,10 @@
 # set; volume sets are reconstructed slice-wise (2D models) or natively (3D models) and scored for
 # fidelity and structure in one job; latent utility per (model, labeled dataset); the tables.
 from roundtrip.core import weights as roundtrip_weights
-from roundtrip.workflow.plan import MEDIBENCH_TABLES
+from roundtrip.evals.medibench.spec import TABLES as MEDIBENCH_TABLES, MediBench
 
-MEDICAL = config["medical"]
+MEDICAL = MediBench.view(PLAN)
+MEDICAL_CONFIG = config["medical"]
 MEDIBENCH_SUBCATEGORIES = {
     "medibench_2d_fidelity": "Fidelity (Tables 1, 3)",
     "medibench_3d_fidelity": "Fidelity (Tables 1, 3)",
@@ -13,7 +14,7 @@ MEDIBENCH_SUBCATEGORIES = {
     "medibench_3d_latent": "Latent utility (Tables 2, 5)",
     "medibench_classifiers": "Latent utility (Tables 2, 5)",
 }
-SEGMENTER = MEDICAL["segmenter"]["type"]
+SEGMENTER = MEDICAL_CONFIG["segmenter"]["type"]
 RESNET18 = roundtrip_weights.path_of("resnet18-imagenet", PLAN.metrics["weights_cache"])
 
 
@@ -23,12 +24,14 @@ rule segment_original:
     output:
         status=f"results/segment/{SEGMENTER}/original/{{dataset}}/status.csv",
     params:
-        segmenter=MEDICAL["segmenter"],
+        segmenter=MEDICAL_CONFIG["segmenter"],
     log:
         f"logs/segment_original/{SEGMENTER}/{{dataset}}.log",
     benchmark:
         f"results/benchmarks/segment_original/{SEGMENTER}/{{dataset}}.tsv"
     threads: 1
+    group:
+        "prepare"
     resources:
         mem_mb=4000,
         runtime=60,
@@ -41,7 +44,7 @@ rule segment_original:
 # Volume sets: reconstruction, fidelity and structure in one job per (model, dataset), since all
 # read the same pair of volumes; labeled sets also classify the model's latents there (latent
 # utility), while the model is loaded. Medical 2D sets: rules/stages/reconstruct.smk.
-LABELED_VOLUMES = [d for d in PLAN.volume_datasets if d in PLAN.latent_datasets]
+LABELED_VOLUMES = [d for d in MEDICAL.volume_datasets if d in MEDICAL.latent_datasets]
 VOLUME_OUTPUT = {
     "status": "results/recon/{model}/{dataset}/status.csv",
     "image_quality": "results/metrics/{model}/{dataset}/image_quality.csv",
@@ -58,16 +61,16 @@ rule reconstruct_volumes:
         **VOLUME_OUTPUT,
     wildcard_constraints:
         model=regex_of(MODELS),
-        dataset=regex_of([d for d in PLAN.volume_datasets if d not in LABELED_VOLUMES]),
+        dataset=regex_of([d for d in MEDICAL.volume_datasets if d not in LABELED_VOLUMES]),
     params:
         spec=model_spec,
-        axis=MEDICAL["axis"],
-        slice_batch=MEDICAL["slice_batch"],
-        roi_size=MEDICAL["roi_size"],
+        axis=MEDICAL_CONFIG["axis"],
+        slice_batch=MEDICAL_CONFIG["slice_batch"],
+        roi_size=MEDICAL_CONFIG["roi_size"],
         device=RUN["device"],
-        segmenter=MEDICAL["segmenter"],
+        segmenter=MEDICAL_CONFIG["segmenter"],
         seg_dir=f"results/segment/{SEGMENTER}/{{model}}/{{dataset}}",
-        latent=lambda wc: PLAN.latent_settings(wc.dataset),
+        latent=lambda wc: MEDICAL.latent_settings(wc.dataset),
     log:
         "logs/reconstruct_volumes/{model}/{dataset}.log",
     benchmark:
@@ -100,10 +103,10 @@ rule latent_baselines:
     output:
         "results/metrics/original/{dataset}/latent_utility.csv",
     wildcard_constraints:
-        dataset=regex_of(PLAN.latent_datasets),
+        dataset=regex_of(MEDICAL.latent_datasets),
     params:
-        kind=lambda wc: "volume" if wc.dataset in PLAN.volume_datasets else "image",
-        settings=lambda wc: PLAN.latent_settings(wc.dataset),
+        kind=lambda wc: "volume" if wc.dataset in MEDICAL.volume_datasets else "image",
+        settings=lambda wc: MEDICAL.latent_settings(wc.dataset),
         resnet18_missing=roundtrip_weights.missing_note(
             "resnet18-imagenet", PLAN.metrics["weights_cache"]
         ),
@@ -133,12 +136,14 @@ rule medical_panel:
             subcategory="Reconstructions",
         ),
     wildcard_constraints:
-        dataset=regex_of(PLAN.medical_datasets),
+        dataset=regex_of(MEDICAL.datasets),
     params:
         models=lambda wc: PLAN.models_on(wc.dataset),
-        axis=MEDICAL["axis"],
+        axis=MEDICAL_CONFIG["axis"],
     log:
         "logs/medical_panel/{dataset}.log",
+    group:
+        "tables"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -150,17 +155,17 @@ rule medical_panel:
 
 rule medical_tables:
     input:
-        manifests=expand("results/datasets/{dataset}/manifest.csv", dataset=PLAN.medical_datasets),
+        manifests=expand("results/datasets/{dataset}/manifest.csv", dataset=MEDICAL.datasets),
         quality=PLAN.pair_files(
-            "results/metrics/{model}/{dataset}/image_quality.csv", PLAN.medical_datasets
+            "results/metrics/{model}/{dataset}/image_quality.csv", MEDICAL.datasets
         ),
         structure=PLAN.pair_files(
-            "results/metrics/{model}/{dataset}/structure.csv", PLAN.volume_datasets
+            "results/metrics/{model}/{dataset}/structure.csv", MEDICAL.volume_datasets
         ),
         latent=PLAN.pair_files(
-            "results/metrics/{model}/{dataset}/latent_utility.csv", PLAN.latent_datasets
+            "results/metrics/{model}/{dataset}/latent_utility.csv", MEDICAL.latent_datasets
         )
-        + expand("results/metrics/original/{dataset}/latent_utility.csv", dataset=PLAN.latent_datasets),
+        + expand("results/metrics/original/{dataset}/latent_utility.csv", dataset=MEDICAL.latent_datasets),
     output:
         [
             f
@@ -168,19 +173,21 @@ rule medical_tables:
             for f in report_table(name, "MediBench", MEDIBENCH_SUBCATEGORIES[name])
         ],
     params:
-        models=PLAN.medical_models,
-        specs={m: PLAN.spec_of(m) for m in PLAN.medical_models},
-        datasets_2d=PLAN.medical_2d,
-        datasets_3d=PLAN.volume_datasets,
-        latent_datasets=PLAN.latent_datasets,
-        modalities={d: config["datasets"][d].get("modality", d) for d in PLAN.medical_datasets},
-        not_run=PLAN.not_run(PLAN.medical_datasets),
-        segmenter=MEDICAL["segmenter"],
-        pool_modalities=MEDICAL.get("pool_modalities", False),
-        sizes={d: config["datasets"][d].get("size") for d in PLAN.medical_2d
+        models=MEDICAL.models,
+        specs={m: PLAN.spec_of(m) for m in MEDICAL.models},
+        datasets_2d=MEDICAL.medical_2d,
+        datasets_3d=MEDICAL.volume_datasets,
+        latent_datasets=MEDICAL.latent_datasets,
+        modalities={d: config["datasets"][d].get("modality", d) for d in MEDICAL.datasets},
+        not_run=PLAN.not_run(MEDICAL.datasets),
+        segmenter=MEDICAL_CONFIG["segmenter"],
+        pool_modalities=MEDICAL_CONFIG.get("pool_modalities", False),
+        sizes={d: config["datasets"][d].get("size") for d in MEDICAL.medical_2d
                if config["datasets"][d].get("protocol") == "fixed"},
     log:
         "logs/tables/medibench.log",
+    group:
+        "tables"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -192,13 +199,15 @@ rule medical_tables:
 
 rule medibench_latent_shapes:
     input:
-        [f for m in PLAN.medical_models for f in PLAN.weights_of(m)],
+        [f for m in MEDICAL.models for f in PLAN.weights_of(m)],
     output:
         report_table("medibench_latent_shapes", "MediBench", "Latent shapes (Table 6)"),
     params:
-        specs={m: PLAN.spec_of(m) for m in PLAN.medical_models},
+        specs={m: PLAN.spec_of(m) for m in MEDICAL.models},
     log:
         "logs/tables/medibench_latent_shapes.log",
+    group:
+        "tables"
     resources:
         mem_mb=2000,
         runtime=10,

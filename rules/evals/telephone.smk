@@ -2,27 +2,30 @@
 # text-first and image-first chains generation by generation (resumable) and scores them with
 # every backbone (and GenEval's rules on geneval sets); one job writes the tables and figures.
 # A chains set (made elsewhere) is scored by the same rule under its own model name.
+from roundtrip.evals.telephone.spec import Telephone
+
+TELEPHONE = Telephone.view(PLAN)
 
 
 wildcard_constraints:
-    pair=regex_of(sorted({m for m, _ in PLAN.telephone_keys})),
+    pair=regex_of(sorted({m for m, _ in TELEPHONE.keys})),
 
 
 rule telephone_chains:
     input:
-        unpack(lambda wc: PLAN.telephone_inputs(wc.pair, wc.dataset)),
+        unpack(lambda wc: TELEPHONE.inputs(wc.pair, wc.dataset)),
     output:
         similarity="results/telephone/{pair}/{dataset}/similarity.csv",
         mgg="results/telephone/{pair}/{dataset}/mgg.csv",
     params:
-        pair=lambda wc: PLAN.telephone_pair_spec(wc.pair, wc.dataset),
+        pair=lambda wc: TELEPHONE.pair_spec(wc.pair, wc.dataset),
         dataset_type=lambda wc: config["datasets"][wc.dataset]["type"],
-        chain_root=lambda wc: PLAN.telephone_chain_root(wc.pair, wc.dataset),
-        chains=PLAN.telephone.get("chains"),
-        generations=PLAN.telephone.get("generations"),
-        seed=PLAN.telephone.get("seed"),
-        backbones=PLAN.telephone_backbones,
-        mgg=PLAN.telephone_mgg,
+        chain_root=lambda wc: TELEPHONE.chain_root(wc.pair, wc.dataset),
+        chains=TELEPHONE.section.get("chains"),
+        generations=TELEPHONE.section.get("generations"),
+        seed=TELEPHONE.section.get("seed"),
+        backbones=TELEPHONE.backbones,
+        mgg=TELEPHONE.mgg,
         device=RUN["device"],
     log:
         "logs/telephone_chains/{pair}/{dataset}.log",
@@ -32,7 +35,7 @@ rule telephone_chains:
     resources:
         mem_mb=4000,
         runtime=240,
-        gpu=lambda wc: PLAN.telephone_gpu(wc.pair, wc.dataset),
+        gpu=lambda wc: TELEPHONE.gpu(wc.pair, wc.dataset),
     conda:
         "../../envs/roundtrip.yaml"
     script:
@@ -41,8 +44,8 @@ rule telephone_chains:
 
 rule telephone_tables:
     input:
-        similarity=[PLAN.telephone_files(*key)["similarity"] for key in PLAN.telephone_keys],
-        mgg=[PLAN.telephone_files(*key)["mgg"] for key in PLAN.telephone_keys],
+        similarity=[TELEPHONE.files(*key)["similarity"] for key in TELEPHONE.keys],
+        mgg=[TELEPHONE.files(*key)["mgg"] for key in TELEPHONE.keys],
     output:
         report_table("telephone_similarity", "The Telephone Game", "S(g) (Eq. 1, Fig. 6)"),
         report_table("telephone_mcd", "The Telephone Game", "MCD (Sec. 3.1)"),
@@ -81,14 +84,16 @@ rule telephone_tables:
             subcategory="Chains (Figs. 1, 5)",
         ),
     params:
-        chain_keys=PLAN.telephone_keys,
-        roots={f"{m}/{d}": PLAN.telephone_chain_root(m, d) for m, d in PLAN.telephone_keys},
-        generations=PLAN.telephone.get("generations"),
+        chain_keys=TELEPHONE.keys,
+        roots={f"{m}/{d}": TELEPHONE.chain_root(m, d) for m, d in TELEPHONE.keys},
+        generations=TELEPHONE.section.get("generations"),
         bootstrap=config["tables"]["bootstrap"],
-        backbones=PLAN.telephone.get("backbones") or {},
-        dataset_types={d: config["datasets"][d].get("type", "") for d in PLAN.telephone_datasets},
+        backbones=TELEPHONE.section.get("backbones") or {},
+        dataset_types={d: config["datasets"][d].get("type", "") for d in TELEPHONE.datasets},
     log:
         "logs/tables/telephone.log",
+    group:
+        "tables"
     resources:
         mem_mb=1000,
         runtime=10,

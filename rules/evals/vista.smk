@@ -3,25 +3,30 @@
 # tokenizer axis); Table 1, the font sweeps, rendering-related errors, subfields, the tokenizer
 # axis and the gap figure. The reconstructions and their OCR come from the pair jobs
 # (rules/stages/reconstruct.smk); the OCR of the renders from ocr_original (rules/evals/vtbench.smk).
+from roundtrip.evals.vista.spec import Vista
+
+VISTA = Vista.view(PLAN)
 
 
 wildcard_constraints:
-    reader=regex_of(list(PLAN.vista_readers)),
+    reader=regex_of(list(VISTA.readers)),
 
 
 rule vista_answers:
     input:
-        unpack(lambda wc: PLAN.vista_inputs(wc.reader, wc.model, wc.dataset)),
+        unpack(lambda wc: VISTA.inputs(wc.reader, wc.model, wc.dataset)),
     output:
         "results/vista/{reader}/{model}/{dataset}/answers.csv",
     params:
-        reader=lambda wc: PLAN.vista_readers[wc.reader],
+        reader=lambda wc: VISTA.readers[wc.reader],
         recon_dir=lambda wc: None if wc.model == "original" else f"results/recon/{wc.model}/{wc.dataset}",
-        judge=PLAN.vista.get("judge"),
+        judge=VISTA.section.get("judge"),
     log:
         "logs/vista_answers/{reader}/{model}/{dataset}.log",
     benchmark:
         "results/benchmarks/vista_answers/{reader}/{model}/{dataset}.tsv"
+    group:
+        "tables"
     resources:
         mem_mb=1000,
         runtime=120,
@@ -33,7 +38,7 @@ rule vista_answers:
 
 rule vista_tables:
     input:
-        answers=[PLAN.vista_answer_file(*key) for key in PLAN.vista_keys],
+        answers=[VISTA.answer_file(*key) for key in VISTA.keys],
     output:
         report_table("vista_accuracy", "VISTA-Bench", "Accuracy and modality gap (Table 1)"),
         report_table("vista_font", "VISTA-Bench", "Font size and style (Figs. 3, 7, 11)"),
@@ -48,12 +53,14 @@ rule vista_tables:
             subcategory="Font size and style (Figs. 3, 7, 11)",
         ),
     params:
-        answer_keys=PLAN.vista_keys,
-        sweeps=PLAN.vista_sweeps(),
+        answer_keys=VISTA.keys,
+        sweeps=VISTA.sweeps(),
         bootstrap=config["tables"]["bootstrap"],
-        include_failed_audit=PLAN.vista.get("include_failed_audit", False),
+        include_failed_audit=VISTA.section.get("include_failed_audit", False),
     log:
         "logs/tables/vista.log",
+    group:
+        "tables"
     resources:
         mem_mb=1000,
         runtime=10,

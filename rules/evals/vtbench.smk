@@ -4,6 +4,9 @@
 # Table 5), and the model card. PSNR/SSIM, LPIPS/FID and the OCR of reconstructions with their
 # CER/WER are scored inside the reconstruction job of each pair (rules/stages/reconstruct.smk);
 # the originals are read once per (engine, dataset) here.
+from roundtrip.evals.vtbench.spec import VTBench
+
+RECONSTRUCTION_TABLES = VTBench.reconstruction_tables(PLAN)
 
 
 rule ocr_original:
@@ -19,6 +22,8 @@ rule ocr_original:
     benchmark:
         "results/benchmarks/ocr/{ocr}/original/{dataset}.tsv"
     threads: lambda wc: PLAN.item_threads(wc.dataset, 2)
+    group:
+        "prepare"
     resources:
         mem_mb=2000,
         runtime=60,
@@ -47,7 +52,7 @@ rule reconstruction_table:
         report_table("vtbench_table1", "VTBench", "Reconstruction (Table 1)"),
         [
             f
-            for name in PLAN.reconstruction_tables
+            for name in RECONSTRUCTION_TABLES
             for f in report_table(
                 name, "VTBench",
                 "Detail preservation (Table 2)" if name == "reconstruction_detail"
@@ -56,7 +61,7 @@ rule reconstruction_table:
         ],
     params:
         models=MODELS,
-        tables=PLAN.reconstruction_tables,
+        tables=RECONSTRUCTION_TABLES,
         not_run=PLAN.not_run(PLAN.recon_datasets),
         protocols={d: config["datasets"][d]["protocol"] for d in PLAN.recon_datasets},
         bootstrap=config["tables"]["bootstrap"],
@@ -65,6 +70,8 @@ rule reconstruction_table:
         unavailable=PLAN.unavailable_metrics(),
     log:
         "logs/tables/reconstruction.log",
+    group:
+        "tables"
     resources:
         mem_mb=1000,
         runtime=10,
@@ -113,6 +120,8 @@ rule text_preservation_table:
         unavailable=PLAN.unavailable_metrics(),
     log:
         "logs/tables/text_preservation.log",
+    group:
+        "tables"
     resources:
         mem_mb=1000,
         runtime=10,
@@ -143,6 +152,8 @@ rule ocr_robustness_table:
         bootstrap=config["tables"]["bootstrap"],
     log:
         "logs/tables/ocr_robustness.log",
+    group:
+        "tables"
     resources:
         mem_mb=1000,
         runtime=10,
@@ -165,6 +176,8 @@ rule detail_table:
         bootstrap=config["tables"]["bootstrap"],
     log:
         "logs/tables/detail_statistics.log",
+    group:
+        "tables"
     resources:
         mem_mb=1000,
         runtime=10,
@@ -183,6 +196,8 @@ rule model_card:
         specs={m: PLAN.spec_of(m) for m in MODELS},
     log:
         "logs/tables/model_card.log",
+    group:
+        "tables"
     resources:
         mem_mb=4000,
         runtime=10,

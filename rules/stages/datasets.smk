@@ -13,6 +13,8 @@ rule build_dataset:
     benchmark:
         "results/benchmarks/build_dataset/{dataset}.tsv"
     threads: lambda wc: PLAN.build_threads(wc.dataset)
+    group:
+        "prepare"
     resources:
         mem_mb=4000,
         # API-generated sets wait on image generation (about a minute per image)

@@ -15,9 +15,9 @@ for VARIANT, VARIANT_DATASETS, VARIANT_SCORERS in PLAN.pair_variants():
             weights=model_weights,
             # datasets.<name>.shards > 1: the shards ran as jobs of their own (reconstruct_shard)
             shards=lambda wc: PLAN.shard_files(wc.model, wc.dataset),
-            **PLAN.pair_inputs(VARIANT_SCORERS, PLAN.engines_for(VARIANT_DATASETS[0])),
+            **PLAN.pair_inputs(VARIANT_SCORERS, VARIANT_DATASETS),
         output:
-            **PLAN.pair_outputs(VARIANT_SCORERS, PLAN.engines_for(VARIANT_DATASETS[0])),
+            **PLAN.pair_outputs(VARIANT_SCORERS, VARIANT_DATASETS),
         wildcard_constraints:
             model=regex_of(MODELS),
             dataset=regex_of(VARIANT_DATASETS),
@@ -29,6 +29,8 @@ for VARIANT, VARIANT_DATASETS, VARIANT_SCORERS in PLAN.pair_variants():
             device=RUN["device"],
             batch_size=RUN["batch_size"],
             scorers=lambda wc: PLAN.pair_scorers(wc.dataset),
+            # name -> "module:function", imported by the job (evaluations' own scorers)
+            scorer_targets=PLAN.scorer_targets(VARIANT_SCORERS),
         log:
             "logs/reconstruct/{model}/{dataset}.log",
         benchmark:

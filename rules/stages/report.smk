@@ -1,4 +1,4 @@
-# The report (issue 25): reconstruction galleries (VTBench Figs. 4, 5), then one PDF with every
+# The report: reconstruction galleries (VTBench Figs. 4, 5), then one PDF with every
 # table, figure and the provenance of the run. Each table's provenance record is written by the
 # rule that writes the table (report_table in rules/common.smk names it as an output).
 
@@ -19,6 +19,8 @@ rule gallery:
         per_dataset=config["report"]["gallery_items"],
     log:
         "logs/gallery.log",
+    group:
+        "tables"
     resources:
         mem_mb=2000,
         runtime=10,
@@ -40,6 +42,7 @@ rule report_pdf:
     params:
         tables=PLAN.tables,
         ran=PLAN.evaluations_run(),
+        sections=PLAN.report_sections(),
         commit=git_commit(),
         config=config,
         weights_cache=config["metrics"]["weights_cache"],
@@ -48,6 +51,8 @@ rule report_pdf:
         "logs/report_pdf.log",
     benchmark:
         "results/benchmarks/report_pdf/report_pdf.tsv"
+    group:
+        "tables"
     resources:
         mem_mb=1500,
         runtime=10,

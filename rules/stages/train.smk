@@ -1,6 +1,7 @@
 # Training of the small tokenizers (type: small): cached checkpoint, seeded; never retrained
-# unless the model's settings change. The reference tokenizer of the token metrics trains first,
-# in a variant of this rule (rules/evals/chd.smk), since CMMS and the token jobs wait on it.
+# unless the model's settings change. Models an evaluation needs before its other jobs
+# (Plan.trained_first: the reference tokenizer of the token metrics, which CMMS and the token
+# jobs wait on) train first, in a variant of this rule.
 
 
 rule train_tokenizer:
@@ -11,7 +12,7 @@ rule train_tokenizer:
     output:
         "results/weights/{model}/model.pt",
     wildcard_constraints:
-        model=regex_of([m for m in PLAN.trained_models if m != PLAN.token_reference]),
+        model=regex_of([m for m in PLAN.trained_models if m not in PLAN.trained_first]),
     params:
         spec=lambda wc: config["models"][wc.model],
         train=lambda wc: PLAN.train_settings(wc.model),
@@ -29,3 +30,11 @@ rule train_tokenizer:
         "../../envs/roundtrip.yaml"
     script:
         "../../scripts/train_tokenizer.py"
+
+
+if PLAN.trained_first:
+
+    use rule train_tokenizer as train_reference_tokenizer with:
+        wildcard_constraints:
+            model=regex_of(PLAN.trained_first),
+        priority: 50

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from roundtrip.report.fonts import markup, register
-from roundtrip.report.sections import SECTIONS, tables_of
+from roundtrip.report.sections import Section, tables_of
 from roundtrip.report.tables import column_widths, label_columns, read_markdown, split_columns
 
 CELL_PT = 6.5  # table font size
@@ -36,6 +36,7 @@ class ReportInputs:
             (``[(file, sha256)]``), ``api`` (rows of the usage summary), ``rule_times``
             (``[(rule, jobs, seconds)]``).
         notes: remarks printed on the cover (fonts not found, ...).
+        sections: one per evaluation, in order (the registered evaluations' report parts).
     """
     tables: dict[str, Path]
     figures: list[Path]
@@ -43,6 +44,7 @@ class ReportInputs:
     cover: dict
     appendix: dict
     notes: list[str] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
 
 
 def _styles():
@@ -201,7 +203,7 @@ def build_report(path: str | Path, inputs: ReportInputs) -> int:
                             author="roundtrip", creator="roundtrip (reportlab)")
     width = doc.width
     story = _cover(inputs, st)
-    for section in SECTIONS:
+    for section in inputs.sections:
         names = tables_of(section, list(inputs.tables))
         figures = _figures_of(section, inputs.figures)
         if not names and not figures:

@@ -8,25 +8,86 @@ into a cluster run.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from roundtrip.core import weights
 from roundtrip.core.config import ConfigError, missing_paths_message
+from roundtrip.core.evaluation import RegistryError
 from roundtrip.core.weights import WeightsMissing
 from roundtrip.models import ORIGINAL, TRAINED_TYPES, build_model
 from roundtrip.readers import build_ocr
-from roundtrip.workflow.plan import metric_weight_names
+from roundtrip.workflow.plan import Plan, metric_weight_names, registered
 
-DISCRETE_FAMILIES = ("VQ", "LFQ", "BSQ", "RVQ", "RBSQ")
+
+def plugin_schemas(config: dict, schema: dict) -> dict[str, dict]:
+    """Top-level section -> its JSON schema, for the config sections of registered evaluations
+    that ``config.schema.yaml`` does not describe (third-party evaluations bring their own
+    ``schema``; without one, any mapping)."""
+    try:
+        evaluations = registered(config)
+    except RegistryError as exc:
+        raise ConfigError(f"evaluations.plugins: {exc}") from exc
+    known = schema.get("properties", {})
+    return {ev.config_section: ev.schema or {"type": "object"}
+            for ev in evaluations.values()
+            if ev.config_section and ev.config_section.split(".")[0] not in known}
+
+
+def composed_schema(config: dict, schema_path: str) -> dict:
+    """``config.schema.yaml`` with the sections of plugin evaluations added
+    (:func:`plugin_schemas`)."""
+    import yaml
+
+    with open(schema_path) as fh:
+        schema = yaml.safe_load(fh)
+    schema["properties"] |= plugin_schemas(config, schema)
+    return schema
 
 
 def schema_problem(config: dict, schema_path: str) -> str | None:
     """The short message of the first schema violation of ``config`` (first line: the key),
-    or None (:func:`roundtrip.core.config.schema_error`)."""
-    import yaml
-
+    or None (:func:`roundtrip.core.config.schema_error`); plugin evaluations' sections are
+    checked against their own schemas."""
     from roundtrip.core.config import schema_error
 
+    try:
+        return schema_error(config, composed_schema(config, schema_path))
+    except ConfigError as exc:
+        return str(exc)
+
+
+def validate_config(config: dict, schema_path: str) -> dict:
+    """Fill the schema's defaults into a config that :func:`schema_problem` passed, in place:
+    Snakemake's ``validate`` on the sections of ``config.schema.yaml``, the plugin evaluations'
+    own schemas on theirs. Returns ``config``."""
+    import yaml
+    from snakemake.utils import validate
+
     with open(schema_path) as fh:
-        return schema_error(config, yaml.safe_load(fh))
+        extra = plugin_schemas(config, yaml.safe_load(fh))
+    aside = {key: config.pop(key) for key in extra if key in config}
+    try:
+        validate(config, str(Path(schema_path).resolve()))
+    finally:
+        config.update(aside)
+    for key, schema in extra.items():
+        config[key] = fill_defaults(config.get(key, {}), schema)
+    return config
+
+
+def fill_defaults(value, schema: dict):
+    """``value`` with the ``default`` of every absent property of ``schema`` filled in,
+    recursively through objects (JSON schema's ``properties``/``default``)."""
+    import copy
+
+    if not isinstance(value, dict) or schema.get("type") not in ("object", None):
+        return value
+    for key, sub in (schema.get("properties") or {}).items():
+        if key not in value and "default" in sub:
+            value[key] = copy.deepcopy(sub["default"])
+        if key in value:
+            value[key] = fill_defaults(value[key], sub)
+    return value
 
 
 def check_file(path: str, schema_path: str) -> str | None:
@@ -36,7 +97,6 @@ def check_file(path: str, schema_path: str) -> str | None:
     Snakemake's ``--configfile`` loader reports a YAML error without its line; this does not.
     """
     import yaml
-    from snakemake.utils import validate
 
     from roundtrip.core.config import resolve_data_root, yaml_error
 
@@ -52,7 +112,7 @@ def check_file(path: str, schema_path: str) -> str | None:
         return f"{path}: a config is a mapping of sections (datasets, models, ...)"
     if problem := schema_problem(config, schema_path):
         return problem
-    validate(config, schema_path)  # fills the defaults check_config relies on
+    validate_config(config, schema_path)  # fills the defaults check_config relies on
     resolve_data_root(config)
     try:
         check_config(config)
@@ -71,7 +131,6 @@ def check_config(config: dict) -> None:
     if problem := missing_paths_message(config, _missing_weights(config)):
         raise ConfigError(problem)
     _check_api(config)
-    _check_medical(config)
     if ORIGINAL in config.get("models", {}):
         raise ConfigError(f"models.{ORIGINAL}: the name '{ORIGINAL}' is reserved for the unmodified "
                           "originals; rename the model")
@@ -108,8 +167,12 @@ def check_config(config: dict) -> None:
                                   f"choose from {sorted(SKIMAGE_BUNDLED)}")
     _check_metrics(config)
     _check_ocr_datasets(config, ocr_engines)
-    _check_vista(config)
-    _check_telephone(config)
+    try:
+        plan = Plan(config)  # registers the evaluations
+    except RegistryError as exc:  # a plugin that does not load stops here
+        raise ConfigError(f"evaluations.plugins: {exc}") from exc
+    for evaluation in plan.evaluations.values():
+        evaluation.check(plan)
 
 
 def _missing_weights(config: dict) -> list[tuple[str, str]]:
@@ -195,99 +258,6 @@ def _check_path(name: str, spec: dict) -> None:
         raise ConfigError(f"datasets.{name}.labels_csv: {labels} does not exist")
 
 
-def _check_vista(config: dict) -> None:
-    """VISTA readers build, name OCR engines, models and question sets that exist."""
-    from roundtrip.datasets import QUESTION_TYPES
-    from roundtrip.readers import build_answerer
-
-    vista = config.get("vista") or {}
-    readers = vista.get("readers") or {}
-    engines = config.get("ocr", {}).get("engines", {})
-    datasets = config.get("datasets", {})
-    for name, spec in readers.items():
-        try:
-            build_answerer(name, spec)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from exc
-        if spec["type"] in ("ocr_llm", "ocr_solver"):
-            engine = spec.get("ocr", "tesseract")
-            if engine not in engines:
-                raise ConfigError(f"vista.readers.{name}.ocr: {engine!r} is not an entry of "
-                                  f"ocr.engines (known: {sorted(engines)})")
-            limited = engines[engine].get("datasets")
-            missed = [d for d in vista.get("datasets") or
-                      [d for d, s in datasets.items() if s["type"] in QUESTION_TYPES]
-                      if limited and d not in limited]
-            if missed:
-                raise ConfigError(f"vista.readers.{name}.ocr: {engine} does not read {missed} "
-                                  f"(ocr.engines.{engine}.datasets)")
-    unknown = [m for m in vista.get("models") or [] if m not in config.get("models", {})]
-    if unknown:
-        raise ConfigError(f"vista.models: unknown models {unknown}")
-    for d in vista.get("datasets") or []:
-        if d not in datasets:
-            raise ConfigError(f"vista.datasets: unknown dataset {d!r}")
-        if datasets[d]["type"] not in QUESTION_TYPES:
-            raise ConfigError(f"vista.datasets: {d} is a {datasets[d]['type']} set, not a "
-                              f"question set ({', '.join(QUESTION_TYPES)})")
-    for name, spec in datasets.items():
-        if spec["type"] == "vista_release":
-            from pathlib import Path
-
-            if not spec.get("path"):
-                raise ConfigError(f"datasets.{name}.path: a vista_release set needs the TSV")
-            if not Path(spec["path"]).is_file():
-                raise ConfigError(f"datasets.{name}.path: {spec['path']} does not exist")
-
-
-def _check_telephone(config: dict) -> None:
-    """The Telephone Game: pairs build (a render_ocr tokenizer is a model of the config),
-    backbones are known types, its datasets are chain inputs, a chains folder has the layout."""
-    from roundtrip.datasets import CHAIN_INPUTS, role_of
-    from roundtrip.evals.telephone.unified import build_pair
-
-    tele = config.get("telephone") or {}
-    models, datasets = config.get("models", {}), config.get("datasets", {})
-    for name, spec in (tele.get("pairs") or {}).items():
-        tok = spec.get("tokenizer")
-        if tok is not None and tok not in models:
-            raise ConfigError(f"telephone.pairs.{name}.tokenizer: {tok!r} is not an entry of models")
-        if name == ORIGINAL:
-            raise ConfigError(f"telephone.pairs.{name}: the name '{ORIGINAL}' is reserved")
-        try:
-            build_pair(name, {k: v for k, v in spec.items() if k != "tokenizer"}).check()
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from exc
-        except WeightsMissing as exc:  # the message starts with telephone.pairs.<name>.<key>
-            raise ConfigError(str(exc)) from exc
-    for d in tele.get("datasets") or []:
-        if d not in datasets:
-            raise ConfigError(f"telephone.datasets: unknown dataset {d!r}")
-        if role_of(datasets[d]) != CHAIN_INPUTS:
-            raise ConfigError(f"telephone.datasets: {d} is a {datasets[d]['type']} set, not a "
-                              f"chain input (captions, geneval, chains)")
-    for name, spec in datasets.items():
-        if spec["type"] == "chains":
-            from pathlib import Path
-
-            from roundtrip.datasets.telephone import chain_items
-
-            if not spec.get("path"):
-                raise ConfigError(f"datasets.{name}.path: a chains set needs the chain folder")
-            try:
-                chain_items(Path(spec["path"]))
-            except (OSError, ValueError) as exc:
-                raise ConfigError(f"datasets.{name}.path: {exc}") from exc
-        elif spec["type"] in ("captions", "geneval"):
-            source = spec.get("captions" if spec["type"] == "captions" else "prompts", "builtin")
-            if source != "builtin":
-                from pathlib import Path
-
-                if not Path(source).expanduser().is_file():
-                    key = "captions" if spec["type"] == "captions" else "prompts"
-                    raise ConfigError(f"datasets.{name}.{key}: {source} does not exist")
-
-
 def _check_api(config: dict) -> None:
     """Resolve API endpoints and prompts in place (:func:`roundtrip.api.settings.resolve_api`)
     and require the keys of the endpoints in use, before any work."""
@@ -297,38 +267,6 @@ def _check_api(config: dict) -> None:
         check_api_keys(config, resolve_api(config))
     except (ApiConfigError, MissingApiKey) as exc:
         raise ConfigError(str(exc)) from exc
-
-
-def _check_medical(config: dict) -> None:
-    """Medical datasets name bundled images and paths that exist, and the segmenter can run."""
-    from pathlib import Path
-
-    from roundtrip.datasets import is_medical_spec, is_volume_spec
-    from roundtrip.datasets.medical import SKIMAGE_MODALITIES
-    from roundtrip.evals.medibench.segment import SegmenterUnavailable, build_segmenter
-
-    medical = [n for n, s in config.get("datasets", {}).items() if is_medical_spec(s)]
-    for name in medical:
-        spec = config["datasets"][name]
-        if spec["type"] == "skimage_medical":
-            unknown = [i for i in spec.get("images", []) if i not in SKIMAGE_MODALITIES]
-            if unknown:
-                raise ConfigError(f"datasets.{name}.images: {unknown} are not bundled medical "
-                                  f"images; choose from {sorted(SKIMAGE_MODALITIES)}")
-        for key in ("path", "labels_csv"):
-            if spec.get(key) and not Path(spec[key]).exists():
-                raise ConfigError(f"datasets.{name}.{key}: {spec[key]} does not exist")
-        if spec.get("patch") and is_volume_spec(spec):
-            raise ConfigError(f"datasets.{name}.patch: patches are for 2D sets only")
-    if not medical:
-        return
-    seg = config.get("medical", {}).get("segmenter", {"type": "gmm"})
-    try:
-        segmenter = build_segmenter(seg)
-        if hasattr(segmenter, "check"):
-            segmenter.check()
-    except (SegmenterUnavailable, KeyError, ValueError) as exc:
-        raise ConfigError(f"medical.segmenter: {exc}") from exc
 
 
 def _check_synthetic(name: str, spec: dict) -> None:
@@ -360,32 +298,6 @@ def _check_synthetic(name: str, spec: dict) -> None:
         raise ConfigError(f"datasets.{name}.questions: file {source} does not exist")
 
 
-_TYPE_FAMILIES = {"diffusers_kl": "continuous", "monai_kl": "continuous", "diffusers_vq": "VQ",
-                  "monai_vqvae": "VQ", "identity": "codec", "jpeg": "codec", "webp": "codec",
-                  "resample": "codec"}
-
-
-def _family(name: str, spec: dict) -> str:
-    """A model's family without loading weights (trained models have none yet)."""
-    if spec["type"] in TRAINED_TYPES:
-        return spec["family"]
-    if spec["type"] in _TYPE_FAMILIES:
-        return _TYPE_FAMILIES[spec["type"]]
-    return build_model(name, spec).info().family
-
-
-def _check_cmms_held_out(config: dict) -> None:
-    """CMMS's training images are disjoint from the sets CHD/CMMS score (CHD paper Sec. 4.2)."""
-    from roundtrip.evals.chd.training import overlap_message, training_overlap
-    from roundtrip.workflow.plan import Plan, training_datasets
-
-    plan = Plan(config)
-    scored = list(dict.fromkeys(plan.token_datasets + [d for d in [plan.sensitivity_dataset] if d]))
-    overlaps = training_overlap(training_datasets(config), scored, config["datasets"])
-    if overlaps:
-        raise ConfigError(overlap_message(overlaps))
-
-
 def _check_metrics(config: dict) -> None:
     metrics = config.get("metrics", {})
     if metrics.get("missing_weights", "error") == "error":
@@ -395,35 +307,3 @@ def _check_metrics(config: dict) -> None:
             except WeightsMissing as exc:
                 raise ConfigError(f"{key}: {exc} (or set metrics.missing_weights: n/a, or "
                                   f"{key}.enabled: false)") from exc
-    tokens = metrics.get("tokens", {})
-    reference = tokens.get("reference")
-    datasets = config.get("datasets", {})
-    if reference is not None:
-        spec = config.get("models", {}).get(reference)
-        if spec is None:
-            raise ConfigError(f"metrics.tokens.reference: {reference!r} is not in models")
-        family = _family(reference, spec)
-        if family not in DISCRETE_FAMILIES:
-            raise ConfigError(f"metrics.tokens.reference: {reference!r} is a {family} model; CHD "
-                              f"and CMMS need discrete tokens ({', '.join(DISCRETE_FAMILIES)})")
-    unknown = [d for d in tokens.get("datasets") or [] if d not in datasets]
-    if unknown:
-        raise ConfigError(f"metrics.tokens.datasets: unknown datasets {unknown}")
-    from roundtrip.datasets import is_volume_spec
-
-    volumes = [d for d in tokens.get("datasets") or [] if is_volume_spec(datasets[d])]
-    if volumes:
-        raise ConfigError(f"metrics.tokens.datasets: {volumes} are volume datasets; CHD and CMMS "
-                          "are computed on the token grids of 2D images")
-    unknown = [d for d in tokens.get("cmms", {}).get("datasets", []) if d not in datasets]
-    if unknown:
-        raise ConfigError(f"metrics.tokens.cmms.datasets: unknown datasets {unknown}")
-    sens = tokens.get("sensitivity", {}).get("dataset")
-    if sens is not None:
-        if sens not in datasets:
-            raise ConfigError(f"metrics.tokens.sensitivity.dataset: unknown dataset {sens!r}")
-        if reference is None:
-            raise ConfigError("metrics.tokens.sensitivity.dataset: needs "
-                              "metrics.tokens.reference (the tokenizer whose tokens are compared)")
-    if reference is not None and not tokens.get("cmms", {}).get("allow_overlap"):
-        _check_cmms_held_out(config)

@@ -1,16 +1,16 @@
 """The plan of a run: what a (schema-validated) config asks the workflow to compute.
 
-:class:`Plan` answers every question the Snakemake rules ask of the config, so that the rules
-hold no logic of their own and the answers are unit-tested (``tests/test_plan.py``):
+:class:`Plan` answers what every evaluation shares, so that the Snakemake rules hold no logic
+of their own and the answers are unit-tested (``tests/test_plan.py``):
 
-- **dataset roles**: which sets feed VTBench's reconstruction table (Table 1), its
-  text-preservation table (Table 3), the token metrics, MediBench 2D and 3D, VISTA-Bench;
+- **datasets by role** (images, text, medical 2D, volumes, chain inputs; roundtrip.datasets);
 - **pairs**: the (model, dataset) pairs that run (``datasets.<name>.models``) and, for the
-  others, the reason their table cells read n/a;
-- **model specs**: the checkpoint a trained model gets, the training settings with their
-  defaults, the CMMS training sets;
+  others, the reason their table cells read n/a; the per-pair scorers the evaluations ask for;
+- **model specs**: the checkpoint a trained model gets, its training settings;
 - **resources**: threads a job can use, whether it runs a network on a GPU;
-- **targets**: the final files of ``rule all``.
+- **targets**: the final files of ``rule all``, gathered from the registered evaluations
+  (:mod:`roundtrip.core.evaluation`), each of which plans its own part in a view of the plan
+  (:meth:`Plan.view`).
 
 The Snakefile builds one Plan per run (``rules/common.smk``).
 """
@@ -21,15 +21,13 @@ from functools import cached_property
 from pathlib import Path
 
 from roundtrip.core import weights
+from roundtrip.core.evaluation import Evaluation, load_evaluations
 from roundtrip.core.imaging import DEFAULT_MAX_PIXELS
 from roundtrip.datasets import (
-    CHAIN_INPUTS,
     IMAGES,
     MEDICAL_2D,
-    QUESTION_TYPES,
     SYNTHETIC_TYPES,
     TEXT,
-    VOLUMES,
     expected_item_count,
     file_keys,
     role_of,
@@ -38,22 +36,8 @@ from roundtrip.datasets.volumes import DEFAULT_MAX_VOXELS
 from roundtrip.models import CODEC_TYPES, ORIGINAL, TRAINED_TYPES
 from roundtrip.stages.train import TRAIN_DEFAULTS
 
-#: Table names of the MediBench branch (one rule writes them all but the latent shapes).
-MEDIBENCH_TABLES = ["medibench_2d_fidelity", "medibench_2d_latent", "medibench_3d_fidelity",
-                    "medibench_3d_structure", "medibench_3d_latent", "medibench_classifiers"]
-#: Table names of VISTA-Bench (roundtrip.evals.vista.tables.TABLES; one rule writes them all).
-VISTA_TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
-                "vista_source", "vista_tokenizers"]
-#: The PDF report (issue 25): every table and figure with its provenance.
+#: The PDF report: every table and figure with its provenance.
 REPORT = "results/report.pdf"
-#: Table names of The Telephone Game (roundtrip.evals.telephone.tables.TABLES).
-TELEPHONE_TABLES = ["telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_sdr_fits",
-                    "telephone_mgg", "telephone_mgg_grid"]
-#: Its figures (roundtrip.evals.telephone.figures).
-TELEPHONE_FIGURES = [f"results/figures/telephone_{n}.png"
-                     for n in ("similarity", "sdr", "mgg", "mgg_mcd", "strip")]
-#: Reader types that answer from an OCR engine's reading of the question image.
-OCR_READER_TYPES = ("ocr_llm", "ocr_solver")
 #: Config keys of the metrics that need pretrained weights -> the table file they fill.
 WEIGHTED_METRIC_FILES = {"metrics.lpips": "lpips", "metrics.fid": "distribution"}
 
@@ -72,35 +56,11 @@ def regex_of(names: list[str]) -> str:
     return "|".join(re.escape(n) for n in names) if names else "(?!)"
 
 
-def training_datasets(config: dict) -> list[str]:
-    """The datasets CMMS trains on: ``metrics.tokens.cmms.datasets``, else the reference
-    tokenizer's ``train.datasets``, else the first configured dataset.
-
-    Raises:
-        KeyError: ``metrics.tokens.reference`` or the model it names is missing.
-    """
-    tokens = config["metrics"]["tokens"]
-    if "datasets" in tokens.get("cmms", {}):
-        return list(tokens["cmms"]["datasets"])
-    spec = config["models"][tokens["reference"]]
-    return list(spec.get("train", {}).get("datasets", [next(iter(config["datasets"]))]))
-
-
-#: Role of a set that only CMMS trains on (:func:`cmms_only_datasets`): built, not reconstructed.
-CMMS_TRAINING = "cmms_training"
-
-
-def cmms_only_datasets(config: dict) -> list[str]:
-    """Sets named in ``metrics.tokens.cmms.datasets`` and scored nowhere (not in
-    ``metrics.tokens.datasets``, not the sensitivity set): CMMS's
-    held-out training images (CHD paper Sec. 4.2, 5.1), built but not reconstructed. Empty
-    without a reference tokenizer or with ``allow_overlap: true``."""
-    tokens = config["metrics"]["tokens"]
-    cmms = tokens.get("cmms") or {}
-    if not tokens.get("reference") or cmms.get("allow_overlap"):
-        return []
-    used = set(tokens.get("datasets") or []) | {(tokens.get("sensitivity") or {}).get("dataset")}
-    return [d for d in cmms.get("datasets", []) if d not in used]
+def registered(config: dict) -> dict[str, Evaluation]:
+    """The evaluations registered for ``config``: entry points plus ``evaluations.plugins``
+    (importable from ``evaluations.paths``), by key in their order."""
+    section = config.get("evaluations") or {}
+    return load_evaluations(section.get("plugins") or (), section.get("paths") or ())
 
 
 class Plan:
@@ -112,6 +72,9 @@ class Plan:
             (a cluster run plans without it).
         cluster: jobs run elsewhere (an executor plugin such as Slurm): the machine making the
             plan says nothing about the GPUs of the machines that run the jobs.
+
+    Raises:
+        roundtrip.core.evaluation.RegistryError: an evaluation that does not load.
     """
 
     def __init__(self, config: dict, cores: int | None = None, cluster: bool = False):
@@ -120,192 +83,55 @@ class Plan:
         self.cluster = cluster
         self.models: list[str] = list(config["models"])
         self.datasets: list[str] = list(config["datasets"])
+        self.evaluations: dict[str, Evaluation] = registered(config)
         self.roles = {d: role_of(config["datasets"][d]) for d in self.datasets}
-        self.roles |= {d: CMMS_TRAINING for d in cmms_only_datasets(config)}
+        for ev in self.evaluations.values():
+            self.roles |= ev.dataset_roles(config)
         self.metrics = config["metrics"]
-        self.tokens = self.metrics["tokens"]
-        self.token_reference: str | None = self.tokens["reference"]
         self.ocr_engines: list[str] = list(config["ocr"]["engines"])
         self.table_ocr = config["tables"].get(
             "ocr_engine", self.ocr_engines[0] if self.ocr_engines else None)
+        self._views: dict[str, object] = {}
+
+    def view(self, key: str, factory):
+        """The evaluation ``key``'s own plan, ``factory(self)``, made once per Plan."""
+        if key not in self._views:
+            self._views[key] = factory(self)
+        return self._views[key]
+
+    @cached_property
+    def active(self) -> list[Evaluation]:
+        """The evaluations the config asks for, in order."""
+        return [ev for ev in self.evaluations.values() if ev.active(self)]
 
     # -- datasets by role ---------------------------------------------------------------------
-    def _with_role(self, *roles: str) -> list[str]:
+    def with_role(self, *roles: str) -> list[str]:
+        """Datasets whose role is one of ``roles``, in config order."""
         return [d for d in self.datasets if self.roles[d] in roles]
 
     @cached_property
     def text_datasets(self) -> list[str]:
-        """Sets with ``text_eval``: OCR, CER/WER, VTBench Table 3 and Table 5. VISTA question
-        sets join them when a reader answers from OCR (the pair jobs read the reconstructed
-        question images; the readers reuse that reading)."""
-        ocr_sets = set(self.vista_datasets) if self.vista_ocr_engines else set()
+        """Sets whose reconstructions are read by OCR (CER/WER, VTBench Tables 3 and 5): those
+        with ``text_eval`` and those an evaluation reads through OCR
+        (:meth:`~roundtrip.core.evaluation.Evaluation.text_datasets`)."""
+        extra = {d for ev in self.evaluations.values() for d in ev.text_datasets(self)}
         return [d for d in self.datasets
-                if self.config["datasets"][d].get("text_eval") or d in ocr_sets]
-
-    @cached_property
-    def medical_datasets(self) -> list[str]:
-        """The MediBench branch: medical 2D sets and volume sets."""
-        return self._with_role(MEDICAL_2D, VOLUMES)
-
-    @cached_property
-    def volume_datasets(self) -> list[str]:
-        return self._with_role(VOLUMES)
-
-    @cached_property
-    def medical_2d(self) -> list[str]:
-        return self._with_role(MEDICAL_2D)
+                if self.config["datasets"][d].get("text_eval") or d in extra]
 
     @cached_property
     def general_datasets(self) -> list[str]:
-        """Every set outside the medical branch (detail statistics cover them all)."""
-        return self._with_role(IMAGES, TEXT)
+        """Image and text sets (detail statistics cover them all)."""
+        return self.with_role(IMAGES, TEXT)
 
     @cached_property
     def recon_datasets(self) -> list[str]:
-        """Sets of the reconstruction table (VTBench Table 1): rendered and GPT poster sets are
-        text sets (Table 3 only)."""
-        return self._with_role(IMAGES)
+        """Sets of the reconstruction tables: rendered and poster sets are text sets."""
+        return self.with_role(IMAGES)
 
     @cached_property
     def image_datasets(self) -> list[str]:
         """Sets reconstructed image by image (everything but volume sets)."""
-        return self._with_role(IMAGES, TEXT, MEDICAL_2D)
-
-    @cached_property
-    def token_datasets(self) -> list[str]:
-        """Sets scored in the reference tokenizer's tokens (CHD, CMMS); none without one."""
-        if not self.token_reference:
-            return []
-        return list(self.tokens["datasets"] or self.recon_datasets)
-
-    @cached_property
-    def sensitivity_dataset(self) -> str | None:
-        """The set of the CHD paper's sensitivity experiment (Figure 2), if any."""
-        return self.tokens["sensitivity"]["dataset"] if self.token_reference else None
-
-    def has_labels(self, dataset: str) -> bool:
-        """Whether a medical dataset's items carry class labels (latent utility needs them)."""
-        spec = self.config["datasets"][dataset]
-        return (spec["type"] in ("skimage_medical", "medmnist", "synthetic_volumes")
-                or bool(spec.get("labels_csv")) or bool(spec.get("label_column")))
-
-    @cached_property
-    def latent_datasets(self) -> list[str]:
-        """Medical sets whose items carry labels: MediBench's latent utility."""
-        return [d for d in self.medical_datasets if self.has_labels(d)]
-
-    # -- The Telephone Game ----------------------------------------------------------------------
-    @cached_property
-    def telephone(self) -> dict:
-        return self.config.get("telephone") or {}
-
-    @cached_property
-    def telephone_pairs(self) -> dict[str, dict]:
-        """``telephone.pairs``: name -> unified model spec."""
-        return dict(self.telephone.get("pairs") or {})
-
-    @cached_property
-    def telephone_datasets(self) -> list[str]:
-        """Chain-input sets (captions, geneval, chains): ``telephone.datasets``, default all."""
-        chosen = self.telephone.get("datasets")
-        return [d for d in self._with_role(CHAIN_INPUTS) if not chosen or d in chosen]
-
-    def telephone_models(self, dataset: str) -> list[str]:
-        """Who makes the chains of a set: every pair, or, for a ``chains`` set, its own model
-        name (``datasets.<d>.model``, default the set's name)."""
-        spec = self.config["datasets"][dataset]
-        if spec["type"] == "chains":
-            return [spec.get("model") or dataset]
-        return list(self.telephone_pairs)
-
-    @cached_property
-    def telephone_keys(self) -> list[tuple[str, str]]:
-        """``(model, dataset)`` of every Telephone Game job."""
-        return [(m, d) for d in self.telephone_datasets for m in self.telephone_models(d)]
-
-    @staticmethod
-    def telephone_files(model: str, dataset: str) -> dict[str, str]:
-        base = f"results/telephone/{model}/{dataset}"
-        return {"similarity": f"{base}/similarity.csv", "mgg": f"{base}/mgg.csv"}
-
-    def telephone_chain_root(self, model: str, dataset: str) -> str:
-        """Where the chains are: ``results/telephone/{model}/{dataset}/chains``, or a ``chains``
-        set's own folder."""
-        spec = self.config["datasets"][dataset]
-        if spec["type"] == "chains":
-            return str(spec["path"])
-        return f"results/telephone/{model}/{dataset}/chains"
-
-    def telephone_pair_spec(self, model: str, dataset: str) -> dict | None:
-        """The pair's spec with a ``render_ocr`` tokenizer resolved into ``{name, spec}`` (its
-        trained checkpoint included); None for a ``chains`` set (nothing is generated)."""
-        if self.config["datasets"][dataset]["type"] == "chains":
-            return None
-        spec = dict(self.telephone_pairs[model])
-        for key in ("t2i", "i2t"):  # diffusers pairs: registry names into the cache
-            if key in spec:
-                spec[key] = self._folder(spec[key])
-        tok = spec.get("tokenizer")
-        if tok:
-            spec["tokenizer"] = {"name": tok, "spec": self.spec_of(tok)}
-        return spec
-
-    def _folder(self, value: str | None) -> str | None:
-        """A model folder value with a registry name (``clip-vit-b32``...) resolved into the
-        weights cache (``metrics.weights_cache``)."""
-        if not value:
-            return value
-        return str(weights.resolve_folder(value, self.metrics.get("weights_cache")))
-
-    @cached_property
-    def telephone_backbones(self) -> dict[str, dict]:
-        """``telephone.backbones`` with their folders resolved."""
-        return {n: spec | ({"weights": self._folder(spec["weights"])} if "weights" in spec else {})
-                for n, spec in (self.telephone.get("backbones") or {}).items()}
-
-    @cached_property
-    def telephone_mgg(self) -> dict:
-        """``telephone.mgg`` with the detector and colour folders resolved."""
-        out = {}
-        for part, spec in (self.telephone.get("mgg") or {}).items():
-            out[part] = spec | ({"weights": self._folder(spec["weights"])}
-                                if spec and "weights" in spec else {})
-        return out
-
-    def telephone_inputs(self, model: str, dataset: str) -> dict[str, object]:
-        """The set's manifest and a trained tokenizer's checkpoint."""
-        spec = self.telephone_pair_spec(model, dataset) or {}
-        tok = (spec.get("tokenizer") or {}).get("name")
-        return {"manifest": f"results/datasets/{dataset}/manifest.csv",
-                "weights": self.weights_of(tok) if tok else []}
-
-    def telephone_gpu(self, model: str, dataset: str) -> int:
-        """1 when the job runs a network on CUDA (diffusers pairs, learned tokenizers)."""
-        spec = self.telephone_pair_spec(model, dataset) or {}
-        if spec.get("type") == "diffusers":
-            return self.gpu_for_device()
-        tok = (spec.get("tokenizer") or {}).get("name")
-        return self.gpu_for(tok) if tok else 0
-
-    # -- VISTA-Bench ------------------------------------------------------------------------------
-    @cached_property
-    def vista(self) -> dict:
-        return self.config.get("vista") or {}
-
-    @cached_property
-    def vista_readers(self) -> dict[str, dict]:
-        """``vista.readers``: name -> reader spec (none: no VISTA evaluation)."""
-        return dict(self.vista.get("readers") or {})
-
-    @cached_property
-    def vista_datasets(self) -> list[str]:
-        """Question sets the readers answer: ``vista.datasets``, default every
-        ``vista_questions`` and ``vista_release`` set; none without readers."""
-        if not self.vista_readers:
-            return []
-        chosen = self.vista.get("datasets")
-        return [d for d in self.datasets if (d in chosen if chosen else
-                                             self.config["datasets"][d]["type"] in QUESTION_TYPES)]
+        return self.with_role(IMAGES, TEXT, MEDICAL_2D)
 
     def engines_for(self, dataset: str) -> list[str]:
         """OCR engines that read ``dataset``: those whose ``ocr.engines.<name>.datasets`` names
@@ -313,55 +139,6 @@ class Plan:
         engines = self.config["ocr"]["engines"]
         return [e for e in self.ocr_engines
                 if dataset in (engines[e].get("datasets") or [dataset])]
-
-    def reader_ocr(self, reader: str) -> str | None:
-        """The OCR engine a reader answers from (OCR reader types), else None."""
-        spec = self.vista_readers[reader]
-        return spec.get("ocr", "tesseract") if spec["type"] in OCR_READER_TYPES else None
-
-    @cached_property
-    def vista_ocr_engines(self) -> list[str]:
-        return sorted({e for r in self.vista_readers if (e := self.reader_ocr(r))})
-
-    def vista_models(self, dataset: str) -> list[str]:
-        """``original`` and the models whose reconstructions of the question images are read:
-        the models run on the set, limited to ``vista.models`` when given."""
-        allowed = self.vista.get("models")
-        return [ORIGINAL] + [m for m in self.models_on(dataset)
-                             if allowed is None or m in allowed]
-
-    @cached_property
-    def vista_keys(self) -> list[tuple[str, str, str]]:
-        """``(reader, model, dataset)`` of every answer file."""
-        return [(r, m, d) for d in self.vista_datasets for r in self.vista_readers
-                for m in self.vista_models(d)]
-
-    @staticmethod
-    def vista_answer_file(reader: str, model: str, dataset: str) -> str:
-        return f"results/vista/{reader}/{model}/{dataset}/answers.csv"
-
-    def vista_inputs(self, reader: str, model: str, dataset: str) -> dict[str, str]:
-        """The manifest, the reconstruction status (a model's answers) and the OCR of the
-        question images (OCR readers) that an answer job reads."""
-        out = {"manifest": f"results/datasets/{dataset}/manifest.csv"}
-        if model != ORIGINAL:
-            out["status"] = f"results/recon/{model}/{dataset}/status.csv"
-        engine = self.reader_ocr(reader)
-        if engine:
-            out["ocr"] = f"results/ocr/{engine}/{model}/{dataset}.csv"
-        return out
-
-    def vista_sweeps(self) -> dict[str, dict | None]:
-        """Per question set, the paper's two sweeps when it was rendered on that grid
-        (``size_style``: the style sizes are compared in; ``style_size``: the size styles are
-        compared at), else None (every render of a size or style counts)."""
-        out = {}
-        for d in self.vista_datasets:
-            spec = self.config["datasets"][d]
-            paper = spec["type"] == "vista_questions" and spec.get("grid", "paper") == "paper"
-            out[d] = ({"size_style": spec.get("size_sweep_style", "arial"),
-                       "style_size": spec.get("style_sweep_pt", 16)} if paper else None)
-        return out
 
     # -- pairs -----------------------------------------------------------------------------------
     def models_on(self, dataset: str) -> list[str]:
@@ -384,12 +161,6 @@ class Plan:
         return {(m, d): f"not run on this dataset (datasets.{d}.models)" for d in datasets
                 for m in self.models if m not in self.models_on(d)}
 
-    @cached_property
-    def medical_models(self) -> list[str]:
-        """Models run on at least one medical dataset (the MediBench table columns)."""
-        return [m for m in self.models
-                if any(m in self.models_on(d) for d in self.medical_datasets)]
-
     # -- models ----------------------------------------------------------------------------------
     def is_trained(self, model: str) -> bool:
         return self.config["models"][model]["type"] in TRAINED_TYPES
@@ -397,6 +168,11 @@ class Plan:
     @cached_property
     def trained_models(self) -> list[str]:
         return [m for m in self.models if self.is_trained(m)]
+
+    @cached_property
+    def trained_first(self) -> list[str]:
+        """Trained models an active evaluation needs before its other jobs."""
+        return list(dict.fromkeys(m for ev in self.active for m in ev.trained_first(self)))
 
     def spec_of(self, model: str) -> dict:
         """The model's config entry; trained models get the checkpoint the workflow produces."""
@@ -415,10 +191,6 @@ class Plan:
         settings = TRAIN_DEFAULTS | dict(self.config["models"][model].get("train", {}))
         settings.setdefault("datasets", [self.datasets[0]])
         return settings
-
-    def cmms_settings(self) -> dict:
-        """``metrics.tokens.cmms`` with the datasets CMMS trains on."""
-        return {**self.tokens["cmms"], "datasets": training_datasets(self.config)}
 
     # -- datasets --------------------------------------------------------------------------------
     def dataset_spec(self, dataset: str) -> dict:
@@ -439,8 +211,9 @@ class Plan:
         return out
 
     def dataset_fingerprint(self, dataset: str) -> str:
-        """Changes when the files of a folder, medical or VISTA release dataset change, so it is
-        rebuilt."""
+        """Changes when the files a dataset is read from change, so that it is rebuilt: a
+        folder's images (and its labels file), a release TSV with the folders beside it, any
+        other ``path``."""
         from roundtrip.datasets.folder import folder_fingerprint
 
         spec = self.config["datasets"][dataset]
@@ -448,7 +221,7 @@ class Plan:
             return folder_fingerprint(spec["path"]) + path_fingerprint(spec.get("labels_csv"))
         if spec["type"] == "vista_release":  # the TSV and the images/, questions/ beside it
             return path_fingerprint(Path(spec["path"]).parent)
-        return path_fingerprint(spec.get("path")) if dataset in self.medical_datasets else ""
+        return path_fingerprint(spec.get("path"))
 
     def shards(self, dataset: str) -> int:
         """Reconstruction jobs a dataset is cut into (``datasets.<name>.shards``)."""
@@ -463,82 +236,47 @@ class Plan:
         return [f"results/recon/{model}/{dataset}/shards/{k}-of-{n}.csv" for k in range(n)]
 
     # -- the job of a (model, dataset) pair (roundtrip.workflow.pair) ----------------------------
+    @cached_property
+    def scorer_owners(self) -> dict[str, Evaluation]:
+        """Per-pair scorer name -> the evaluation that registers it."""
+        return {name: ev for ev in self.evaluations.values() for name in ev.pair_scorers}
+
     def pair_scorers(self, dataset: str) -> dict[str, dict]:
         """The per-pair scorers that run in the reconstruction job of an image dataset, with
-        their options: what the evaluations covering the set need from its reconstructions.
+        their options: what the active evaluations need from its reconstructions
+        (:meth:`~roundtrip.core.evaluation.Evaluation.scorers_for`), in evaluation order."""
+        out: dict[str, dict] = {}
+        for ev in self.active:
+            for name, options in ev.scorers_for(self, dataset).items():
+                out.setdefault(name, options)
+        return out
 
-        - ``image_quality`` (VTBench Tables 1 and 3, MediBench 2D): image, text and medical 2D
-          sets;
-        - ``perceptual`` (LPIPS, FID/KID): image and text sets, when a weight file is in the
-          cache;
-        - ``tokens`` (CHD, CMMS): ``metrics.tokens.datasets``;
-        - ``text`` (OCR, CER/WER; VTBench Table 3): sets with ``text_eval``;
-        - ``latent_utility`` (MediBench): labeled medical 2D sets.
+    def scorer_targets(self, scorers) -> dict[str, str]:
+        """``name -> "module:function"`` of per-pair scorers, for the pair job to import.
+
+        Raises:
+            KeyError: no registered evaluation registers a scorer (names the known ones).
         """
-        role, out = self.roles[dataset], {}
-        if role in (IMAGES, TEXT, MEDICAL_2D):
-            out["image_quality"] = {}
-        if role in (IMAGES, TEXT) and self.perceptual_run:
-            out["perceptual"] = {"lpips": self.metrics["lpips"], "fid": self.metrics["fid"],
-                                 "cache": self.metrics["weights_cache"]}
-        if dataset in self.token_datasets:
-            out["tokens"] = {"reference": self.token_reference,
-                             "spec": self.spec_of(self.token_reference),
-                             "size": self.tokens["size"], "cmms": self.cmms_file,
-                             "layout": self.tokens.get("layout")}
-        if dataset in self.text_datasets:
-            engines = self.engines_for(dataset)
-            out["text"] = {"engines": {e: self.config["ocr"]["engines"][e] for e in engines},
-                           "ocr_original": {e: f"results/ocr/{e}/original/{dataset}.csv"
-                                            for e in engines},
-                           "lang": self.config["datasets"][dataset]["lang"],
-                           "normalization": self.config["ocr"]["normalization"]}
-        if dataset in self.latent_datasets and role == MEDICAL_2D:
-            out["latent_utility"] = {"kind": "image", "settings": self.latent_settings(dataset)}
-        return out
+        unknown = [s for s in scorers if s not in self.scorer_owners]
+        if unknown:
+            raise KeyError(f"no per-pair scorer {unknown}; known: {sorted(self.scorer_owners)}")
+        return {s: self.scorer_owners[s].pair_scorers[s] for s in scorers}
 
-    @property
-    def cmms_file(self) -> str:
-        """The CMMS regressor of the reference tokenizer (rule ``train_cmms``)."""
-        return f"results/weights/cmms/{self.token_reference}/model.pt"
-
-    def latent_settings(self, dataset: str) -> dict:
-        """``medical.latent_utility`` with the dataset's ``patch``, 2D ``size`` and split keys
-        (its ``latent_utility`` mapping) and the slicing ``axis``."""
-        medical, spec = self.config["medical"], self.config["datasets"][dataset]
-        size = {"size": spec["size"]} if spec.get("protocol") == "fixed" and spec.get("size") else {}
-        return (medical["latent_utility"] | size | spec.get("latent_utility", {})
-                | {"patch": spec.get("patch"), "axis": medical["axis"]})
-
-    def pair_inputs(self, scorers: tuple[str, ...], engines: list[str] | None = None
+    def pair_inputs(self, scorers: tuple[str, ...], datasets: list[str]
                     ) -> dict[str, str | list[str]]:
-        """Inputs the scorers add to a pair's job, beside the manifest and model weights;
-        ``engines``: the OCR engines of its datasets (default all)."""
+        """Inputs the scorers add to the job of a pair rule covering ``datasets``, beside the
+        manifest and model weights."""
         out: dict[str, str | list[str]] = {}
-        if "perceptual" in scorers:
-            out["metric_weights"] = (self.metric_weights("metrics.lpips")
-                                     + self.metric_weights("metrics.fid"))
-        if "tokens" in scorers:
-            out |= {"tokenizer": self.weights_of(self.token_reference), "cmms": self.cmms_file}
-        if "text" in scorers:
-            out |= {f"ocr_original_{e}": f"results/ocr/{e}/original/{{dataset}}.csv"
-                    for e in (self.ocr_engines if engines is None else engines)}
+        for name in scorers:
+            out |= self.scorer_owners[name].pair_inputs(self, name, datasets)
         return out
 
-    def pair_outputs(self, scorers: tuple[str, ...], engines: list[str] | None = None
-                     ) -> dict[str, str]:
-        """Files a pair's job writes (patterns in ``{model}``, ``{dataset}``): ``status`` and
-        every frame of the scorers, by output name; ``engines`` as in :meth:`pair_inputs`."""
-        metrics = "results/metrics/{model}/{dataset}"
+    def pair_outputs(self, scorers: tuple[str, ...], datasets: list[str]) -> dict[str, str]:
+        """Files the job of a pair rule covering ``datasets`` writes (patterns in ``{model}``,
+        ``{dataset}``): ``status`` and every frame of the scorers, by output name."""
         out = {"status": "results/recon/{model}/{dataset}/status.csv"}
-        files = {"image_quality": ["image_quality", "set"], "perceptual": ["lpips", "distribution"],
-                 "tokens": ["tokens", "token_set"], "latent_utility": ["latent_utility"]}
         for name in scorers:
-            out |= {key: f"{metrics}/{key}.csv" for key in files.get(name, [])}
-            if name == "text":
-                for e in (self.ocr_engines if engines is None else engines):
-                    out[f"ocr_{e}"] = f"results/ocr/{e}/{{model}}/{{dataset}}.csv"
-                    out[f"text_{e}"] = f"{metrics}/text_{e}.csv"
+            out |= self.scorer_owners[name].pair_outputs(self, name, datasets)
         return out
 
     def pair_variants(self) -> list[tuple[str, list[str], tuple[str, ...]]]:
@@ -547,12 +285,11 @@ class Plan:
         ``reconstruct_tokens``, ``reconstruct_text``... add the named scorers to it, and a
         ``_only`` suffix marks a variant without image quality. Text sets read by some of the
         OCR engines only (``ocr.engines.<name>.datasets``) get a rule of their own, named with
-        those engines (``reconstruct_text_tesseract``); :meth:`engines_for` its first dataset
-        gives them."""
+        those engines (``reconstruct_text_tesseract``)."""
         groups: dict[tuple, list[str]] = {}
         for d in self.image_datasets:
             scorers = tuple(self.pair_scorers(d))
-            engines = tuple(self.engines_for(d)) if "text" in scorers else ()
+            engines = tuple(self.engines_for(d)) if d in self.text_datasets else ()
             groups.setdefault((scorers, engines), []).append(d)
         variants = []
         for (scorers, engines), datasets in groups.items():
@@ -639,18 +376,7 @@ class Plan:
                 for key, name in metric_weight_names(self.metrics).items()
                 if not self.metric_weights(key)}
 
-    @cached_property
-    def reconstruction_tables(self) -> dict[str, list[str]]:
-        """VTBench Table 1, one table per setting with datasets: ``reconstruction_model_size``,
-        ``reconstruction_1024``, ``reconstruction_native`` -> their datasets; Table 2
-        (``reconstruction_detail``) holds the detail-preservation sets."""
-        from roundtrip.evals.vtbench.tables import is_detail_set, reconstruction_tables
-
-        specs = self.config["datasets"]
-        return reconstruction_tables({d: specs[d]["protocol"] for d in self.recon_datasets},
-                                     [d for d in self.recon_datasets if is_detail_set(specs[d])])
-
-    # -- the report (issue 25) ---------------------------------------------------------------------
+    # -- the report ---------------------------------------------------------------------------------
     @cached_property
     def gallery_datasets(self) -> list[str]:
         """Image and text sets shown in the reconstruction galleries (VTBench Figs. 4, 5)."""
@@ -683,61 +409,36 @@ class Plan:
         return [f"results/figures/gallery/{d}.png" for d in self.gallery_datasets]
 
     def evaluations_run(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        """``(ran, not_ran)``: ``(evaluation, what / why)`` for the report's cover."""
+        """``(ran, not_ran)``: ``(evaluation name, what / why)`` for the report's cover, one
+        per registered evaluation, then the metric files that cannot run here."""
         ran, not_ran = [], []
-        ran.append(("VTBench", f"{len(self.recon_datasets)} image sets, "
-                               f"{len(self.text_datasets)} text sets, {len(self.models)} models"))
-        checks = [
-            ("CHD / CMMS", bool(self.token_reference),
-             f"tokens of {self.token_reference} on {', '.join(self.token_datasets)}",
-             "metrics.tokens.reference is null"),
-            ("MediBench", bool(self.medical_datasets),
-             f"{len(self.medical_datasets)} medical sets", "no medical dataset configured"),
-            ("VISTA-Bench", bool(self.vista_keys),
-             f"{len(self.vista_readers)} readers on {', '.join(self.vista_datasets)}",
-             "no vista.readers or no question set"),
-            ("The Telephone Game", bool(self.telephone_keys),
-             f"{len(self.telephone_keys)} (pair, set) chains of "
-             f"{self.telephone.get('generations')} generations",
-             "no telephone.pairs or no chain-input set (captions, geneval, chains)"),
-        ]
-        for name, ok, what, why in checks:
-            (ran if ok else not_ran).append((name, what if ok else why))
+        for ev in self.evaluations.values():
+            if ev in self.active:
+                ran.append((ev.label, ev.summary(self)))
+            else:
+                not_ran.append((ev.label, ev.why_not(self)))
         not_ran += [(f"metric file {kind}", note) for kind, note in
                     self.unavailable_metrics().items()]
         return ran, not_ran
 
+    def report_sections(self) -> list[dict]:
+        """The report's sections (:class:`roundtrip.report.sections.Section` fields), one per
+        registered evaluation, in order."""
+        return [{"key": ev.key, "title": ev.title, "paper": ev.paper,
+                 "tables": tuple(ev.report_tables), "figures": tuple(ev.report_figures),
+                 "definitions": tuple(tuple(d) for d in ev.definitions)}
+                for ev in self.evaluations.values()]
+
     # -- targets ---------------------------------------------------------------------------------
     @cached_property
     def tables(self) -> list[str]:
-        """Names of the tables this config produces."""
-        names = [*self.reconstruction_tables, "detail_statistics", "model_card"]
-        if self.reconstruction_tables:  # VTBench Table 1's combined layout, same job
-            names.insert(0, "vtbench_table1")
-        if self.text_datasets:
-            names += ["text_preservation", "ocr_robustness", "ocr_rank_agreement"]
-        if self.token_reference:
-            names.append("token_metrics")
-        if self.sensitivity_dataset:
-            names += ["token_sensitivity", "token_sensitivity_spearman"]
-        if self.medical_datasets:
-            names += MEDIBENCH_TABLES + ["medibench_latent_shapes"]
-        if self.vista_keys:
-            names += VISTA_TABLES
-        if self.telephone_keys:
-            names += TELEPHONE_TABLES
-        return names
+        """Names of the tables this config produces, evaluation by evaluation."""
+        return [name for ev in self.active for name in ev.tables(self)]
 
     @cached_property
     def figures(self) -> list[str]:
-        out = [f"results/figures/medical/{d}.png" for d in self.medical_datasets]
-        if self.sensitivity_dataset:
-            out.append("results/figures/token_sensitivity.png")
-        if self.vista_keys:
-            out.append("results/figures/vista_gap.png")
-        if self.telephone_keys:
-            out += TELEPHONE_FIGURES
-        return out + self.gallery_figures
+        """The figures of the active evaluations, then the reconstruction galleries."""
+        return [f for ev in self.active for f in ev.figures(self)] + self.gallery_figures
 
     def targets(self) -> list[str]:
         """The final files of a run (``rule all``): every table (CSV, Markdown, LaTeX), figure and

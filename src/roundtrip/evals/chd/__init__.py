@@ -5,7 +5,3 @@
 - :mod:`.sensitivity`: CHD and CMMS under graded degradations (Fig. 2);
 - :mod:`.tables`: the columns of the token-metrics table.
 """
-
-#: Scorers that run inside the reconstruction job of a (model, dataset) (see
-#: :mod:`roundtrip.workflow.pair`): name -> ``module:function``, imported on use.
-PAIR_SCORERS = {"tokens": "roundtrip.evals.chd.scoring:score_pair"}

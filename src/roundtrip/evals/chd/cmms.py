@@ -398,9 +398,9 @@ def _pixel_kinds(n: int, rng: np.random.Generator) -> list[str]:
     """The distortion kinds of one crop's ``n`` pixel versions, stratified: every kind once per
     round of :data:`PIXEL_KINDS`, the last partial round drawn without replacement, in random
     order. With 6 versions and 6 kinds every crop is seen under every kind; drawn independently,
-    a third of the crops ((5/6)^6) had no version of a given kind. roundtrip's choice (the
-    paper does not say how kinds are drawn): it took the recipe from 5 to 10 of 10 seeds on the
-    sensitivity target (docs/design.md, "Stratified pixel kinds").
+    a third of the crops ((5/6)^6) would have no version of a given kind. roundtrip's choice
+    (the paper does not say how kinds are drawn; docs/design.md, "Stratified pixel kinds"; its
+    effect over seeds: docs/benchmarks.md).
 
     Returns:
         ``n`` names from :data:`PIXEL_KINDS`.

@@ -13,7 +13,7 @@ Levels are nested (one noise field scaled; one block order, a growing prefix of 
 only adds degradation to the previous one. At each level CHD compares the degraded set with the
 clean set, and CMMS scores every degraded image. The paper's claim (Fig. 2), checked by the tests:
 CHD rises monotonically and CMMS falls, for each kind. The -0.9 bound on Spearman(level, CMMS) the
-tests use is roundtrip's target (issue 5), not a number of the paper.
+tests use is roundtrip's target, not a number of the paper.
 """
 from __future__ import annotations
 

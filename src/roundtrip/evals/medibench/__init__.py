@@ -7,7 +7,3 @@
 - latent utility: :mod:`.latent_utility` and :mod:`.latent_features`;
 - :mod:`.panels` (figures) and :mod:`.tables` (Tables 1-6).
 """
-
-#: Scorers that run inside the reconstruction job of a (model, dataset) (see
-#: :mod:`roundtrip.workflow.pair`): name -> ``module:function``, imported on use.
-PAIR_SCORERS = {"latent_utility": "roundtrip.evals.medibench.latent_utility:score_pair"}

@@ -7,11 +7,3 @@
 - :mod:`.detail`: detail statistics of the originals (App. D, Table 4);
 - :mod:`.tables`: the columns of those tables.
 """
-
-#: Scorers that run inside the reconstruction job of a (model, dataset) (see
-#: :mod:`roundtrip.workflow.pair`): name -> ``module:function``, imported on use.
-PAIR_SCORERS = {
-    "image_quality": "roundtrip.evals.vtbench.image_quality:score_pair",
-    "perceptual": "roundtrip.evals.vtbench.perceptual:score_pair",
-    "text": "roundtrip.evals.vtbench.text:score_pair",
-}

@@ -19,6 +19,8 @@ SETTINGS = {
     "1024": (("fixed_1024",), "Reconstruction at 1024 x 1024 (VTBench Table 1, high resolution)"),
     "native": (("native", "native_resize"), "Reconstruction at native size (VTBench Table 1, "
                                             "varying resolution)"),
+    # not a Table 1 setting: every model at the set's own fixed size (MediBench App. A)
+    "fixed": (("fixed",), "Reconstruction at a fixed size for every model (datasets.<name>.size)"),
 }
 
 
@@ -324,7 +326,7 @@ TABLE1_SETTINGS = {"reconstruction_model_size": "ImageNet",
 TABLE1_METRICS = ("psnr_vtbench", "ssim_vtbench", "lpips_vtbench", "fid")
 
 
-def table1_frame(tables: dict, card) -> tuple:
+def table1_frame(tables: dict, card, first_note: int = 1) -> tuple:
     """VTBench Table 1 as the paper prints it: one row per model with Params, Type and
     Resolution, then the three settings as column groups (headline metrics of each dataset).
 
@@ -332,10 +334,14 @@ def table1_frame(tables: dict, card) -> tuple:
         tables: built per-setting :class:`~roundtrip.tables.Table` objects by name (others,
             e.g. Table 2, are ignored).
         card: the model card frame (``model, family, params, native_sizes``) or None.
+        first_note: the number the first cell footnote gets (the table's own notes come first).
 
     Returns:
-        ``(formatted frame, numeric frame)`` for :func:`roundtrip.tables.write_frame`; a model
-        without a card row reads "n/a" in Params/Type.
+        ``(formatted frame, numeric frame, cell notes)`` for
+        :func:`roundtrip.tables.write_frame`: a cell whose per-setting cell has footnotes (an
+        infinite PSNR of exact reconstructions, items not scored) carries their marks, numbered
+        from ``first_note`` in the order of the returned notes; a model without a card row reads
+        "n/a" in Params/Type.
     """
     import math
 
@@ -344,7 +350,14 @@ def table1_frame(tables: dict, card) -> tuple:
     from roundtrip.tables.engine import format_value
 
     card = card.set_index("model") if card is not None else pd.DataFrame()
-    rows, nums = [], []
+    rows, nums, notes = [], [], []
+
+    def marks(cell) -> str:
+        for note in cell.notes:
+            if note not in notes:
+                notes.append(note)
+        return "".join(f" [{first_note + notes.index(n)}]" for n in cell.notes)
+
     models = next(iter(tables.values())).models if tables else []
     for model in models:
         known = model in card.index
@@ -365,11 +378,12 @@ def table1_frame(tables: dict, card) -> tuple:
                     continue
                 cell = table.cells[(model, j)]
                 key = f"{setting}: {col.dataset} {col.label}"
-                row[key] = "–" if cell.dash else format_value(cell.summary.mean, col.digits)
+                row[key] = "–" if cell.dash else \
+                    format_value(cell.summary.mean, col.digits) + marks(cell)
                 num[key] = cell.summary.mean
         rows.append(row)
         nums.append(num)
-    return pd.DataFrame(rows), pd.DataFrame(nums)
+    return pd.DataFrame(rows), pd.DataFrame(nums), notes
 
 
 def _resolution(tables: dict, model: str, native: str) -> str:

@@ -1,0 +1,60 @@
+"""What a config asks of MediBench: medical 2D and volume sets, labelled sets for latent
+utility, the models run on them.
+
+One :class:`MedicalPlan` per run (:meth:`roundtrip.workflow.plan.Plan.view`), read by the rules
+(``rules/evals/medibench.smk``) and the spec (:mod:`.spec`); unit-tested in ``tests/test_plan.py``.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+from roundtrip.datasets import MEDICAL_2D, VOLUMES
+
+
+class MedicalPlan:
+    """The MediBench part of a run.
+
+    Args:
+        plan: the run's :class:`roundtrip.workflow.plan.Plan`.
+    """
+
+    def __init__(self, plan):
+        self.plan = plan
+
+    @cached_property
+    def datasets(self) -> list[str]:
+        """The MediBench branch: medical 2D sets and volume sets."""
+        return self.plan.with_role(MEDICAL_2D, VOLUMES)
+
+    @cached_property
+    def volume_datasets(self) -> list[str]:
+        return self.plan.with_role(VOLUMES)
+
+    @cached_property
+    def medical_2d(self) -> list[str]:
+        return self.plan.with_role(MEDICAL_2D)
+
+    def has_labels(self, dataset: str) -> bool:
+        """Whether a medical dataset's items carry class labels (latent utility needs them)."""
+        spec = self.plan.config["datasets"][dataset]
+        return (spec["type"] in ("skimage_medical", "medmnist", "synthetic_volumes")
+                or bool(spec.get("labels_csv")) or bool(spec.get("label_column")))
+
+    @cached_property
+    def latent_datasets(self) -> list[str]:
+        """Medical sets whose items carry labels: MediBench's latent utility."""
+        return [d for d in self.datasets if self.has_labels(d)]
+
+    @cached_property
+    def models(self) -> list[str]:
+        """Models run on at least one medical dataset (the MediBench table columns)."""
+        return [m for m in self.plan.models
+                if any(m in self.plan.models_on(d) for d in self.datasets)]
+
+    def latent_settings(self, dataset: str) -> dict:
+        """``medical.latent_utility`` with the dataset's ``patch``, 2D ``size`` and split keys
+        (its ``latent_utility`` mapping) and the slicing ``axis``."""
+        medical, spec = self.plan.config["medical"], self.plan.config["datasets"][dataset]
+        size = {"size": spec["size"]} if spec.get("protocol") == "fixed" and spec.get("size") else {}
+        return (medical["latent_utility"] | size | spec.get("latent_utility", {})
+                | {"patch": spec.get("patch"), "axis": medical["axis"]})

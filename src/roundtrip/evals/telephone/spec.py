@@ -1,0 +1,104 @@
+"""The Telephone Game's declaration to the workflow
+(:class:`roundtrip.core.evaluation.Evaluation`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from roundtrip.core.config import ConfigError
+from roundtrip.core.evaluation import Evaluation
+from roundtrip.core.weights import WeightsMissing
+from roundtrip.evals.telephone.plan import TelephonePlan
+
+#: Table names (roundtrip.evals.telephone.tables; one rule writes them all).
+TABLES = ["telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_sdr_fits",
+          "telephone_mgg", "telephone_mgg_grid"]
+#: Its figures (roundtrip.evals.telephone.figures).
+FIGURES = [f"results/figures/telephone_{n}.png"
+           for n in ("similarity", "sdr", "mgg", "mgg_mcd", "strip")]
+
+
+class Telephone(Evaluation):
+    key = "telephone"
+    name = "The Telephone Game"
+    title = "The Telephone Game: semantic drift"
+    paper = "The Telephone Game: Evaluating Semantic Drift in Unified Models"
+    order = 50
+    rules = Path(__file__).resolve().parents[4] / "rules/evals/telephone.smk"
+    config_section = "telephone"
+    report_tables = tuple(TABLES)
+    report_figures = tuple(Path(f).name for f in FIGURES)
+    definitions = (
+        ("S(g)", "mean similarity of generation g's output to the chain's input",
+         "Telephone Game Eq. 1"),
+        ("MCD", "mean of S(g) over the generations; MCD_avg over the paper's four mappings",
+         "Telephone Game Sec. 3.1, Eq. 2"),
+        ("SDR", "alpha g^(-beta) + gamma fitted to S(g); beta is the decay rate",
+         "Telephone Game Sec. 3.2, Table 3"),
+        ("MGG", "GenEval accuracy at every image generation, averaged over generations",
+         "Telephone Game Sec. 3.3"))
+
+    @staticmethod
+    def view(plan) -> TelephonePlan:
+        return plan.view("telephone", TelephonePlan)
+
+    def active(self, plan) -> bool:
+        return bool(self.view(plan).keys)
+
+    def why_not(self, plan) -> str:
+        return "no telephone.pairs or no chain-input set (captions, geneval, chains)"
+
+    def summary(self, plan) -> str:
+        t = self.view(plan)
+        return (f"{len(t.keys)} (pair, set) chains of {t.section.get('generations')} "
+                "generations")
+
+    def tables(self, plan) -> list[str]:
+        return list(TABLES)
+
+    def figures(self, plan) -> list[str]:
+        return list(FIGURES)
+
+    def check(self, plan) -> None:
+        """Pairs build (a render_ocr tokenizer is a model of the config), its datasets are chain
+        inputs, a chains folder has the layout, caption and prompt files exist."""
+        from roundtrip.datasets import CHAIN_INPUTS, role_of
+        from roundtrip.datasets.telephone import chain_items
+        from roundtrip.evals.telephone.unified import build_pair
+        from roundtrip.models import ORIGINAL
+
+        config = plan.config
+        tele = config.get("telephone") or {}
+        models, datasets = config.get("models", {}), config.get("datasets", {})
+        for name, spec in (tele.get("pairs") or {}).items():
+            tok = spec.get("tokenizer")
+            if tok is not None and tok not in models:
+                raise ConfigError(f"telephone.pairs.{name}.tokenizer: {tok!r} is not an entry "
+                                  "of models")
+            if name == ORIGINAL:
+                raise ConfigError(f"telephone.pairs.{name}: the name '{ORIGINAL}' is reserved")
+            try:
+                build_pair(name, {k: v for k, v in spec.items() if k != "tokenizer"}).check()
+            except (ValueError, WeightsMissing) as exc:  # messages start with the key
+                raise ConfigError(str(exc)) from exc
+        for d in tele.get("datasets") or []:
+            if d not in datasets:
+                raise ConfigError(f"telephone.datasets: unknown dataset {d!r}")
+            if role_of(datasets[d]) != CHAIN_INPUTS:
+                raise ConfigError(f"telephone.datasets: {d} is a {datasets[d]['type']} set, not "
+                                  "a chain input (captions, geneval, chains)")
+        for name, spec in datasets.items():
+            if spec["type"] == "chains":
+                if not spec.get("path"):
+                    raise ConfigError(f"datasets.{name}.path: a chains set needs the chain folder")
+                try:
+                    chain_items(Path(spec["path"]))
+                except (OSError, ValueError) as exc:
+                    raise ConfigError(f"datasets.{name}.path: {exc}") from exc
+            elif spec["type"] in ("captions", "geneval"):
+                key = "captions" if spec["type"] == "captions" else "prompts"
+                source = spec.get(key, "builtin")
+                if source != "builtin" and not Path(source).expanduser().is_file():
+                    raise ConfigError(f"datasets.{name}.{key}: {source} does not exist")
+
+
+EVALUATION = Telephone()

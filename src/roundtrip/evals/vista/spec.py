@@ -1,0 +1,100 @@
+"""VISTA-Bench's declaration to the workflow (:class:`roundtrip.core.evaluation.Evaluation`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from roundtrip.core.config import ConfigError
+from roundtrip.core.evaluation import Evaluation
+from roundtrip.evals.vista.plan import OCR_READER_TYPES, VistaPlan
+
+#: Table names (roundtrip.evals.vista.tables; one rule writes them all).
+TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
+          "vista_source", "vista_tokenizers"]
+
+
+class Vista(Evaluation):
+    key = "vista"
+    name = "VISTA-Bench"
+    title = "VISTA-Bench: the modality gap"
+    paper = "VISTA-Bench: visualized text vs pure text in VLMs"
+    order = 40
+    rules = Path(__file__).resolve().parents[4] / "rules/evals/vista.smk"
+    config_section = "vista"
+    report_tables = ("vista_",)
+    report_figures = ("vista_gap.png",)
+    definitions = (
+        ("VT, Text accuracy", "share of questions answered right from the rendered image and "
+         "from the pure text", "VISTA-Bench Table 1"),
+        ("Gap", "Text accuracy minus VT accuracy, in points (the drop from text to visualized "
+         "text)", "VISTA-Bench Table 1, App. D.1"),
+        ("Rendering-related errors", "VT answers wrong whose question the same reader answers "
+         "right as text", "VISTA-Bench Sec. 4.3"))
+
+    @staticmethod
+    def view(plan) -> VistaPlan:
+        return plan.view("vista", VistaPlan)
+
+    def active(self, plan) -> bool:
+        return bool(self.view(plan).keys)
+
+    def why_not(self, plan) -> str:
+        return "no vista.readers or no question set"
+
+    def summary(self, plan) -> str:
+        v = self.view(plan)
+        return f"{len(v.readers)} readers on {', '.join(v.datasets)}"
+
+    def tables(self, plan) -> list[str]:
+        return list(TABLES)
+
+    def figures(self, plan) -> list[str]:
+        return ["results/figures/vista_gap.png"]
+
+    def text_datasets(self, plan) -> list[str]:
+        return self.view(plan).ocr_datasets
+
+    def check(self, plan) -> None:
+        """Readers build and name OCR engines, models and question sets that exist; a release
+        set names its TSV."""
+        from roundtrip.datasets import QUESTION_TYPES
+        from roundtrip.readers import build_answerer
+
+        config = plan.config
+        vista = config.get("vista") or {}
+        engines = config.get("ocr", {}).get("engines", {})
+        datasets = config.get("datasets", {})
+        for name, spec in (vista.get("readers") or {}).items():
+            try:
+                build_answerer(name, spec)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from exc
+            if spec["type"] in OCR_READER_TYPES:
+                engine = spec.get("ocr", "tesseract")
+                if engine not in engines:
+                    raise ConfigError(f"vista.readers.{name}.ocr: {engine!r} is not an entry of "
+                                      f"ocr.engines (known: {sorted(engines)})")
+                limited = engines[engine].get("datasets")
+                missed = [d for d in vista.get("datasets") or
+                          [d for d, s in datasets.items() if s["type"] in QUESTION_TYPES]
+                          if limited and d not in limited]
+                if missed:
+                    raise ConfigError(f"vista.readers.{name}.ocr: {engine} does not read "
+                                      f"{missed} (ocr.engines.{engine}.datasets)")
+        unknown = [m for m in vista.get("models") or [] if m not in config.get("models", {})]
+        if unknown:
+            raise ConfigError(f"vista.models: unknown models {unknown}")
+        for d in vista.get("datasets") or []:
+            if d not in datasets:
+                raise ConfigError(f"vista.datasets: unknown dataset {d!r}")
+            if datasets[d]["type"] not in QUESTION_TYPES:
+                raise ConfigError(f"vista.datasets: {d} is a {datasets[d]['type']} set, not a "
+                                  f"question set ({', '.join(QUESTION_TYPES)})")
+        for name, spec in datasets.items():
+            if spec["type"] == "vista_release":
+                if not spec.get("path"):
+                    raise ConfigError(f"datasets.{name}.path: a vista_release set needs the TSV")
+                if not Path(spec["path"]).is_file():
+                    raise ConfigError(f"datasets.{name}.path: {spec['path']} does not exist")
+
+
+EVALUATION = Vista()

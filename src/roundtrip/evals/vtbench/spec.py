@@ -1,0 +1,107 @@
+"""VTBench's declaration to the workflow (:class:`roundtrip.core.evaluation.Evaluation`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from roundtrip.core.evaluation import Evaluation
+from roundtrip.datasets import IMAGES, TEXT
+
+
+class VTBench(Evaluation):
+    key = "vtbench"
+    name = "VTBench"
+    title = "VTBench: reconstruction, detail and text preservation"
+    paper = "VTBench: Evaluating Visual Tokenizers for Autoregressive Image Generation"
+    order = 10
+    rules = Path(__file__).resolve().parents[4] / "rules/evals/vtbench.smk"
+    pair_scorers = {
+        "image_quality": "roundtrip.evals.vtbench.image_quality:score_pair",
+        "perceptual": "roundtrip.evals.vtbench.perceptual:score_pair",
+        "text": "roundtrip.evals.vtbench.text:score_pair",
+    }
+    report_tables = ("vtbench_table1", "reconstruction_model_size", "reconstruction_1024",
+                     "reconstruction_native", "reconstruction_fixed", "reconstruction_detail",
+                     "text_preservation", "ocr_robustness", "ocr_rank_agreement",
+                     "detail_statistics", "model_card")
+    report_figures = ("gallery/*.png",)
+    definitions = (
+        ("PSNR (VTBench eval.)", "10 log10(R^2 / MSE) with one MSE over the set and R the range "
+         "of the originals (the released evaluator, torchmetrics defaults)",
+         "VTBench Sec. 4.1, released evaluator"),
+        ("PSNR (per-item mean)", "10 log10(1 / MSE) per image on [0, 1] values, averaged over "
+         "images; pooled PSNR uses the MSE over all values of the set", "roundtrip"),
+        ("SSIM", "structural similarity of the luma (Wang et al. 2004)", "VTBench Sec. 4.1"),
+        ("LPIPS, FID, KID", "perceptual distance (AlexNet; VTBench eval.: [0, 1] inputs as the "
+         "released evaluator, else [-1, 1]), Frechet and kernel Inception distances between "
+         "originals and reconstructions", "VTBench Sec. 4.1"),
+        ("CER, WER", "edit distance of the OCR of the reconstruction to the OCR of the original "
+         "(or the ground truth), over characters or words, on the texts as they are; (norm.) "
+         "after roundtrip's normalization", "VTBench App. F, Eqs. 3-4"),
+        ("Kendall's tau", "agreement of two OCR engines' rankings of the models",
+         "VTBench App. G, Table 5"),
+        ("Detail statistics", "high-frequency energy share, Laplacian variance, edge density of "
+         "the originals", "VTBench App. D, Table 4"))
+
+    def summary(self, plan) -> str:
+        return (f"{len(plan.recon_datasets)} image sets, {len(plan.text_datasets)} text sets, "
+                f"{len(plan.models)} models")
+
+    @staticmethod
+    def reconstruction_tables(plan) -> dict[str, list[str]]:
+        """Table 1, one table per setting with datasets (``reconstruction_model_size``,
+        ``reconstruction_1024``, ``reconstruction_native``) -> their datasets; Table 2
+        (``reconstruction_detail``) holds the detail-preservation sets."""
+        from roundtrip.evals.vtbench.tables import is_detail_set, reconstruction_tables
+
+        specs = plan.config["datasets"]
+        return reconstruction_tables({d: specs[d]["protocol"] for d in plan.recon_datasets},
+                                     [d for d in plan.recon_datasets if is_detail_set(specs[d])])
+
+    def tables(self, plan) -> list[str]:
+        recon = self.reconstruction_tables(plan)
+        names = [*(["vtbench_table1"] if recon else []), *recon, "detail_statistics",
+                 "model_card"]
+        if plan.text_datasets:
+            names += ["text_preservation", "ocr_robustness", "ocr_rank_agreement"]
+        return names
+
+    def scorers_for(self, plan, dataset: str) -> dict[str, dict]:
+        out: dict[str, dict] = {}
+        if plan.roles[dataset] in (IMAGES, TEXT):
+            out["image_quality"] = {}
+            if plan.perceptual_run:
+                m = plan.metrics
+                out["perceptual"] = {"lpips": m["lpips"], "fid": m["fid"],
+                                     "cache": m["weights_cache"]}
+        if dataset in plan.text_datasets:
+            engines = plan.engines_for(dataset)
+            ocr = plan.config["ocr"]
+            out["text"] = {"engines": {e: ocr["engines"][e] for e in engines},
+                           "ocr_original": {e: f"results/ocr/{e}/original/{dataset}.csv"
+                                            for e in engines},
+                           "lang": plan.config["datasets"][dataset]["lang"],
+                           "normalization": ocr["normalization"]}
+        return out
+
+    def pair_inputs(self, plan, scorer: str, datasets: list[str]) -> dict:
+        if scorer == "perceptual":
+            return {"metric_weights": (plan.metric_weights("metrics.lpips")
+                                       + plan.metric_weights("metrics.fid"))}
+        if scorer == "text":
+            return {f"ocr_original_{e}": f"results/ocr/{e}/original/{{dataset}}.csv"
+                    for e in plan.engines_for(datasets[0])}
+        return {}
+
+    def pair_outputs(self, plan, scorer: str, datasets: list[str]) -> dict[str, str]:
+        metrics = "results/metrics/{model}/{dataset}"
+        if scorer == "text":
+            out = {}
+            for e in plan.engines_for(datasets[0]):
+                out[f"ocr_{e}"] = f"results/ocr/{e}/{{model}}/{{dataset}}.csv"
+                out[f"text_{e}"] = f"{metrics}/text_{e}.csv"
+            return out
+        keys = {"image_quality": ["image_quality", "set"], "perceptual": ["lpips", "distribution"]}
+        return {k: f"{metrics}/{k}.csv" for k in keys[scorer]}
+
+
+EVALUATION = VTBench()
