@@ -17,15 +17,23 @@ from roundtrip.tables.engine import format_value, write_frame
 
 
 class Notes:
-    """Numbered footnotes, one number per distinct text (:meth:`mark` returns `` [k]``)."""
+    """Numbered footnotes of one table, one number per distinct text.
 
-    def __init__(self, first: list[str] | None = None):
+    Args:
+        first: notes numbered before any cell's (1, 2, ...).
+        sep: what :meth:`mark` puts before ``[k]`` (a space, or nothing where the mark follows
+            text that ends in one).
+    """
+
+    def __init__(self, first: list[str] | None = None, sep: str = " "):
         self.texts: list[str] = list(first or [])
+        self.sep = sep
 
     def mark(self, text: str) -> str:
+        """``sep + "[k]"``: the number of ``text``, new texts numbered in order of first use."""
         if text not in self.texts:
             self.texts.append(text)
-        return f" [{self.texts.index(text) + 1}]"
+        return f"{self.sep}[{self.texts.index(text) + 1}]"
 
 
 def nan_mean(values: list[float]) -> float:

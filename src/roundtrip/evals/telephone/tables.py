@@ -27,6 +27,7 @@ import pandas as pd
 from roundtrip.metrics.drift import SDR_FORMS, average_fits, fit_sdr, mcd, similarity_curve
 from roundtrip.metrics.geneval import TASKS
 from roundtrip.tables import write_frame
+from roundtrip.tables.matrix import Notes
 
 TABLES = ["telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_sdr_fits",
           "telephone_mgg"]
@@ -43,18 +44,6 @@ def experiment_label(chain: str, direction: str, backbone: str) -> str:
 
 def _row_name(key: Key, many_sets: bool) -> str:
     return f"{key[0]} ({key[1]})" if many_sets else key[0]
-
-
-class Notes:
-    """Numbered notes of one table (same text, same number)."""
-
-    def __init__(self):
-        self.texts: list[str] = []
-
-    def mark(self, text: str) -> str:
-        if text not in self.texts:
-            self.texts.append(text)
-        return f"[{self.texts.index(text) + 1}]"
 
 
 def _why(rows: pd.DataFrame) -> str:
@@ -118,7 +107,7 @@ CURVE_COLUMNS = ["model", "dataset", "chain", "direction", "backbone", "generati
 
 
 def similarity_table(curve: pd.DataFrame, out_dir) -> None:
-    notes = Notes()
+    notes = Notes(sep="")
     shown = curve.copy()
     shown["direction"] = shown["direction"].map(ARROWS)
     shown["n"] = [f"{n}{notes.mark(t) if t else ''}" for n, t in zip(curve["n"], curve["note"])]
@@ -186,7 +175,7 @@ def mcd_frame(curve: pd.DataFrame, backbone_types: dict[str, str] | None = None
     Returns:
         The numeric frame, the same with formatted cells and note marks, and the notes.
     """
-    notes = Notes()
+    notes = Notes(sep="")
     paper = paper_experiments(backbone_types)
     present = list(dict.fromkeys(
         (c, d, b) for c, d, b in curve[["chain", "direction", "backbone"]].itertuples(index=False)))
@@ -290,7 +279,7 @@ def sdr_frame(curve: pd.DataFrame, backbone_types: dict[str, str] | None = None
     Returns:
         The numeric frame, the same with formatted cells and note marks, and the notes.
     """
-    notes = Notes()
+    notes = Notes(sep="")
     paper = paper_experiments(backbone_types)
     rows, shown = [], []
     for (model, dataset), grp in curve.groupby(["model", "dataset"], sort=False):
@@ -361,7 +350,7 @@ def mgg_frame(mgg: dict[Key, pd.DataFrame]) -> tuple[pd.DataFrame, list[str]]:
     ``scored/items`` with a note mark where items were not scored."""
     from roundtrip.evals.telephone.mgg import SCORE_COLUMNS, mgg_scores
 
-    notes = Notes()
+    notes = Notes(sep="")
     parts = [df.assign(model=m, dataset=d) for (m, d), df in mgg.items() if not df.empty]
     if not parts:
         return pd.DataFrame(columns=SCORE_COLUMNS), []
