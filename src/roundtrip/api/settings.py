@@ -31,7 +31,9 @@ class ApiConfigError(ValueError):
 
 
 def api_uses(config: dict) -> Iterator[tuple[str, dict, dict[str, str]]]:
-    """``(config path, spec dict, {prompt field: default template name})`` of every API use."""
+    """``(config path, spec dict, {prompt field: default template name})`` of every API use of
+    the shared sections (models, OCR engines, the render judge, dataset synthesis); an
+    evaluation's own uses come from its spec (``Evaluation.api_uses``)."""
     for name, spec in config.get("models", {}).items():
         if spec.get("type") == "api_image":
             yield f"models.{name}", spec, {"prompt": "recreate"}
@@ -48,20 +50,15 @@ def api_uses(config: dict) -> Iterator[tuple[str, dict, dict[str, str]]]:
                                              "image_prompt": f"{kind}_image"}
         if spec.get("type") == "abstracts" and spec.get("translate"):
             yield f"datasets.{name}.translate", spec["translate"], {"prompt": "translate"}
-    vista = config.get("vista") or {}
-    for name, spec in (vista.get("readers") or {}).items():
-        if spec.get("type") in ("vlm", "ocr_llm"):
-            yield f"vista.readers.{name}", spec, {}
-    if vista.get("judge"):
-        yield "vista.judge", vista["judge"], {}
-    for name, spec in ((config.get("telephone") or {}).get("pairs") or {}).items():
-        if spec.get("type") == "api":
-            yield f"telephone.pairs.{name}", spec, {"t2i_prompt": "telephone_t2i",
-                                                    "i2t_prompt": "telephone_i2t"}
 
 
-def resolve_api(config: dict) -> list[str]:
+def resolve_api(config: dict, extra_uses=()) -> list[str]:
     """Resolve endpoint names and default prompts in place; returns the used endpoint names.
+
+    Args:
+        config: the config (modified in place).
+        extra_uses: more ``(config path, spec, {prompt field: default template})`` uses, as
+            :func:`api_uses` yields them (the evaluations' own).
 
     Raises:
         ApiConfigError: an unknown endpoint, bad endpoint settings, or a prompt that is neither
@@ -70,7 +67,7 @@ def resolve_api(config: dict) -> list[str]:
     api = config.get("api") or {}
     endpoints, prompts = api.get("endpoints") or {}, api.get("prompts") or {}
     used = []
-    for path, spec, fields in api_uses(config):
+    for path, spec, fields in [*api_uses(config), *extra_uses]:
         ref = spec.get("endpoint")
         if isinstance(ref, dict):  # already resolved (config resolved twice)
             ref = ref["name"]

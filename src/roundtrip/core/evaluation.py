@@ -133,6 +133,12 @@ class Evaluation:
         (the pair job then runs the OCR scorer on them); default none."""
         return []
 
+    def api_uses(self, config: dict) -> list[tuple[str, dict, dict[str, str]]]:
+        """``(config path, spec, {prompt field: default template name})`` of every API use in
+        its config section, resolved with the shared ones before any job
+        (:func:`roundtrip.api.settings.resolve_api`); default none."""
+        return []
+
     def check(self, plan) -> None:
         """Cross-key checks of its part of a schema-validated config (``plan.config``).
 

@@ -264,7 +264,12 @@ def _check_api(config: dict) -> None:
     from roundtrip.api.settings import ApiConfigError, MissingApiKey, check_api_keys, resolve_api
 
     try:
-        check_api_keys(config, resolve_api(config))
+        evaluations = registered(config)
+    except RegistryError as exc:
+        raise ConfigError(f"evaluations.plugins: {exc}") from exc
+    uses = [use for ev in evaluations.values() for use in ev.api_uses(config)]
+    try:
+        check_api_keys(config, resolve_api(config, uses))
     except (ApiConfigError, MissingApiKey) as exc:
         raise ConfigError(str(exc)) from exc
 

@@ -52,6 +52,12 @@ class Telephone(Evaluation):
         return (f"{len(t.keys)} (pair, set) chains of {t.section.get('generations')} "
                 "generations")
 
+    def api_uses(self, config: dict) -> list[tuple[str, dict, dict[str, str]]]:
+        pairs = (config.get("telephone") or {}).get("pairs") or {}
+        return [(f"telephone.pairs.{name}", spec, {"t2i_prompt": "telephone_t2i",
+                                                   "i2t_prompt": "telephone_i2t"})
+                for name, spec in pairs.items() if spec.get("type") == "api"]
+
     def tables(self, plan) -> list[str]:
         return list(TABLES)
 

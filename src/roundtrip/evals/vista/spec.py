@@ -50,6 +50,13 @@ class Vista(Evaluation):
     def figures(self, plan) -> list[str]:
         return ["results/figures/vista_gap.png"]
 
+    def api_uses(self, config: dict) -> list[tuple[str, dict, dict[str, str]]]:
+        vista = config.get("vista") or {}
+        uses = [(f"vista.readers.{name}", spec, {})
+                for name, spec in (vista.get("readers") or {}).items()
+                if spec.get("type") in ("vlm", "ocr_llm")]
+        return uses + ([("vista.judge", vista["judge"], {})] if vista.get("judge") else [])
+
     def text_datasets(self, plan) -> list[str]:
         return self.view(plan).ocr_datasets
 
