@@ -11,14 +11,18 @@ min_version("8.0")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 
+from roundtrip.core.config import resolve_data_root, yaml_file_error
+
 # --configfile my.yaml replaces the showcase instead of being merged into it (Snakemake's
 # default); --config key=value overrides still apply to whichever file is used.
 if not workflow.overwrite_configfiles:
+    # Snakemake's loader reports a YAML error without its line (docs/reproducibility.md)
+    if _problem := yaml_file_error("config.yaml"):
+        sys.exit(_problem)
 
     configfile: "config.yaml"
 
 
-from roundtrip.core.config import resolve_data_root
 from roundtrip.workflow.checks import schema_problem, validate_config
 
 # A bad config stops here, before any job, with a short message whose first line names the key

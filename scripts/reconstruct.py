@@ -1,15 +1,15 @@
 """Rule reconstruct and its variants: one (model, dataset) through the model, then every per-pair
 scorer the plan assigns to the dataset (roundtrip.workflow.pair)."""
 import _bootstrap  # noqa: F401
-import torch
 
 from roundtrip.api.client import USAGE_LEDGER, append_usage
+from roundtrip.core.compute import configure_torch
 from roundtrip.core.logs import setup_logging, versions
 from roundtrip.workflow.pair import run_pair
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
-torch.set_num_threads(smk.threads)
+log.info("compute: %s", configure_torch(smk.config, smk.threads))
 log.info("model %s; versions %s", smk.wildcards.model, versions())
 p = smk.params
 try:

@@ -2,15 +2,15 @@
 from pathlib import Path
 
 import _bootstrap  # noqa: F401
-import torch
 
 from roundtrip.api.client import USAGE_LEDGER, append_usage
+from roundtrip.core.compute import configure_torch
 from roundtrip.core.logs import setup_logging
 from roundtrip.stages.reconstruct import load_model, reconstruct_shard
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
-torch.set_num_threads(smk.threads)
+log.info("compute: %s", configure_torch(smk.config, smk.threads))
 w, p = smk.wildcards, smk.params
 try:
     status = reconstruct_shard(

@@ -5,8 +5,8 @@ the same volumes with the same model."""
 from pathlib import Path
 
 import _bootstrap  # noqa: F401
-import torch
 
+from roundtrip.core.compute import configure_torch
 from roundtrip.core.logs import setup_logging, versions
 from roundtrip.evals.medibench.latent_utility import latent_utility
 from roundtrip.evals.medibench.segment import build_segmenter
@@ -16,7 +16,7 @@ from roundtrip.stages.volumes import reconstruct_volume_set
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
-torch.set_num_threads(smk.threads)
+log.info("compute: %s", configure_torch(smk.config, smk.threads))
 w, p = smk.wildcards, smk.params
 model = load_model(w.model, p.spec, p.device)
 log.info("model %s on %s; versions %s", w.model, model.device, versions())

@@ -1,8 +1,5 @@
 """Rule report_pdf: every table, figure and gallery of the run in one PDF, with the run's
 provenance (roundtrip.report)."""
-import collections
-import csv
-import datetime
 import json
 from importlib import metadata
 from pathlib import Path
@@ -13,9 +10,10 @@ import yaml
 
 from roundtrip.api.client import USAGE_LEDGER, summarize_usage
 from roundtrip.core import weights
+from roundtrip.core.compute import provenance_fields
 from roundtrip.core.logs import setup_logging
 from roundtrip.core.manifest import read_manifest
-from roundtrip.report.document import ReportInputs, build_report
+from roundtrip.report.document import ReportInputs, build_report, source_date
 from roundtrip.report.fonts import register
 from roundtrip.report.sections import Section
 from roundtrip.tables.provenance import canonical_hash
@@ -41,29 +39,24 @@ present = [(w.filename, weights.sha256_of(path)[:16]) for name, w in weights.REG
            if (path := weights.path_of(name, p.weights_cache)).is_file()]
 present += [(str(f), weights.sha256_of(f)[:16])  # checkpoints trained by this workflow
             for f in sorted(Path("results/weights").rglob("model.pt"))]
-times = collections.defaultdict(lambda: [0, 0.0])
-for tsv in Path("results/benchmarks").rglob("*.tsv"):
-    rule = tsv.relative_to("results/benchmarks").parts[0]
-    with open(tsv) as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t"))
-    if rows:
-        times[rule][0] += 1
-        times[rule][1] += float(rows[-1]["s"])
 ran, not_ran = p.ran
+config_sha256 = canonical_hash(dict(p.config))
+epoch, date = source_date(config_sha256)
 inputs = ReportInputs(
     tables={n: Path(f"results/tables/{n}.md") for n in p.tables},
     figures=[Path(f) for f in smk.input.figures],
     galleries=galleries,
-    cover={"title": "roundtrip: what survives a round trip", "date": datetime.date.today().isoformat(),
+    cover={"title": "roundtrip: what survives a round trip", "date": date,
            "version": metadata.version("roundtrip"), "commit": p.commit,
-           "config_sha256": canonical_hash(dict(p.config)), "ran": ran, "not_ran": not_ran},
+           "config_sha256": config_sha256, "ran": ran, "not_ran": not_ran,
+           "compute": provenance_fields(dict(p.config))},
     appendix={"packages": next(iter(records.values()))["packages"] if records else {},
               "seeds": seeds, "checksums": checksums, "weights": present,
-              "api": summarize_usage(USAGE_LEDGER),
-              "rule_times": sorted(((r, n, f"{s:.1f}") for r, (n, s) in times.items()),
-                                   key=lambda x: -float(x[2])),
+              # which endpoints answered, not how often: the ledger's counts follow the run's
+              # history (cache hits on a rerun), and the report must not
+              "api": sorted({(r["endpoint"], r["base_url"]) for r in summarize_usage(USAGE_LEDGER)}),
               "config": yaml.safe_dump(dict(p.config), sort_keys=False, allow_unicode=True)},
     notes=register()[1],
     sections=[Section(**s) for s in p.sections])
-pages = build_report(smk.output[0], inputs)
+pages = build_report(smk.output[0], inputs, epoch)
 log.info("report: %d pages, %d tables, %d figures", pages, len(inputs.tables), len(inputs.figures))

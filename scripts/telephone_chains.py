@@ -3,6 +3,7 @@ every backbone (and by GenEval's rules on GenEval prompt sets)."""
 import _bootstrap  # noqa: F401
 
 from roundtrip.api.client import USAGE_LEDGER, append_usage
+from roundtrip.core.compute import configure_torch
 from roundtrip.core.logs import setup_logging
 from roundtrip.evals.telephone.job import run_job
 from roundtrip.evals.telephone.unified import build_pair
@@ -11,9 +12,8 @@ smk = snakemake  # noqa: F821 - injected by Snakemake
 w, p = smk.wildcards, smk.params
 log = setup_logging(smk.log[0])
 if p.pair and (p.pair.get("tokenizer") or p.pair.get("type") == "diffusers"):
-    import torch  # a network runs: its reductions summed in the job's thread count, not the machine's
-
-    torch.set_num_threads(smk.threads)
+    # a network runs: torch's threads and kernels follow the reproducibility mode
+    log.info("compute: %s", configure_torch(smk.config, smk.threads))
 pair = build_pair(w.pair, p.pair, p.device) if p.pair else None
 try:
     similarity, mgg = run_job(pair, smk.input.manifest, p.dataset_type, p.chain_root, p.chains,

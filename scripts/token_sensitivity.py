@@ -2,8 +2,8 @@
 from pathlib import Path
 
 import _bootstrap  # noqa: F401
-import torch
 
+from roundtrip.core.compute import configure_torch
 from roundtrip.core.logs import setup_logging
 from roundtrip.core.manifest import read_ok_images
 from roundtrip.evals.chd.cmms import CMMS
@@ -15,7 +15,7 @@ from roundtrip.tables.provenance import write_provenance
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
-torch.set_num_threads(smk.threads)
+log.info("compute: %s", configure_torch(smk.config, smk.threads))
 device = resolve_device(smk.params.device)
 s = smk.params.settings
 tokenizer = build_model(smk.params.reference, smk.params.spec).to(device)

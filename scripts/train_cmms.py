@@ -1,7 +1,7 @@
 """Rule train_cmms: the CMMS regressor for a reference tokenizer (cached, seeded)."""
 import _bootstrap  # noqa: F401
-import torch
 
+from roundtrip.core.compute import configure_torch
 from roundtrip.core.logs import setup_logging, versions
 from roundtrip.evals.chd import cmms
 from roundtrip.evals.chd.training import ImageFiles
@@ -10,7 +10,7 @@ from roundtrip.stages.reconstruct import resolve_device
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
-torch.set_num_threads(smk.threads)
+log.info("compute: %s", configure_torch(smk.config, smk.threads))
 device = resolve_device(smk.params.device)
 tokenizer = build_model(smk.wildcards.reference, smk.params.spec).to(device)
 images = ImageFiles(smk.input.manifests)  # read as crops are drawn, not all at once

@@ -2,15 +2,15 @@
 import json
 
 import _bootstrap  # noqa: F401
-import torch
 
+from roundtrip.core.compute import configure_torch
 from roundtrip.core.logs import setup_logging
 from roundtrip.core.manifest import read_ok_images
 from roundtrip.stages.train import train_small_tokenizer
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
-torch.set_num_threads(smk.threads)
+log.info("compute: %s", configure_torch(smk.config, smk.threads))
 images = read_ok_images(smk.input)
 settings = dict(smk.params.train)
 settings.pop("datasets")

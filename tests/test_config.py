@@ -156,6 +156,14 @@ MINIMAL = {"datasets": {"n": {"type": "skimage", "images": ["astronaut"]}},
     (lambda c: c["models"].update(s={"type": "small", "family": "XQ"}), "models.s.family: 'XQ'"),
     (lambda c: c["datasets"]["n"].update(shard=2), "datasets.n: Additional properties"),
     (lambda c: c["datasets"].update(f={"type": "folder"}), "datasets.f: 'path' is a required"),
+    (lambda c: c["datasets"].update(natural={"images": ["astronaut"]}),
+     "datasets.natural: 'type' is missing; set datasets.natural.type to one of:"),
+    (lambda c: c["models"].update(b={"factor": 4}),
+     "models.b: 'type' is missing; set models.b.type to one of:"),
+    (lambda c: c["models"].update(b={"type": "bicubic", "factor": 4}),
+     "models.b.type: 'bicubic' is not a type here; set it to one of:"),
+    (lambda c: c.update(reproducibility="exact"),
+     "reproducibility: 'exact' is not one of ['portable', 'fast']"),
     (lambda c: c["datasets"].update(f={"type": "folder", "path": "/no/such/folder"}),
      "datasets.f.path: /no/such/folder does not exist"),
     (lambda c: c["datasets"].update(v={"type": "nifti", "path": "/no/such"}),
@@ -187,6 +195,44 @@ def test_bad_configs_fail_fast_with_the_key_first(tmp_path, mutate, first):
     assert len(lines) < 15, lines
     assert not any("Building DAG" in line or "Traceback" in line for line in lines), lines
     assert not (tmp_path / "results").exists()
+
+
+def test_a_missing_type_names_type_and_lists_the_types_of_its_section():
+    """Without a type every type's required keys are missing; the message is about type."""
+    from roundtrip.core.config import schema_error
+    from roundtrip.datasets import DATASET_TYPES
+    from roundtrip.models import MODEL_TYPES
+    from roundtrip.readers import OCR_TYPES
+
+    schema = yaml.safe_load(open(SCHEMA))
+    cases = [("datasets", "natural", {"images": ["astronaut"]}, DATASET_TYPES),
+             ("models", "b", {"factor": 4}, MODEL_TYPES)]
+    for section, name, entry, registry in cases:
+        config = copy.deepcopy(MINIMAL)
+        config[section][name] = entry
+        lines = schema_error(config, schema).splitlines()
+        assert lines[0] == f"{section}.{name}: 'type' is missing; set {section}.{name}.type to " \
+                           "one of:"
+        assert lines[1].strip().split(", ") == list(registry) and len(lines) <= 3
+    config = copy.deepcopy(MINIMAL)
+    config["ocr"] = {"engines": {"t": {"psm": 3}}}
+    lines = schema_error(config, schema).splitlines()
+    assert lines[0].startswith("ocr.engines.t: 'type' is missing")
+    assert set(lines[1].strip().split(", ")) == set(OCR_TYPES)
+
+
+def test_snakefile_gives_the_line_of_a_yaml_error_in_config_yaml(tmp_path):
+    """Plain `snakemake` reading ./config.yaml: file:line:column, not Snakemake's "not valid
+    JSON or YAML" (a --configfile is read by Snakemake's command line before the Snakefile runs,
+    where no workflow code can add the line: docs/reproducibility.md)."""
+    (tmp_path / "config.yaml").write_text("datasets:\n  n: {type: skimage, images: [astronaut]\n"
+                                          "models:\n  identity: {type: identity}\n")
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+                           "--cores", "1", "-n"], cwd=tmp_path, capture_output=True, text=True)
+    lines = _message(proc)
+    assert proc.returncode != 0
+    assert re.match(r"config\.yaml:3:1: YAML syntax error: expected ',' or '\}'", lines[0]), lines
+    assert len(lines) <= 3, lines
 
 
 def test_empty_folder_is_caught_before_any_job(tmp_path):

@@ -58,8 +58,7 @@ def test_report_splits_wide_tables_and_sets_cjk_and_devanagari(tmp_path):
         sections=[Section("vista", "VISTA-Bench", "a paper", ("vista_",))],
         cover={"title": "test report", "ran": [("VISTA-Bench", "1 reader")], "not_ran": []},
         appendix={"packages": {"numpy": "2"}, "seeds": {"t: bootstrap.seed": 0},
-                  "checksums": [("vista_wide", 3, "abc")], "config": "a: 1\n",
-                  "rule_times": [("gallery", 1, "2.0")]},
+                  "checksums": [("vista_wide", 3, "abc")], "config": "a: 1\n"},
         notes=["视觉分词器 and हिन्दी भाषा in a note"])
     pages = build_report(tmp_path / "r.pdf", inputs)
     text = subprocess.run(["pdftotext", str(tmp_path / "r.pdf"), "-"], capture_output=True,
@@ -88,7 +87,10 @@ def test_provenance_records_inputs_params_and_seeds(tmp_path):
     assert rec["command"] == "snakemake --cores 1 results/tables/t.csv"
     assert rec["packages"]["numpy"] != "not installed"
     assert set(rec) == {"table", "rule", "command", "params_sha256", "seeds", "inputs",
-                        "packages"}  # no timestamp, no host
+                        "packages", "reproducibility", "cpu_capability", "threads",
+                        "promise"}  # no timestamp, no host
+    assert (rec["reproducibility"], rec["cpu_capability"], rec["threads"]) == ("portable",
+                                                                               "AVX2", 1)
     assert rec == provenance("t", "rule_t", [str(a)], params)  # deterministic
     assert seeds_in({"seed": 1, "a": {"b_seed": 2}}) == {"seed": 1, "a.b_seed": 2}
     keyed = {("small_vq", "natural"): "not run", "s": {1, 2}}  # plan params keyed by pairs

@@ -3,6 +3,7 @@ import pytest
 import skimage.data
 import torch
 
+from roundtrip.core.checkpoint import load_checkpoint
 from roundtrip.models import build_model
 from roundtrip.stages.train import train_small_tokenizer
 
@@ -40,9 +41,12 @@ def test_training_is_seeded(tmp_path):
     for name in ("a", "b"):
         train_small_tokenizer(spec, IMAGES, tmp_path / f"{name}.pt", steps=4, batch_size=4,
                               crop=32, seed=7)
-    a = torch.load(tmp_path / "a.pt", weights_only=True)["state_dict"]
-    b = torch.load(tmp_path / "b.pt", weights_only=True)["state_dict"]
+    a, meta = load_checkpoint(tmp_path / "a.pt")
+    b, _ = load_checkpoint(tmp_path / "b.pt")
     assert all(torch.equal(a[k], b[k]) for k in a)
+    # the file itself, not only the weights: nothing volatile (time, ids) is written
+    assert (tmp_path / "a.pt").read_bytes() == (tmp_path / "b.pt").read_bytes()
+    assert meta["summary"] == {"steps": 4, "final_mse": meta["history"][-1]["mse"], "seed": 7}
 
 
 def test_bad_specs():

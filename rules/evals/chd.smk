@@ -2,6 +2,7 @@
 # metrics in the tokens of the reference tokenizer (metrics.tokens.reference), scored inside the
 # reconstruction job of the token datasets (scorer "tokens", rules/stages/reconstruct.smk); the
 # CMMS regressor; the sensitivity experiment.
+from roundtrip.core.compute import job_threads, mode_of
 from roundtrip.evals.chd.spec import CHD
 
 TOKEN_PLAN = CHD.view(PLAN)
@@ -29,8 +30,9 @@ rule train_cmms:
         "logs/train_cmms/{reference}.log",
     benchmark:
         "results/benchmarks/train_cmms/{reference}.tsv"
-    # half the cores: the rest of the DAG keeps the others busy (docs/design.md, "Threads")
-    threads: PLAN.half_cores()
+    # half the cores: the rest of the DAG keeps the others busy (docs/design.md, "Threads");
+    # one in reproducibility: portable, which runs every torch job on one thread
+    threads: job_threads(mode_of(config), PLAN.half_cores())
     priority: 50
     resources:
         mem_mb=4000,

@@ -5,6 +5,9 @@
                                                     verify; model folders by name (mpnet, ...)
     roundtrip check-config FILE [--schema PATH]    YAML (with the line), schema and cross-key
                                                     checks of a config, before any run
+    roundtrip verify [WORKDIR] [--configfile FILE]  re-make the tables and report a results
+                                                    folder's provenance lists, in a scratch copy;
+                                                    identical or different per artifact
 """
 from __future__ import annotations
 
@@ -55,6 +58,19 @@ def _check_config(args) -> int:
     return 0
 
 
+def _verify(args) -> int:
+    from roundtrip.workflow.verify import all_identical, summary, verify
+
+    try:
+        outcomes = verify(args.workdir, args.snakefile, args.configfile, args.cores, args.keep,
+                          log=lambda line: print(line, file=sys.stderr))
+    except (FileNotFoundError, FileExistsError, RuntimeError) as exc:
+        print(f"verify: {exc}", file=sys.stderr)
+        return 2
+    print(summary(outcomes))
+    return 0 if all_identical(outcomes) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``roundtrip`` console script; returns the exit status."""
     parser = argparse.ArgumentParser(prog="roundtrip")
@@ -74,6 +90,19 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("file")
     c.add_argument("--schema", default=str(SCHEMA))
     c.set_defaults(func=_check_config)
+    v = sub.add_parser("verify", help="re-make the tables and the report of a results folder "
+                                      "from its recorded inputs and compare the bytes "
+                                      "(exit 1 on any difference)")
+    v.add_argument("workdir", nargs="?", default=".",
+                   help="the folder the workflow ran in, holding results/ (default: .)")
+    v.add_argument("--configfile", default=None,
+                   help="the config the results were made with (default: WORKDIR/config.yaml)")
+    v.add_argument("--snakefile", default=None,
+                   help="the workflow (default: WORKDIR/Snakefile, else this checkout's)")
+    v.add_argument("--cores", default="all")
+    v.add_argument("--keep", default=None, metavar="DIR",
+                   help="re-make in this new folder and keep it (default: a temporary one)")
+    v.set_defaults(func=_verify)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -21,19 +21,63 @@ def yaml_error(text: str, name: str) -> str | None:
     return None
 
 
+def yaml_file_error(path: str) -> str | None:
+    """:func:`yaml_error` of the file at ``path`` (None when it is valid YAML or cannot be read:
+    the reader that follows reports that)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return yaml_error(text, path)
+
+
+def _type_choices(error) -> list[str] | None:
+    """The valid ``type`` values of the entry an error is about (the ``enum`` of its schema's
+    ``type`` property), or None where the entry's schema has no such list."""
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator == "enum" and error.absolute_path and error.absolute_path[-1] == "type":
+        return [str(v) for v in error.validator_value]
+    enum = schema.get("properties", {}).get("type", {}).get("enum")
+    return [str(v) for v in enum] if enum else None
+
+
+def _type_message(errors: list) -> str | None:
+    """A message naming ``type`` when an entry of a typed section (datasets, models, OCR engines,
+    readers, pairs, ...) lacks it or names an unknown one: without a type every type's required
+    keys are reported missing, and ``best_match`` picks one of those (``'path' is a required
+    property``), which points away from the fix. Shallowest entry first."""
+    for error in sorted(errors, key=lambda e: len(e.absolute_path)):
+        missing = error.validator == "required" and "type" in error.validator_value \
+            and isinstance(error.instance, dict) and "type" not in error.instance
+        choices = _type_choices(error)
+        if not choices or not (missing or error.validator == "enum"):
+            continue
+        key = ".".join(str(p) for p in error.absolute_path)
+        first = (f"{key}: 'type' is missing; set {key}.type to one of:" if missing else
+                 f"{key}: {error.instance!r} is not a type here; set it to one of:")
+        return f"{first}\n  {', '.join(choices)}"
+    return None
+
+
 def schema_error(config: dict, schema: dict) -> str | None:
     """The most relevant JSON-schema violation of ``config`` as a short message whose first line
     names the key (``models.jpeg_bad.quality: 500 is greater than the maximum of 100``), with the
     key's description from the schema on a second line; None when the config is valid.
 
+    An entry without ``type`` (or with an unknown one) in a section of typed entries gets a
+    message naming ``type`` and listing the section's types instead (:func:`_type_message`).
     ``config`` is not modified (defaults are filled by Snakemake's ``validate`` afterwards).
     """
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
 
-    error = best_match(Draft202012Validator(schema).iter_errors(config))
-    if error is None:
+    errors = list(Draft202012Validator(schema).iter_errors(config))
+    if not errors:
         return None
+    if typed := _type_message(errors):
+        return typed
+    error = best_match(errors)
     key = ".".join(str(p) for p in error.absolute_path) or "config"
     message = " ".join(error.message.split())
     if len(message) > 240:  # e.g. a whole dataset entry quoted back: keep the verdict

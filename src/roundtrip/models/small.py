@@ -13,7 +13,8 @@ residual block per scale, nothing at full resolution so that it trains in minute
 | RVQ | ``ResidualVQ`` with ``num_quantizers`` stages | ``[B, h, w, Q]`` |
 
 Training is a pipeline stage (:func:`roundtrip.stages.train.train_small_tokenizer`); the
-checkpoint stores the architecture arguments beside the weights.
+checkpoint (:mod:`roundtrip.core.checkpoint`, safetensors) stores the architecture arguments
+beside the weights.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import sys
 import torch
 from torch import nn
 
+from roundtrip.core.checkpoint import load_checkpoint
 from roundtrip.models.base import ModelInfo
 from roundtrip.models.torch_base import TorchAdapter, require_file
 
@@ -153,7 +155,7 @@ class SmallTokenizer(TorchAdapter):
 
     Args:
         family: one of :data:`SMALL_FAMILIES`.
-        checkpoint: path of the trained ``.pt`` (the workflow fills it in:
+        checkpoint: path of the trained checkpoint (the workflow fills it in:
             ``results/weights/{model}/model.pt``).
         downsample, channels, latent_channels, codebook_size, num_quantizers: architecture.
         train: training settings (used by the training rule; see :func:`train_small_tokenizer`).
@@ -185,9 +187,9 @@ class SmallTokenizer(TorchAdapter):
             raise ValueError(f"model {self.name}: no checkpoint path set")
         path = require_file(self.checkpoint, self.name, "trained checkpoint",
                             "It is produced by the workflow's train_tokenizer rule.")
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-        module = SmallAutoencoder(**ckpt["arch"])
-        module.load_state_dict(ckpt["state_dict"])
+        state, meta = load_checkpoint(path)
+        module = SmallAutoencoder(**meta["arch"])
+        module.load_state_dict(state)
         return module
 
     def encode(self, x):

@@ -9,7 +9,10 @@ layer.
 """
 from __future__ import annotations
 
+import datetime
 import fnmatch
+import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +21,45 @@ from roundtrip.report.sections import Section, tables_of
 from roundtrip.report.tables import column_widths, label_columns, read_markdown, split_columns
 
 CELL_PT = 6.5  # table font size
+
+#: The span of the dates derived from a config hash: the year 2000, which no real build has, so
+#: the date inside a PDF built without ``SOURCE_DATE_EPOCH`` is never read as a build date.
+DERIVED_EPOCH_START, DERIVED_EPOCH_SPAN = 946684800, 366 * 86400
+
+
+def source_date(config_sha256: str, environ=None) -> tuple[int, str]:
+    """The PDF's creation time (Unix seconds) and the date line of its cover.
+
+    ``SOURCE_DATE_EPOCH`` (the reproducible-builds convention) when set: the cover shows that
+    date. Otherwise a time in the year 2000 derived from the config's SHA-256 (hex), so a rebuild
+    from the same config writes the same bytes; the cover then says that no date is recorded.
+
+    Raises:
+        ValueError: ``SOURCE_DATE_EPOCH`` is not an integer.
+    """
+    environ = os.environ if environ is None else environ
+    value = environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if value:
+        epoch = int(value)
+        day = datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).date().isoformat()
+        return epoch, f"{day} (SOURCE_DATE_EPOCH)"
+    epoch = DERIVED_EPOCH_START + int(config_sha256[:12], 16) % DERIVED_EPOCH_SPAN
+    return epoch, ("not recorded (rebuilds write identical bytes; set SOURCE_DATE_EPOCH to stamp "
+                   "a date)")
+
+
+@contextmanager
+def _fixed_timestamp(epoch: int):
+    """reportlab reads its timestamp from ``SOURCE_DATE_EPOCH`` alone: set it while building."""
+    old = os.environ.get("SOURCE_DATE_EPOCH")
+    os.environ["SOURCE_DATE_EPOCH"] = str(int(epoch))
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("SOURCE_DATE_EPOCH", None)
+        else:
+            os.environ["SOURCE_DATE_EPOCH"] = old
 
 
 @dataclass
@@ -29,12 +71,13 @@ class ReportInputs:
         figures: figure files (paths under ``results/figures/``).
         galleries: dataset -> (gallery PNG, OCR lines ``[{item_id, model, line}]``, ground truth
             ``{item_id: text}``).
-        cover: ``title, date, version, commit, config_sha256`` and ``ran`` / ``not_ran``
-            (``[(evaluation, why)]``).
+        cover: ``title, date, version, commit, config_sha256``, ``ran`` / ``not_ran``
+            (``[(evaluation, why)]``) and ``compute`` (the provenance records' compute fields:
+            ``reproducibility``, ``cpu_capability``, ``threads``, ``promise``, ``gpu``).
         appendix: ``packages`` (name -> version), ``seeds``, ``config`` (YAML text),
             ``checksums`` (``[(table, inputs, digest of the input digests)]``), ``weights``
-            (``[(file, sha256)]``), ``api`` (rows of the usage summary), ``rule_times``
-            (``[(rule, jobs, seconds)]``).
+            (``[(file, sha256)]``), ``api`` (``[(endpoint, base_url)]`` that answered). No
+            time: rule times are in ``results/benchmarks/``, not in the report.
         notes: remarks printed on the cover (fonts not found, ...).
         sections: one per evaluation, in order (the registered evaluations' report parts).
     """
@@ -144,6 +187,13 @@ def _cover(inputs: ReportInputs, st: dict) -> list:
     for label, key in (("Date", "date"), ("roundtrip version", "version"), ("Commit", "commit"),
                        ("Config SHA-256", "config_sha256")):
         out.append(_p(f"{label}: {c.get(key, 'unknown')}", st["body"]))
+    compute = c.get("compute")
+    if compute:
+        gpu = compute.get("gpu")
+        where = f"; GPU {gpu['name']}, CUDA {gpu['cuda']}, cuDNN {gpu['cudnn']}" if gpu else ""
+        out.append(_p(f"Reproducibility: {compute['reproducibility']} (CPU kernels "
+                      f"{compute['cpu_capability']}, threads {compute['threads']}{where}): "
+                      f"{compute['promise']}", st["body"]))
     out.append(Spacer(1, 10))
     out.append(_p("What ran", st["h2"]))
     out += [_p(f"{name}: {why}", st["body"]) for name, why in c.get("ran", [])]
@@ -176,18 +226,21 @@ def _appendix(inputs: ReportInputs, st: dict, width: float) -> list:
             grid(a["weights"], ["file", "sha256"]) if a.get("weights")
             else _p("no weight file (metric weights missing: LPIPS and FID read n/a; no "
                     "trained model)", st["body"])]
-    out += [_p("API usage and cache hits", st["h2"]),
-            grid([list(r.values()) for r in a["api"]], list(a["api"][0])) if a.get("api")
+    out += [_p("API endpoints that answered (counts: results/api/usage_summary.csv)", st["h2"]),
+            grid(a["api"], ["endpoint", "base_url"]) if a.get("api")
             else _p("no API was used", st["body"])]
-    out += [_p("Time of each rule (Snakemake benchmark records)", st["h2"]),
-            grid(a.get("rule_times", []), ["rule", "jobs", "seconds"])]
     out += [Spacer(1, 6), _p("The configuration", st["h2"]),
             Preformatted(a.get("config", ""), st["mono"])]
     return out
 
 
-def build_report(path: str | Path, inputs: ReportInputs) -> int:
+def build_report(path: str | Path, inputs: ReportInputs, epoch: int | None = None) -> int:
     """Write the PDF; returns its page count.
+
+    Args:
+        epoch: the PDF's creation time in Unix seconds (:func:`source_date`); with it the file
+            is byte-identical for identical inputs (reportlab's invariant mode: no random ids,
+            sorted dictionaries). None: the current time (a new file each build).
 
     Raises:
         ImportError: reportlab is not installed.
@@ -200,7 +253,8 @@ def build_report(path: str | Path, inputs: ReportInputs) -> int:
     doc = SimpleDocTemplate(str(path), pagesize=A4, leftMargin=1.5 * cm, rightMargin=1.5 * cm,
                             topMargin=1.5 * cm, bottomMargin=1.5 * cm,
                             title=inputs.cover.get("title", "roundtrip report"),
-                            author="roundtrip", creator="roundtrip (reportlab)")
+                            author="roundtrip", creator="roundtrip (reportlab)",
+                            invariant=int(epoch is not None))
     width = doc.width
     story = _cover(inputs, st)
     for section in inputs.sections:
@@ -223,6 +277,11 @@ def build_report(path: str | Path, inputs: ReportInputs) -> int:
         story.append(PageBreak())
     story += _appendix(inputs, st, width)
     pages = []
-    doc.build(story, onLaterPages=lambda c, d: pages.append(d.page),
-              onFirstPage=lambda c, d: pages.append(d.page))
+    if epoch is None:
+        doc.build(story, onLaterPages=lambda c, d: pages.append(d.page),
+                  onFirstPage=lambda c, d: pages.append(d.page))
+        return len(pages)
+    with _fixed_timestamp(epoch):
+        doc.build(story, onLaterPages=lambda c, d: pages.append(d.page),
+                  onFirstPage=lambda c, d: pages.append(d.page))
     return len(pages)

@@ -30,7 +30,10 @@ from roundtrip.models import Adapter, build_model
 
 log = logging.getLogger(__name__)
 
-STATUS_COLUMNS = ["item_id", "status", "reason", "seconds", "reference"]
+#: Columns of ``status.csv`` (and the shard status files). No time: two runs write the same
+#: bytes; each item's seconds stay in the crash-recovery journal (:data:`JOURNAL_COLUMNS`).
+STATUS_COLUMNS = ["item_id", "status", "reason", "reference"]
+JOURNAL_COLUMNS = ["item_id", "status", "reason", "seconds", "reference"]
 
 
 def shard_of(index: int, n_shards: int) -> int:
@@ -79,7 +82,7 @@ def check_fingerprint(out_dir: Path, fingerprint: dict, outputs: str = "*.png") 
 
 
 class Journal:
-    """Append-only per-item record that survives a crash."""
+    """Append-only per-item record that survives a crash (:data:`JOURNAL_COLUMNS`)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -89,7 +92,7 @@ class Journal:
                 self.done[row["item_id"]] = row
         new = not path.exists()
         self._fh = open(path, "a", newline="")
-        self._w = csv.DictWriter(self._fh, fieldnames=STATUS_COLUMNS)
+        self._w = csv.DictWriter(self._fh, fieldnames=JOURNAL_COLUMNS)
         if new:
             self._w.writeheader()
 

@@ -135,7 +135,7 @@ def reconstruct_volume_set(model: Adapter, manifest_path: str | Path, out_dir: s
     Resumable: items recorded in the journal with their file present are not recomputed.
 
     Returns:
-        Status rows (``item_id, status, reason, seconds, reference``), manifest order.
+        Status rows (``item_id, status, reason, reference``), manifest order.
     """
     manifest_path, out_dir = Path(manifest_path), Path(out_dir)
     (out_dir / "shards").mkdir(parents=True, exist_ok=True)

@@ -4,8 +4,10 @@
 It holds the SHA-256 of every input file of the job, the hash of the job's parameters (the
 config keys that shaped the table, resolved by the plan; endpoints carry no key), the versions
 of the packages that compute numbers, the seeds found in the parameters, and the command that
-regenerates the table. No timestamp: two runs of the same inputs write the same file, and no
-path or time ever goes into a CSV.
+regenerates the table, and how the numbers were computed (:mod:`roundtrip.core.compute`): the
+``reproducibility`` mode, the CPU kernel level (``cpu_capability``), the ``threads`` and what the
+mode promises (``promise``; on CUDA also ``gpu``: model, CUDA and cuDNN versions). No timestamp:
+two runs of the same inputs write the same file, and no path or time ever goes into a CSV.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import platform
 from importlib import metadata
 from pathlib import Path
 
+from roundtrip.core.compute import provenance_fields
 from roundtrip.core.weights import sha256_of
 
 #: Distributions whose versions can change a number in a table.
@@ -85,12 +88,14 @@ def input_digests(paths) -> dict[str, str]:
     return out
 
 
-def provenance(table: str, rule: str, inputs, params: dict) -> dict:
-    """The provenance record of one table (see the module docstring)."""
+def provenance(table: str, rule: str, inputs, params: dict, config: dict | None = None) -> dict:
+    """The provenance record of one table (see the module docstring); ``config`` is the
+    workflow config, read for ``reproducibility`` and ``run.device`` (None: the defaults)."""
     return {"table": table, "rule": rule,
             "command": f"snakemake --cores 1 results/tables/{table}.csv",
             "params_sha256": canonical_hash(params), "seeds": seeds_in(jsonable(params)),
-            "inputs": input_digests(inputs), "packages": package_versions()}
+            "inputs": input_digests(inputs), "packages": package_versions(),
+            **provenance_fields(config)}
 
 
 def write_provenance(smk) -> list[Path]:
@@ -102,7 +107,7 @@ def write_provenance(smk) -> list[Path]:
     for out in smk.output:
         if str(out).endswith(".provenance.json"):
             name = Path(out).name.removesuffix(".provenance.json")
-            record = provenance(name, smk.rule, inputs, params)
+            record = provenance(name, smk.rule, inputs, params, dict(smk.config))
             Path(out).write_text(json.dumps(record, indent=1, sort_keys=True, default=str) + "\n")
             written.append(Path(out))
     return written

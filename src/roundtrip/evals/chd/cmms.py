@@ -43,6 +43,7 @@ import torch
 from PIL import Image, ImageEnhance, ImageFilter
 from torch import nn
 
+from roundtrip.core.checkpoint import load_checkpoint, save_checkpoint
 from roundtrip.core.imaging import to_uint8
 from roundtrip.models import Adapter
 
@@ -574,9 +575,13 @@ def fit_cmms(tokenizer: Adapter, images: list[np.ndarray], size: int, options: d
 
 
 def save_cmms(model: CMMSRegressor, path: str | Path, meta: dict) -> None:
-    """Checkpoint with the architecture and ``meta`` (reference tokenizer, size, history...)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"config": asdict(model.cfg), "state_dict": model.state_dict(), "meta": meta}, path)
+    """Checkpoint with the architecture and ``meta`` (reference tokenizer, size, history...),
+    the same bytes for the same weights (:func:`roundtrip.core.checkpoint.save_checkpoint`).
+
+    Raises:
+        TypeError: ``meta`` is not JSON-serializable (no time or host belongs in it).
+    """
+    save_checkpoint(path, model.state_dict(), {"config": asdict(model.cfg), "meta": meta})
 
 
 class CMMS:
@@ -587,9 +592,9 @@ class CMMS:
     """
 
     def __init__(self, path: str | Path, device: str | torch.device = "cpu"):
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        state, ckpt = load_checkpoint(path)
         self.model = CMMSRegressor(CMMSConfig(**ckpt["config"]))
-        self.model.load_state_dict(ckpt["state_dict"])
+        self.model.load_state_dict(state)
         self.model = self.model.eval().to(device)
         self.meta, self.device = ckpt["meta"], torch.device(device)
 
