@@ -1,7 +1,8 @@
 """The PDF report of a small run, checked as a reader would: pdftotext finds every
 table's title and a number of each CSV, the Chinese and Hindi ground truth are in the text layer,
 pdftoppm renders every page; every table has its provenance record; deleting one table's CSV
-regenerates it and the report, nothing else; two runs from scratch write byte-identical CSVs."""
+regenerates it and the report, nothing else; two runs from scratch write byte-identical CSVs,
+provenance records and report."""
 import json
 import re
 import subprocess
@@ -50,9 +51,11 @@ def run(tmp_path_factory):
     (work / "config.yaml").write_text(yaml.safe_dump(CONFIG))
     smk(work)
     tables = {p.name: p.read_bytes() for p in (work / "results/tables").glob("*.csv")}
+    others = {str(p.relative_to(work)): p.read_bytes() for p in
+              [*(work / "results/tables").glob("*.provenance.json"), work / "results/report.pdf"]}
     text = subprocess.run(["pdftotext", "results/report.pdf", "-"], cwd=work, check=True,
                           capture_output=True, text=True).stdout
-    return {"work": work, "tables": tables, "text": text}
+    return {"work": work, "tables": tables, "others": others, "text": text}
 
 
 def _first_number(csv):
@@ -120,8 +123,11 @@ def test_deleting_a_table_regenerates_it_and_the_report_only(run):
 
 
 def test_two_runs_from_scratch_write_identical_tables(run):
+    """CSV tables, provenance records and the PDF report: the same bytes (no date, no time)."""
     work = run["work"]
     subprocess.run(["rm", "-rf", "results", ".snakemake"], cwd=work, check=True)
     smk(work)
     again = {p.name: p.read_bytes() for p in (work / "results/tables").glob("*.csv")}
     assert again == run["tables"]
+    for path, content in run["others"].items():
+        assert (work / path).read_bytes() == content, path
