@@ -10,8 +10,10 @@ their time (Snakemake's ``benchmark:`` records), the job count of the run's log,
 second ``snakemake`` with nothing changed ("Nothing to be done"). Writes
 ``benchmarks/results/default_run.json`` with every run and the medians.
 
-Usage: ``python benchmarks/default_run.py [--runs 3] [--cores all] [--workdir DIR]``; each run
-records the SHA-256 of every CSV table and the record says whether all runs wrote the same bytes.
+Usage: ``python benchmarks/default_run.py [--runs 3] [--cores all] [--workdir DIR]
+[--mode portable|fast]``; each run records the SHA-256 of every CSV table, trained checkpoint and
+the PDF report, and the record says whether all runs wrote the same bytes. ``--mode`` runs the
+config with ``--config reproducibility=MODE`` (default: the config's own mode).
 Goal (architecture issue): workflow at most 600 s, peak memory at most 3 GB, on the 2-core
 reference machine; the rerun with nothing to do in at most 5 s.
 """
@@ -88,13 +90,16 @@ def job_count(output: str) -> int:
     return int(m.group(1)) if m else -1
 
 
-def snakemake(work: Path, cores: str, interval: float = 0.0) -> dict:
-    """Run ``snakemake --cores`` in ``work``; with ``interval`` > 0, sample the tree's memory.
+def snakemake(work: Path, cores: str, interval: float = 0.0, mode: str | None = None) -> dict:
+    """Run ``snakemake --cores`` in ``work`` (``mode``: ``--config reproducibility=mode``); with
+    ``interval`` > 0, sample the tree's memory.
 
     Raises:
         RuntimeError: Snakemake failed.
     """
     cmd = [sys.executable, "-m", "snakemake", "--cores", cores]
+    if mode:
+        cmd += ["--config", f"reproducibility={mode}"]
     log = tempfile.TemporaryFile()  # a pipe would fill up and block snakemake
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT)
@@ -120,8 +125,16 @@ def snakemake(work: Path, cores: str, interval: float = 0.0) -> dict:
             "snakemake_main_cpu_s": round(main_cpu, 1), "output": out}
 
 
+def artifact_digests(work: Path) -> dict[str, str]:
+    """SHA-256 of every CSV table, trained checkpoint and the PDF report of a finished run."""
+    files = sorted((work / "results/tables").glob("*.csv"))
+    files += sorted((work / "results/weights").rglob("model.pt"))
+    files += [work / "results/report.pdf"] if (work / "results/report.pdf").is_file() else []
+    return {str(p.relative_to(work)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
 def one_run(cores: str, interval: float, keep: str | None = None,
-            workdir: str | None = None) -> dict:
+            workdir: str | None = None, mode: str | None = None) -> dict:
     """One timed run in a fresh copy of the repository: in a temporary folder, or in
     ``workdir`` (kept afterwards, so that benchmarks which need a finished run, such as
     ``cmms_seed_robustness.py``, can use it).
@@ -138,16 +151,15 @@ def one_run(cores: str, interval: float, keep: str | None = None,
         work.mkdir(parents=True, exist_ok=True)
         fresh_checkout(work)
         sampler0 = sum(psutil.Process().cpu_times()[:2])
-        run = snakemake(work, cores, interval)
+        run = snakemake(work, cores, interval, mode)
         run["sampler_cpu_s"] = round(sum(psutil.Process().cpu_times()[:2]) - sampler0, 1)
         run["jobs"] = job_count(run.pop("output"))
-        rerun = snakemake(work, cores)
+        rerun = snakemake(work, cores, mode=mode)
         run |= {"rerun_s": rerun["wall_s"],
                 "rerun_nothing_to_do": "Nothing to be done" in rerun["output"],
                 "rules": rule_times(work),
-                # the CSV tables' digests: runs from scratch must write the same bytes
-                "tables_sha256": {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-                                  for p in sorted((work / "results/tables").glob("*.csv"))}}
+                # tables, checkpoints, report: runs from scratch must write the same bytes
+                "artifacts_sha256": artifact_digests(work)}
         if keep:  # copy the tables (and the PDF report) of this run for inspection
             shutil.copytree(work / "results/tables", keep, dirs_exist_ok=True)
             if (work / "results/report.pdf").is_file():
@@ -169,6 +181,8 @@ def main() -> None:
                     help="copy the last run's tables and report.pdf here")
     ap.add_argument("--workdir", default=None,
                     help="run in this new folder and keep it (with --runs 1)")
+    ap.add_argument("--mode", choices=("portable", "fast"), default=None,
+                    help="reproducibility mode (default: the config's)")
     args = ap.parse_args()
     if args.workdir and args.runs != 1:
         ap.error("--workdir keeps one run's results: use it with --runs 1")
@@ -176,16 +190,17 @@ def main() -> None:
                             capture_output=True, text=True).stdout.strip()
     runs = []
     for k in range(args.runs):
-        runs.append(one_run(args.cores, args.interval, args.keep_tables, args.workdir))
-        brief = {key: v for key, v in runs[-1].items() if key not in ("rules", "tables_sha256",
+        runs.append(one_run(args.cores, args.interval, args.keep_tables, args.workdir,
+                            args.mode))
+        brief = {key: v for key, v in runs[-1].items() if key not in ("rules", "artifacts_sha256",
                                                                       "processes_at_peak_pss_mb")}
         print(f"run {k + 1}/{args.runs}: {brief}", flush=True)
-    digests = [r.get("tables_sha256") for r in runs]
+    digests = [r.get("artifacts_sha256") for r in runs]
     identical = all(d == digests[0] for d in digests) if len(runs) > 1 else None
     result = {
-        "tables_identical_across_runs": identical,
+        "artifacts_identical_across_runs": identical,
         "benchmark": "default config.yaml in a fresh copy of the repository, snakemake --cores "
-                     + args.cores,
+                     + args.cores + (f" --config reproducibility={args.mode}" if args.mode else ""),
         "commit": commit,
         "machine": {"cpus": os.cpu_count(),
                     "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
