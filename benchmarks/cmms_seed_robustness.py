@@ -1,6 +1,6 @@
 """How much the CMMS sensitivity result depends on the training seed.
 
-Issue 5 asks that mean CMMS fall with the degradation level (Spearman <= -0.9 for noise, blur
+roundtrip asks that mean CMMS fall with the degradation level (Spearman <= -0.9 for noise, blur
 and block shuffling) in the sensitivity experiment: roundtrip's target, not a number of the CHD
 paper, whose Fig. 2 shows the trends as curves. The default run trains one regressor (seed 0)
 in about a minute, and its outcome is one draw. This benchmark retrains the regressor for

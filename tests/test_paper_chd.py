@@ -16,7 +16,7 @@ from snakemake.utils import validate
 
 from roundtrip.core.config import ConfigError
 from roundtrip.evals.chd import cmms as C
-from roundtrip.evals.chd.training import ALLOW_KEY, training_overlap
+from roundtrip.evals.chd.training import ALLOW_KEY, image_keys, training_overlap
 from roundtrip.metrics.tokens import CHD_2D_SEQUENCE_REASON, TokenHistogram, chd
 from roundtrip.evals.chd.plan import CMMS_TRAINING, training_datasets
 from roundtrip.evals.chd.spec import CHD
@@ -41,20 +41,21 @@ def _config(edit=None) -> dict:
 # -- 1. CMMS is trained on a set disjoint from every scored set --------------------------------
 def test_cmms_training_set_is_disjoint_from_scored_sets(tmp_path):
     """Sec. 4.2, 5.1: CMMS is trained once (ImageNet) and applied without fine-tuning to other
-    sets. The shipped config trains it on ``cmms_train``, whose images share nothing with the
-    scored sets (natural, natural_256, textures; sensitivity on natural); that set is built, not
-    reconstructed. Training on a scored set, or on a set sharing one image with it, is refused
+    sets. The shipped config trains it on ``cmms_train`` and ``cmms_photos``, whose images share
+    nothing with the scored sets (natural, natural_256, textures; sensitivity on natural); those
+    sets are built, not reconstructed. Training on a scored set, or on a set sharing one image with it, is refused
     with a message naming the key that allows it."""
     config = _config()
     train = training_datasets(config)
-    assert train == ["cmms_train"]  # was: the reference tokenizer's sets, natural + textures
+    assert train == ["cmms_train", "cmms_photos"]  # not the reference tokenizer's sets
     plan = Plan(config)
     scored = CHD.view(plan).datasets + [CHD.view(plan).sensitivity_dataset]
     assert scored == ["natural", "natural_256", "textures", "natural"]
     assert training_overlap(train, scored, config["datasets"]) == []
     _check_cmms_held_out(config)  # no error
-    assert plan.roles["cmms_train"] == CMMS_TRAINING
-    assert "cmms_train" not in plan.recon_datasets + plan.image_datasets + plan.general_datasets
+    for name in train:
+        assert plan.roles[name] == CMMS_TRAINING
+        assert name not in plan.recon_datasets + plan.image_datasets + plan.general_datasets
 
     def by_name(c):
         c["metrics"]["tokens"]["cmms"]["datasets"] = ["natural", "textures"]
@@ -66,6 +67,8 @@ def test_cmms_training_set_is_disjoint_from_scored_sets(tmp_path):
         c["datasets"]["cmms_train"]["images"] = ["moon", "astronaut"]
     with pytest.raises(ConfigError, match="cmms_train and natural share skimage:astronaut"):
         _check_cmms_held_out(_config(by_image))
+    # packaged photographs are keyed by name, like scikit-image's
+    assert image_keys("p", {"type": "package_photos", "images": ["china"]}) == {"package_photos:china"}
     # Folder sets: the reader recurses, so a folder inside the other's shares its images.
     nested = {"train": {"type": "folder", "path": str(tmp_path / "imagenet")},
               "val": {"type": "folder", "path": str(tmp_path / "imagenet/val")},

@@ -324,9 +324,11 @@ def test_one_dimensional_tokenizer_is_scored(tmp_path, photos):
     (tmp_path / "ref").mkdir()
     (tmp_path / "rec").mkdir()
     rows, status = [], []
-    for i, img in enumerate(images):
+    # a colour shift, not a flip: a flip only permutes patches, which leaves unigram CHD-1D at 0
+    shifted = [np.clip(img.astype(int) + 60, 0, 255).astype(np.uint8) for img in images]
+    for i, (img, rec) in enumerate(zip(images, shifted)):
         Image.fromarray(img).save(tmp_path / "ref" / f"{i}.png")
-        Image.fromarray(np.ascontiguousarray(img[::-1])).save(tmp_path / "rec" / f"{i}.png")
+        Image.fromarray(rec).save(tmp_path / "rec" / f"{i}.png")
         rows.append({"item_id": str(i), "path": f"ref/{i}.png", "status": "ok", "reason": ""})
         status.append({"item_id": str(i), "status": "ok", "reason": ""})
     write_manifest(rows, tmp_path)
@@ -338,8 +340,8 @@ def test_one_dimensional_tokenizer_is_scored(tmp_path, photos):
     per_item, set_rows = score_tokens(tmp_path / "manifest.csv", tmp_path / "status.csv",
                                       tmp_path / "rec", tok, cmms, 64)
     assert (per_item["status"] == "ok").all(), per_item["reason"].tolist()
-    flipped = C.tokenize(tok, np.stack([np.ascontiguousarray(i[::-1]) for i in images]))
-    np.testing.assert_allclose(per_item["cmms"], cmms(flipped), rtol=1e-6)
+    recon_seqs = C.tokenize(tok, np.stack(shifted))
+    np.testing.assert_allclose(per_item["cmms"], cmms(recon_seqs), rtol=1e-6)
     np.testing.assert_allclose(per_item["cmms_reference"], cmms(seqs), rtol=1e-6)
     np.testing.assert_allclose(cmms(seqs[:, None, :]), cmms(seqs), rtol=1e-6)
     got = dict(zip(set_rows["metric"], set_rows["value"]))
@@ -358,7 +360,7 @@ def test_one_dimensional_tokenizer_is_scored(tmp_path, photos):
             return np.linalg.norm(np.sqrt(p) - np.sqrt(q)) / math.sqrt(2)
         return hel(uni(a), uni(b)), hel(co(a), co(b))
 
-    d1, _ = dense(seqs, flipped)
+    d1, _ = dense(seqs, recon_seqs)
     assert got["chd_1d"] == pytest.approx(d1) and d1 > 0
     assert math.isnan(got["chd_2d"]) and math.isnan(got["chd"])
     # CMMS trains on the sequences too (fragment swaps become runs along the sequence)

@@ -60,6 +60,7 @@ _RENDERED = DatasetType("roundtrip.datasets.rendered.build:synthesize", TEXT, re
 #: config ``type`` -> :class:`DatasetType`.
 DATASET_TYPES: dict[str, DatasetType] = {
     "skimage": DatasetType("roundtrip.datasets.skimage:build", IMAGES),
+    "package_photos": DatasetType("roundtrip.datasets.package_photos:build", IMAGES),
     "folder": DatasetType("roundtrip.datasets.folder:build", IMAGES),
     "abstracts": _RENDERED,
     "posters": _RENDERED,

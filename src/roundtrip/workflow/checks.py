@@ -158,13 +158,7 @@ def check_config(config: dict) -> None:
             raise ConfigError(f"datasets.{name}.models: unknown models {unknown}")
         _check_synthetic(name, spec)
         _check_path(name, spec)
-        if spec["type"] == "skimage":
-            from roundtrip.datasets.skimage import SKIMAGE_BUNDLED
-
-            unknown = [i for i in spec.get("images", []) if i not in SKIMAGE_BUNDLED]
-            if unknown:
-                raise ConfigError(f"datasets.{name}.images: not bundled with scikit-image: {unknown}; "
-                                  f"choose from {sorted(SKIMAGE_BUNDLED)}")
+        _check_bundled_names(name, spec)
     _check_metrics(config)
     _check_ocr_datasets(config, ocr_engines)
     try:
@@ -228,6 +222,22 @@ def _check_ocr_datasets(config: dict, built: dict) -> None:
 #: Dataset types whose ``path`` is a folder of files, and what the folder must hold.
 _FOLDER_TYPES = {"folder": "image files", "nifti": ".nii/.nii.gz files", "bids": "a BIDS tree",
                  "brats": "BraTS case folders"}
+
+
+def _check_bundled_names(name: str, spec: dict) -> None:
+    """Images of ``skimage`` and ``package_photos`` sets must be ones the packages ship."""
+    if spec["type"] == "skimage":
+        from roundtrip.datasets.skimage import SKIMAGE_BUNDLED as known
+        where = "bundled with scikit-image"
+    elif spec["type"] == "package_photos":
+        from roundtrip.datasets.package_photos import PACKAGE_PHOTOS as known
+        where = "a packaged photograph"
+    else:
+        return
+    unknown = [i for i in spec.get("images", []) if i not in known]
+    if unknown:
+        raise ConfigError(f"datasets.{name}.images: not {where}: {unknown}; "
+                          f"choose from {sorted(known)}")
 
 
 def _check_path(name: str, spec: dict) -> None:

@@ -17,7 +17,7 @@ ALLOW_KEY = "metrics.tokens.cmms.allow_overlap"
 
 def image_keys(name: str, spec: dict) -> set[str]:
     """Identifiers of the images a dataset spec holds, as far as the config tells them:
-    ``skimage:<name>`` per bundled image, ``path:<resolved folder>`` for a folder set, else the
+    ``skimage:<name>`` or ``package_photos:<name>`` per bundled image, ``path:<resolved folder>`` for a folder set, else the
     set's own name (only a name match is then detectable before the set is built).
 
     Args:
@@ -27,8 +27,8 @@ def image_keys(name: str, spec: dict) -> set[str]:
     Returns:
         A set of strings; equal strings mean the same images.
     """
-    if spec.get("type") == "skimage":
-        return {f"skimage:{i}" for i in spec.get("images", [])}
+    if spec.get("type") in ("skimage", "package_photos"):
+        return {f"{spec['type']}:{i}" for i in spec.get("images", [])}
     if spec.get("type") == "folder" and spec.get("path"):
         return {f"path:{Path(str(spec['path'])).expanduser().resolve()}"}
     return {f"dataset:{name}"}
