@@ -13,17 +13,15 @@ smk = snakemake  # noqa: F821 - injected by Snakemake
 p = smk.params
 log = setup_logging(smk.log[0])
 lines = []
-for dataset, figure in zip(p.datasets, smk.output.figures):
-    manifest = read_manifest(f"results/datasets/{dataset}/manifest.csv")
-    recon = {m: Path(f"results/recon/{m}/{dataset}") for m in p.models[dataset]}
-    rows = gallery_rows(manifest, Path(f"results/datasets/{dataset}"), recon, p.per_dataset)
+for (dataset, paths), figure in zip(p.sets.items(), smk.output.figures):
+    manifest = read_manifest(paths["manifest"])
+    recon = {m: Path(folder) for m, folder in paths["recon"].items()}
+    rows = gallery_rows(manifest, Path(paths["folder"]), recon, p.per_dataset)
     ocr = {}
-    if p.ocr[dataset]:
-        for model in ["original", *p.models[dataset]]:
-            path = Path(f"results/ocr/{p.ocr[dataset]}/{model}/{dataset}.csv")
-            if path.is_file():
-                df = read_item_csv(path)
-                ocr[model] = dict(zip(df["item_id"], df["text"]))
+    for model, path in paths["ocr"].items():
+        if Path(path).is_file():  # a model whose job failed has no OCR file
+            df = read_item_csv(path)
+            ocr[model] = dict(zip(df["item_id"], df["text"]))
     shown = plot_gallery(dataset, rows, ocr, figure)
     lines += [{"dataset": dataset, **line} for line in shown]
     log.info("gallery %s: %d items, %d OCR lines", dataset, len(rows), len(shown))

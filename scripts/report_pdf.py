@@ -26,11 +26,11 @@ records = {Path(f).name.removesuffix(".provenance.json"): json.loads(Path(f).rea
            for f in smk.input.provenance}
 lines = pd.read_csv(smk.input.lines, dtype=str, keep_default_na=False)
 galleries = {}
-for dataset in p.gallery_datasets:
-    manifest = read_manifest(f"results/datasets/{dataset}/manifest.csv")
+for dataset, paths in p.galleries.items():
+    manifest = read_manifest(paths["manifest"])
     truth = dict(zip(manifest["item_id"], manifest["text"])) if "text" in manifest else {}
     rows = lines[lines["dataset"] == dataset].to_dict("records")
-    galleries[dataset] = (Path(f"results/figures/gallery/{dataset}.png"), rows, truth)
+    galleries[dataset] = (Path(paths["figure"]), rows, truth)
 
 seeds = {f"{name}: {k}": v for name, r in records.items() for k, v in r["seeds"].items()}
 checksums = [(name, len(r["inputs"]), canonical_hash(r["inputs"])[:16]) for name, r in
@@ -38,12 +38,12 @@ checksums = [(name, len(r["inputs"]), canonical_hash(r["inputs"])[:16]) for name
 present = [(w.filename, weights.sha256_of(path)[:16]) for name, w in weights.REGISTRY.items()
            if (path := weights.path_of(name, p.weights_cache)).is_file()]
 present += [(str(f), weights.sha256_of(f)[:16])  # checkpoints trained by this workflow
-            for f in sorted(Path("results/weights").rglob("model.pt"))]
+            for f in smk.input.checkpoints]
 ran, not_ran = p.ran
 config_sha256 = canonical_hash(dict(p.config))
 epoch, date = source_date(config_sha256)
 inputs = ReportInputs(
-    tables={n: Path(f"results/tables/{n}.md") for n in p.tables},
+    tables={n: Path(f) for n, f in zip(p.tables, smk.input.tables)},
     figures=[Path(f) for f in smk.input.figures],
     galleries=galleries,
     cover={"title": "roundtrip: what survives a round trip", "date": date,

@@ -145,17 +145,40 @@ def test_targets(plan, tmp_path):
     assert ("MediBench", "no medical dataset configured") in not_ran
 
 
+def test_galleries_read_what_their_rule_declares(plan):
+    g = plan.galleries
+    assert g.figures == [f"results/figures/gallery/{d}.png" for d in g.datasets]
+    inputs = {f for files in g.inputs().values() for f in files}
+    for d in g.datasets:
+        paths = g.paths(d)
+        assert paths["manifest"] in inputs
+        assert set(paths["recon"]) == set(plan.models_on(d))
+        assert set(paths["ocr"].values()) <= inputs  # every OCR file it reads is an input
+        assert bool(paths["ocr"]) == (d in plan.text_datasets) == (g.ocr(d) is not None)
+    assert g.ocr("posters") == plan.table_ocr and g.ocr("natural") is None
+
+
+def test_checkpoints_are_every_trained_model_and_cmms(plan):
+    trained = [f"results/weights/{m}/model.pt" for m in plan.trained_models]
+    assert plan.checkpoints == sorted(trained + ["results/weights/cmms/small_vq/model.pt"])
+    p = Plan(small())  # one trained model, run on the only dataset
+    assert p.checkpoints == ["results/weights/vq/model.pt"]
+    config = copy.deepcopy(p.config)
+    config["datasets"]["photos"]["models"] = ["identity"]  # the model card still needs vq
+    assert Plan(config).checkpoints == ["results/weights/vq/model.pt"]
+
+
 def test_weighted_metrics_without_weights(plan, tmp_path):
     config = copy.deepcopy(plan.config)
     config["metrics"]["weights_cache"] = str(tmp_path)
     p = Plan(config)
-    assert not p.perceptual_run and p.metric_weights("metrics.lpips") == []
-    notes = p.unavailable_metrics()
+    assert not p.weighted.perceptual_run and p.weighted.files("metrics.lpips") == []
+    notes = p.weighted.unavailable()
     assert set(notes) == {"lpips", "distribution"}
     assert "roundtrip weights fetch lpips-alex" in notes["lpips"]
     (tmp_path / "alexnet-owt-7be5be79.pth").write_bytes(b"x")
     p = Plan(config)
-    assert p.lpips_run and not p.fid_run and set(p.unavailable_metrics()) == {"distribution"}
+    assert p.weighted.lpips_run and not p.weighted.fid_run and set(p.weighted.unavailable()) == {"distribution"}
 
 
 def test_cmms_training_sets(shipped):

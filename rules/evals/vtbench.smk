@@ -40,12 +40,12 @@ rule reconstruction_table:
         ),
         set=PLAN.pair_files("results/metrics/{model}/{dataset}/set.csv", PLAN.recon_datasets),
         lpips=PLAN.pair_files("results/metrics/{model}/{dataset}/lpips.csv", PLAN.recon_datasets)
-        if PLAN.lpips_run
+        if PLAN.weighted.lpips_run
         else [],
         distribution=PLAN.pair_files(
             "results/metrics/{model}/{dataset}/distribution.csv", PLAN.recon_datasets
         )
-        if PLAN.fid_run
+        if PLAN.weighted.fid_run
         else [],
         card="results/tables/model_card.csv",
     output:
@@ -67,7 +67,7 @@ rule reconstruction_table:
         bootstrap=config["tables"]["bootstrap"],
         lpips=PLAN.metrics["lpips"]["enabled"],
         fid=PLAN.metrics["fid"]["enabled"],
-        unavailable=PLAN.unavailable_metrics(),
+        unavailable=PLAN.weighted.unavailable(),
     log:
         "logs/tables/reconstruction.log",
     group:
@@ -92,12 +92,12 @@ rule text_preservation_table:
         ),
         quality_set=PLAN.pair_files("results/metrics/{model}/{dataset}/set.csv", PLAN.text_datasets),
         lpips=PLAN.pair_files("results/metrics/{model}/{dataset}/lpips.csv", PLAN.text_datasets)
-        if PLAN.lpips_run
+        if PLAN.weighted.lpips_run
         else [],
         distribution=PLAN.pair_files(
             "results/metrics/{model}/{dataset}/distribution.csv", PLAN.text_datasets
         )
-        if PLAN.fid_run
+        if PLAN.weighted.fid_run
         else [],
     output:
         report_table("text_preservation", "VTBench", "Text preservation (Table 3)"),
@@ -117,7 +117,7 @@ rule text_preservation_table:
         bootstrap=config["tables"]["bootstrap"],
         lpips=PLAN.metrics["lpips"]["enabled"],
         fid=PLAN.metrics["fid"]["enabled"],
-        unavailable=PLAN.unavailable_metrics(),
+        unavailable=PLAN.weighted.unavailable(),
     log:
         "logs/tables/text_preservation.log",
     group:

@@ -5,17 +5,15 @@
 
 rule gallery:
     input:
-        **PLAN.gallery_inputs(),
+        **PLAN.galleries.inputs(),
     output:
         figures=[
             report(f, caption=caption("gallery"), category="VTBench", subcategory="Galleries")
-            for f in PLAN.gallery_figures
+            for f in PLAN.galleries.figures
         ],
         lines="results/figures/gallery/lines.csv",
     params:
-        datasets=PLAN.gallery_datasets,
-        models={d: PLAN.models_on(d) for d in PLAN.gallery_datasets},
-        ocr={d: PLAN.gallery_ocr(d) for d in PLAN.gallery_datasets},
+        sets={d: PLAN.galleries.paths(d) for d in PLAN.galleries.datasets},
         per_dataset=config["report"]["gallery_items"],
     log:
         "logs/gallery.log",
@@ -37,6 +35,8 @@ rule report_pdf:
         provenance=[f"results/tables/{n}.provenance.json" for n in PLAN.tables],
         figures=PLAN.figures,
         lines="results/figures/gallery/lines.csv",
+        manifests=PLAN.galleries.inputs()["manifests"],
+        checkpoints=PLAN.checkpoints,
     output:
         report("results/report.pdf", caption=caption("report_pdf"), category="Report"),
     params:
@@ -46,7 +46,10 @@ rule report_pdf:
         commit=git_commit(),
         config=config,
         weights_cache=config["metrics"]["weights_cache"],
-        gallery_datasets=PLAN.gallery_datasets,
+        galleries={
+            d: {"manifest": PLAN.galleries.paths(d)["manifest"], "figure": f}
+            for d, f in zip(PLAN.galleries.datasets, PLAN.galleries.figures)
+        },
     log:
         "logs/report_pdf.log",
     benchmark:

@@ -128,6 +128,12 @@ class Evaluation:
         runs with high priority (rule ``train_reference_tokenizer``); default none."""
         return []
 
+    def checkpoints(self, plan) -> list[str]:
+        """Checkpoints its jobs train or read (``results/weights/.../model.pt``) beyond the
+        trained models of the (model, dataset) jobs, which the plan adds itself; the report
+        lists every checkpoint with its digest. Default none."""
+        return []
+
     def text_datasets(self, plan) -> list[str]:
         """Sets whose reconstructions it reads through OCR although they lack ``text_eval``
         (the pair job then runs the OCR scorer on them); default none."""

@@ -76,6 +76,23 @@ def folder_fingerprint(root: str | Path) -> str:
     return h.hexdigest()[:16]
 
 
+def path_fingerprint(path: str | Path | None) -> str:
+    """Digest of the names, sizes and mtimes of a file or of the files under a folder (stat
+    only); a Snakemake param, so that changed data rebuilds the dataset. ``""`` for no path,
+    ``missing`` for a path that does not exist."""
+    if not path:
+        return ""
+    path = Path(path)
+    if not path.exists():
+        return "missing"
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
 def build(name: str, spec: dict, out_dir: str | Path) -> list[Item]:
     """Builder of the dataset registry: the folder's images, with labels when configured."""
     items = folder_items(spec["path"])

@@ -16,7 +16,8 @@ from roundtrip.core.evaluation import RegistryError
 from roundtrip.core.weights import WeightsMissing
 from roundtrip.models import ORIGINAL, TRAINED_TYPES, build_model
 from roundtrip.readers import build_ocr
-from roundtrip.workflow.plan import Plan, metric_weight_names, registered
+from roundtrip.workflow.metric_weights import metric_weight_names
+from roundtrip.workflow.plan import Plan, registered
 
 
 def plugin_schemas(config: dict, schema: dict) -> dict[str, dict]:

@@ -20,7 +20,6 @@ import re
 from functools import cached_property
 from pathlib import Path
 
-from roundtrip.core import weights
 from roundtrip.core.evaluation import Evaluation, load_evaluations
 from roundtrip.core.imaging import DEFAULT_MAX_PIXELS
 from roundtrip.datasets import (
@@ -28,18 +27,20 @@ from roundtrip.datasets import (
     MEDICAL_2D,
     SYNTHETIC_TYPES,
     TEXT,
+    VOLUMES,
     expected_item_count,
     file_keys,
     role_of,
 )
+from roundtrip.datasets.folder import folder_fingerprint, path_fingerprint
 from roundtrip.datasets.volumes import DEFAULT_MAX_VOXELS
 from roundtrip.models import CODEC_TYPES, ORIGINAL, TRAINED_TYPES
 from roundtrip.stages.train import TRAIN_DEFAULTS
+from roundtrip.workflow.galleries import Galleries
+from roundtrip.workflow.metric_weights import WeightedMetrics
 
 #: The PDF report: every table and figure with its provenance.
 REPORT = "results/report.pdf"
-#: Config keys of the metrics that need pretrained weights -> the table file they fill.
-WEIGHTED_METRIC_FILES = {"metrics.lpips": "lpips", "metrics.fid": "distribution"}
 
 
 #: The defaults of config ``limits`` (config.schema.yaml), as the readers apply them.
@@ -88,6 +89,8 @@ class Plan:
         for ev in self.evaluations.values():
             self.roles |= ev.dataset_roles(config)
         self.metrics = config["metrics"]
+        #: LPIPS and FID/KID: whether their weights are here (:mod:`.metric_weights`)
+        self.weighted = WeightedMetrics(self.metrics)
         self.ocr_engines: list[str] = list(config["ocr"]["engines"])
         self.table_ocr = config["tables"].get(
             "ocr_engine", self.ocr_engines[0] if self.ocr_engines else None)
@@ -98,6 +101,11 @@ class Plan:
         if key not in self._views:
             self._views[key] = factory(self)
         return self._views[key]
+
+    @cached_property
+    def galleries(self) -> Galleries:
+        """The report's reconstruction galleries (:mod:`.galleries`)."""
+        return Galleries(self)
 
     @cached_property
     def active(self) -> list[Evaluation]:
@@ -174,6 +182,15 @@ class Plan:
         """Trained models an active evaluation needs before its other jobs."""
         return list(dict.fromkeys(m for ev in self.active for m in ev.trained_first(self)))
 
+    @cached_property
+    def checkpoints(self) -> list[str]:
+        """Every checkpoint the run trains, sorted: the trained models of the (model, dataset)
+        jobs and what the active evaluations add (:meth:`Evaluation.checkpoints`)."""
+        reconstructed = self.with_role(IMAGES, TEXT, MEDICAL_2D, VOLUMES)
+        models = {m for m, _ in self.pairs(reconstructed)} | set(self.trained_first)
+        files = {f for m in models for f in self.weights_of(m)}
+        return sorted(files.union(*(ev.checkpoints(self) for ev in self.active)))
+
     def spec_of(self, model: str) -> dict:
         """The model's config entry; trained models get the checkpoint the workflow produces."""
         spec = dict(self.config["models"][model])
@@ -214,8 +231,6 @@ class Plan:
         """Changes when the files a dataset is read from change, so that it is rebuilt: a
         folder's images (and its labels file), a release TSV with the folders beside it, any
         other ``path``."""
-        from roundtrip.datasets.folder import folder_fingerprint
-
         spec = self.config["datasets"][dataset]
         if spec["type"] == "folder":
             return folder_fingerprint(spec["path"]) + path_fingerprint(spec.get("labels_csv"))
@@ -342,72 +357,7 @@ class Plan:
             return 0
         return self.gpu_for_device()
 
-    # -- metrics with pretrained weights -----------------------------------------------------------
-    def metric_weights(self, key: str) -> list[str]:
-        """The weight file of metric config key ``key`` when it is in the cache, else nothing.
-
-        As an input, a file fetched later changes the job's input set, so Snakemake reruns the
-        job that wrote "n/a" cells (rerun trigger "input").
-        """
-        name = metric_weight_names(self.metrics).get(key)
-        if name is None:
-            return []
-        path = weights.path_of(name, self.metrics["weights_cache"])
-        return [str(path)] if path.is_file() else []
-
-    @cached_property
-    def lpips_run(self) -> bool:
-        """LPIPS runs: enabled and its weights in the cache (else the tables print n/a and no
-        job is spent writing empty files; fetching the weights adds the work)."""
-        return self.metrics["lpips"]["enabled"] and bool(self.metric_weights("metrics.lpips"))
-
-    @cached_property
-    def fid_run(self) -> bool:
-        return self.metrics["fid"]["enabled"] and bool(self.metric_weights("metrics.fid"))
-
-    @cached_property
-    def perceptual_run(self) -> bool:
-        """The reconstruction jobs also score LPIPS and FID/KID."""
-        return self.lpips_run or self.fid_run
-
-    def unavailable_metrics(self) -> dict[str, str]:
-        """Table file kinds whose metric cannot run here, with the footnote saying why."""
-        return {WEIGHTED_METRIC_FILES[key]: weights.missing_note(name, self.metrics["weights_cache"])
-                for key, name in metric_weight_names(self.metrics).items()
-                if not self.metric_weights(key)}
-
     # -- the report ---------------------------------------------------------------------------------
-    @cached_property
-    def gallery_datasets(self) -> list[str]:
-        """Image and text sets shown in the reconstruction galleries (VTBench Figs. 4, 5)."""
-        return [d for d in self.general_datasets if self.models_on(d)]
-
-    def gallery_ocr(self, dataset: str) -> str | None:
-        """The OCR engine whose lines the gallery prints under the crops of a text set."""
-        if dataset not in self.text_datasets:
-            return None
-        engines = self.engines_for(dataset)
-        return self.table_ocr if self.table_ocr in engines else (engines[0] if engines else None)
-
-    def gallery_inputs(self) -> dict[str, list[str]]:
-        """Manifests, the pair jobs' status files (the reconstructions are written with them)
-        and the OCR files of the text sets."""
-        out = {"manifests": [], "status": [], "ocr": []}
-        for d in self.gallery_datasets:
-            out["manifests"].append(f"results/datasets/{d}/manifest.csv")
-            engine = self.gallery_ocr(d)
-            if engine:
-                out["ocr"].append(f"results/ocr/{engine}/original/{d}.csv")
-            for m in self.models_on(d):
-                out["status"].append(f"results/recon/{m}/{d}/status.csv")
-                if engine:
-                    out["ocr"].append(f"results/ocr/{engine}/{m}/{d}.csv")
-        return out
-
-    @cached_property
-    def gallery_figures(self) -> list[str]:
-        return [f"results/figures/gallery/{d}.png" for d in self.gallery_datasets]
-
     def evaluations_run(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         """``(ran, not_ran)``: ``(evaluation name, what / why)`` for the report's cover, one
         per registered evaluation, then the metric files that cannot run here."""
@@ -418,7 +368,7 @@ class Plan:
             else:
                 not_ran.append((ev.label, ev.why_not(self)))
         not_ran += [(f"metric file {kind}", note) for kind, note in
-                    self.unavailable_metrics().items()]
+                    self.weighted.unavailable().items()]
         return ran, not_ran
 
     def report_sections(self) -> list[dict]:
@@ -438,38 +388,9 @@ class Plan:
     @cached_property
     def figures(self) -> list[str]:
         """The figures of the active evaluations, then the reconstruction galleries."""
-        return [f for ev in self.active for f in ev.figures(self)] + self.gallery_figures
+        return [f for ev in self.active for f in ev.figures(self)] + self.galleries.figures
 
     def targets(self) -> list[str]:
         """The final files of a run (``rule all``): every table (CSV, Markdown, LaTeX), figure and
         the PDF report."""
         return [f for name in self.tables for f in table_files(name)] + self.figures + [REPORT]
-
-
-def metric_weight_names(metrics: dict) -> dict[str, str]:
-    """``config key -> weights registry name`` of every enabled metric that needs weights."""
-    files = {}
-    if metrics.get("lpips", {}).get("enabled", True):
-        files["metrics.lpips"] = weights.LPIPS_NETS[metrics.get("lpips", {}).get("net", "alex")]
-    if metrics.get("fid", {}).get("enabled", True):
-        files["metrics.fid"] = "inception-fid"
-    return files
-
-
-def path_fingerprint(path: str | Path | None) -> str:
-    """Digest of the names, sizes and mtimes of a file or of the files under a folder (stat
-    only); a Snakemake param, so that changed data rebuilds the dataset. ``""`` for no path,
-    ``missing`` for a path that does not exist."""
-    import hashlib
-
-    if not path:
-        return ""
-    path = Path(path)
-    if not path.exists():
-        return "missing"
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    h = hashlib.sha256()
-    for f in files:
-        st = f.stat()
-        h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:16]

@@ -52,6 +52,10 @@ class CHD(Evaluation):
         t = self.view(plan)
         return [t.reference] if t.reference and plan.is_trained(t.reference) else []
 
+    def checkpoints(self, plan) -> list[str]:
+        t = self.view(plan)
+        return [*plan.weights_of(t.reference), t.cmms_file] if t.reference else []
+
     def tables(self, plan) -> list[str]:
         names = ["token_metrics"]
         if self.view(plan).sensitivity_dataset:

@@ -58,6 +58,10 @@ class Telephone(Evaluation):
                                                    "i2t_prompt": "telephone_i2t"})
                 for name, spec in pairs.items() if spec.get("type") == "api"]
 
+    def checkpoints(self, plan) -> list[str]:
+        t = self.view(plan)
+        return [f for d in t.datasets for m in t.models(d) for f in t.inputs(m, d)["weights"]]
+
     def tables(self, plan) -> list[str]:
         return list(TABLES)
 

@@ -57,6 +57,10 @@ class VTBench(Evaluation):
         return reconstruction_tables({d: specs[d]["protocol"] for d in plan.recon_datasets},
                                      [d for d in plan.recon_datasets if is_detail_set(specs[d])])
 
+    def checkpoints(self, plan) -> list[str]:
+        # the model card describes every trained model, used on a dataset or not
+        return [f for m in plan.trained_models for f in plan.weights_of(m)]
+
     def tables(self, plan) -> list[str]:
         recon = self.reconstruction_tables(plan)
         names = [*(["vtbench_table1"] if recon else []), *recon, "detail_statistics",
@@ -69,7 +73,7 @@ class VTBench(Evaluation):
         out: dict[str, dict] = {}
         if plan.roles[dataset] in (IMAGES, TEXT):
             out["image_quality"] = {}
-            if plan.perceptual_run:
+            if plan.weighted.perceptual_run:
                 m = plan.metrics
                 out["perceptual"] = {"lpips": m["lpips"], "fid": m["fid"],
                                      "cache": m["weights_cache"]}
@@ -85,8 +89,8 @@ class VTBench(Evaluation):
 
     def pair_inputs(self, plan, scorer: str, datasets: list[str]) -> dict:
         if scorer == "perceptual":
-            return {"metric_weights": (plan.metric_weights("metrics.lpips")
-                                       + plan.metric_weights("metrics.fid"))}
+            return {"metric_weights": (plan.weighted.files("metrics.lpips")
+                                       + plan.weighted.files("metrics.fid"))}
         if scorer == "text":
             return {f"ocr_original_{e}": f"results/ocr/{e}/original/{{dataset}}.csv"
                     for e in plan.engines_for(datasets[0])}

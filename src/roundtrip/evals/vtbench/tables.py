@@ -278,7 +278,7 @@ def weighted_metrics(lpips: bool, fid: bool, unavailable: dict[str, str]
     Args:
         lpips, fid: ``metrics.lpips.enabled``, ``metrics.fid.enabled``.
         unavailable: file kind (``lpips``, ``distribution``) -> why it was not computed
-            (:meth:`roundtrip.workflow.plan.Plan.unavailable_metrics`).
+            (:meth:`roundtrip.workflow.metric_weights.WeightedMetrics.unavailable`).
 
     Returns:
         ``(show LPIPS, show FID/KID, notes)``.
