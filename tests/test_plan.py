@@ -191,27 +191,27 @@ def test_cmms_training_sets(shipped):
 
 
 def test_scorers_run_where_an_evaluation_reads_them(plan):
-    assert list(plan.pair_scorers("natural")) == ["image_quality", "tokens"]
-    assert list(plan.pair_scorers("highres_1024")) == ["image_quality"]
-    assert list(plan.pair_scorers("scanned_text")) == ["image_quality", "text"]
+    assert list(plan.pair_jobs.scorers("natural")) == ["image_quality", "tokens"]
+    assert list(plan.pair_jobs.scorers("highres_1024")) == ["image_quality"]
+    assert list(plan.pair_jobs.scorers("scanned_text")) == ["image_quality", "text"]
     # rendered text sets: Table 3's image-quality columns and CER/WER, not Table 1
-    assert list(plan.pair_scorers("abstracts")) == ["image_quality", "text"]
+    assert list(plan.pair_jobs.scorers("abstracts")) == ["image_quality", "text"]
     assert "abstracts" not in plan.recon_datasets
-    assert list(plan.pair_scorers("medical_2d")) == ["image_quality", "latent_utility"]
-    text = plan.pair_scorers("multilingual_zh")["text"]
+    assert list(plan.pair_jobs.scorers("medical_2d")) == ["image_quality", "latent_utility"]
+    text = plan.pair_jobs.scorers("multilingual_zh")["text"]
     assert text["lang"] == "chi_sim" and set(text["engines"]) == {"tesseract"}
     assert text["ocr_original"] == {
         "tesseract": "results/ocr/tesseract/original/multilingual_zh.csv"}
     # RapidOCR reads the posters only (ocr.engines.rapidocr.datasets)
     assert plan.engines_for("posters") == ["tesseract", "rapidocr"]
     assert plan.engines_for("abstracts") == ["tesseract"]
-    assert set(plan.pair_scorers("posters")["text"]["ocr_original"]) == {"tesseract", "rapidocr"}
-    tokens = plan.pair_scorers("natural")["tokens"]
+    assert set(plan.pair_jobs.scorers("posters")["text"]["ocr_original"]) == {"tesseract", "rapidocr"}
+    tokens = plan.pair_jobs.scorers("natural")["tokens"]
     assert tokens["cmms"] == "results/weights/cmms/small_vq/model.pt" and tokens["size"] == 128
 
 
 def test_one_reconstruction_rule_per_set_of_scorers(plan):
-    variants = {name: (datasets, scorers) for name, datasets, scorers in plan.pair_variants()}
+    variants = {name: (datasets, scorers) for name, datasets, scorers in plan.pair_jobs.variants()}
     assert set(variants) == {"reconstruct", "reconstruct_tokens", "reconstruct_text",
                              "reconstruct_text_tesseract", "reconstruct_latent_utility"}
     assert variants["reconstruct"][0] == ["highres_1024"]
@@ -221,21 +221,21 @@ def test_one_reconstruction_rule_per_set_of_scorers(plan):
     assert len(variants["reconstruct_text_tesseract"][0]) == 7
     covered = [d for datasets, _ in variants.values() for d in datasets]
     assert sorted(covered) == sorted(plan.image_datasets)  # each set in exactly one rule
-    outputs = plan.pair_outputs(variants["reconstruct_text"][1], variants["reconstruct_text"][0])
+    outputs = plan.pair_jobs.outputs(variants["reconstruct_text"][1], variants["reconstruct_text"][0])
     assert outputs["text_tesseract"] == "results/metrics/{model}/{dataset}/text_tesseract.csv"
     assert outputs["ocr_rapidocr"] == "results/ocr/rapidocr/{model}/{dataset}.csv"
     alone = variants["reconstruct_text_tesseract"]
-    assert "text_rapidocr" not in plan.pair_outputs(alone[1], alone[0])
-    assert set(plan.pair_inputs(("image_quality", "tokens"), ["natural"])) == {"tokenizer", "cmms"}
-    assert plan.pair_inputs(("text",), alone[0]) == {
+    assert "text_rapidocr" not in plan.pair_jobs.outputs(alone[1], alone[0])
+    assert set(plan.pair_jobs.inputs(("image_quality", "tokens"), ["natural"])) == {"tokenizer", "cmms"}
+    assert plan.pair_jobs.inputs(("text",), alone[0]) == {
         "ocr_original_tesseract": "results/ocr/tesseract/original/{dataset}.csv"}
     # every scorer is imported by the job from the evaluation that registers it
-    assert plan.scorer_targets(("image_quality", "tokens", "latent_utility")) == {
+    assert plan.pair_jobs.targets(("image_quality", "tokens", "latent_utility")) == {
         "image_quality": "roundtrip.evals.vtbench.image_quality:score_pair",
         "tokens": "roundtrip.evals.chd.scoring:score_pair",
         "latent_utility": "roundtrip.evals.medibench.latent_utility:score_pair"}
     with pytest.raises(KeyError, match="no per-pair scorer"):
-        plan.scorer_targets(("psnr",))
+        plan.pair_jobs.targets(("psnr",))
 
 
 def test_cmms_training_datasets_default_chain():

@@ -48,7 +48,7 @@ def run_pair(model: str, spec: dict, manifest: str | Path, outputs: dict[str, st
             return (``image_quality``, ``set``, ``tokens``, ``text_tesseract``...).
         scorers: scorer name -> its options, run in this order.
         targets: scorer name -> ``"module:function"``
-            (:meth:`roundtrip.workflow.plan.Plan.scorer_targets`).
+            (:meth:`roundtrip.workflow.pair_jobs.PairJobs.targets`).
         device: ``auto``, ``cpu``, ``cuda``...
         n_shards: shards of the dataset
             (:func:`~roundtrip.stages.reconstruct.reconstruct_dataset`).

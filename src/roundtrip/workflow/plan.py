@@ -5,12 +5,15 @@ of their own and the answers are unit-tested (``tests/test_plan.py``):
 
 - **datasets by role** (images, text, medical 2D, volumes, chain inputs; roundtrip.datasets);
 - **pairs**: the (model, dataset) pairs that run (``datasets.<name>.models``) and, for the
-  others, the reason their table cells read n/a; the per-pair scorers the evaluations ask for;
-- **model specs**: the checkpoint a trained model gets, its training settings;
+  others, the reason their table cells read n/a; their jobs and per-pair scorers in a view
+  (:attr:`Plan.pair_jobs`);
+- **model specs**: the checkpoint a trained model gets, its training settings, every
+  checkpoint of the run;
 - **resources**: threads a job can use, whether it runs a network on a GPU;
 - **targets**: the final files of ``rule all``, gathered from the registered evaluations
   (:mod:`roundtrip.core.evaluation`), each of which plans its own part in a view of the plan
-  (:meth:`Plan.view`).
+  (:meth:`Plan.view`), and the report's galleries (:attr:`Plan.galleries`);
+- **weighted metrics**: LPIPS and FID/KID, where their weights are (:attr:`Plan.weighted`).
 
 The Snakefile builds one Plan per run (``rules/common.smk``).
 """
@@ -38,6 +41,7 @@ from roundtrip.models import CODEC_TYPES, ORIGINAL, TRAINED_TYPES
 from roundtrip.stages.train import TRAIN_DEFAULTS
 from roundtrip.workflow.galleries import Galleries
 from roundtrip.workflow.metric_weights import WeightedMetrics
+from roundtrip.workflow.pair_jobs import PairJobs
 
 #: The PDF report: every table and figure with its provenance.
 REPORT = "results/report.pdf"
@@ -101,6 +105,11 @@ class Plan:
         if key not in self._views:
             self._views[key] = factory(self)
         return self._views[key]
+
+    @cached_property
+    def pair_jobs(self) -> PairJobs:
+        """The (model, dataset) jobs and their per-pair scorers (:mod:`.pair_jobs`)."""
+        return PairJobs(self)
 
     @cached_property
     def galleries(self) -> Galleries:
@@ -249,72 +258,6 @@ class Plan:
         if n == 1:
             return []
         return [f"results/recon/{model}/{dataset}/shards/{k}-of-{n}.csv" for k in range(n)]
-
-    # -- the job of a (model, dataset) pair (roundtrip.workflow.pair) ----------------------------
-    @cached_property
-    def scorer_owners(self) -> dict[str, Evaluation]:
-        """Per-pair scorer name -> the evaluation that registers it."""
-        return {name: ev for ev in self.evaluations.values() for name in ev.pair_scorers}
-
-    def pair_scorers(self, dataset: str) -> dict[str, dict]:
-        """The per-pair scorers that run in the reconstruction job of an image dataset, with
-        their options: what the active evaluations need from its reconstructions
-        (:meth:`~roundtrip.core.evaluation.Evaluation.scorers_for`), in evaluation order."""
-        out: dict[str, dict] = {}
-        for ev in self.active:
-            for name, options in ev.scorers_for(self, dataset).items():
-                out.setdefault(name, options)
-        return out
-
-    def scorer_targets(self, scorers) -> dict[str, str]:
-        """``name -> "module:function"`` of per-pair scorers, for the pair job to import.
-
-        Raises:
-            KeyError: no registered evaluation registers a scorer (names the known ones).
-        """
-        unknown = [s for s in scorers if s not in self.scorer_owners]
-        if unknown:
-            raise KeyError(f"no per-pair scorer {unknown}; known: {sorted(self.scorer_owners)}")
-        return {s: self.scorer_owners[s].pair_scorers[s] for s in scorers}
-
-    def pair_inputs(self, scorers: tuple[str, ...], datasets: list[str]
-                    ) -> dict[str, str | list[str]]:
-        """Inputs the scorers add to the job of a pair rule covering ``datasets``, beside the
-        manifest and model weights."""
-        out: dict[str, str | list[str]] = {}
-        for name in scorers:
-            out |= self.scorer_owners[name].pair_inputs(self, name, datasets)
-        return out
-
-    def pair_outputs(self, scorers: tuple[str, ...], datasets: list[str]) -> dict[str, str]:
-        """Files the job of a pair rule covering ``datasets`` writes (patterns in ``{model}``,
-        ``{dataset}``): ``status`` and every frame of the scorers, by output name."""
-        out = {"status": "results/recon/{model}/{dataset}/status.csv"}
-        for name in scorers:
-            out |= self.scorer_owners[name].pair_outputs(self, name, datasets)
-        return out
-
-    def pair_variants(self) -> list[tuple[str, list[str], tuple[str, ...]]]:
-        """``(rule name, datasets, scorers)``: one reconstruction rule per distinct set of
-        scorers, since a rule's outputs are fixed. ``reconstruct`` scores image quality only;
-        ``reconstruct_tokens``, ``reconstruct_text``... add the named scorers to it, and a
-        ``_only`` suffix marks a variant without image quality. Text sets read by some of the
-        OCR engines only (``ocr.engines.<name>.datasets``) get a rule of their own, named with
-        those engines (``reconstruct_text_tesseract``)."""
-        groups: dict[tuple, list[str]] = {}
-        for d in self.image_datasets:
-            scorers = tuple(self.pair_scorers(d))
-            engines = tuple(self.engines_for(d)) if d in self.text_datasets else ()
-            groups.setdefault((scorers, engines), []).append(d)
-        variants = []
-        for (scorers, engines), datasets in groups.items():
-            extra = [s for s in scorers if s != "image_quality"]
-            if engines and list(engines) != self.ocr_engines:
-                extra += list(engines)
-            name = "_".join(["reconstruct", *extra]) + ("" if "image_quality" in scorers
-                                                       else "_only")
-            variants.append((name, datasets, scorers))
-        return variants
 
     # -- resources -------------------------------------------------------------------------------
     def item_threads(self, dataset: str, cap: int) -> int:
