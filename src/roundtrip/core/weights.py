@@ -13,13 +13,14 @@ the file's SHA-256>.pth``; :func:`verify` checks that prefix (and the full diges
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from roundtrip.core.hashing import sha256_file
 
 DEFAULT_CACHE = "~/.cache/roundtrip/weights"
 #: LPIPS backbone (``metrics.lpips.net``) -> registry name of its ImageNet weights.
@@ -110,22 +111,13 @@ def require(name: str, cache: str | Path | None = None) -> Path:
     return path
 
 
-def sha256_of(path: str | Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def verify(path: str | Path, expected: str) -> None:
     """Check ``path``'s SHA-256 against ``expected`` (full digest or leading digits).
 
     Raises:
         ChecksumMismatch: naming both digests.
     """
-    digest = sha256_of(path)
+    digest = sha256_file(path)
     if not digest.startswith(expected.lower()):
         raise ChecksumMismatch(f"{path}: SHA-256 {digest} does not match expected {expected}")
 
@@ -211,7 +203,7 @@ def resolve_folder(value: str, cache: str | Path | None = None) -> Path:
 def write_checksums(folder: str | Path) -> Path:
     """Write :data:`CHECKSUMS` in ``folder``: the SHA-256 of every other file, sorted by path."""
     folder = Path(folder)
-    lines = [f"{sha256_of(p)}  {p.relative_to(folder).as_posix()}"
+    lines = [f"{sha256_file(p)}  {p.relative_to(folder).as_posix()}"
              for p in sorted(folder.rglob("*")) if p.is_file() and p.name != CHECKSUMS
              and ".cache" not in p.relative_to(folder).parts]
     out = folder / CHECKSUMS
