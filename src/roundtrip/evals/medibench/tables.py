@@ -18,7 +18,6 @@ rows (pooled rows are left out: they repeat their datasets' items).
 from __future__ import annotations
 
 import math
-from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +26,7 @@ from roundtrip.core.manifest import read_manifest
 from roundtrip.tables import exact_note, format_value, read_per_item, write_frame
 from roundtrip.tables.engine import tex_escape
 from roundtrip.tables.matrix import Notes, nan_mean
+from roundtrip.tables.reasons import summarize_reasons
 
 #: Baseline feature names of the latent tables (``features`` column of the baselines' file).
 BASELINES_2D = ("pixels", "ResNet-18 (ImageNet)", "ResNet-18 (random init)")
@@ -43,8 +43,8 @@ POOLED = "Pooled: "
 
 def _reasons(df: pd.DataFrame, metric: str) -> str:
     bad = df[df[metric].isna()] if metric in df else df
-    c = Counter(f"{s}: {r}" if r else str(s) for s, r in zip(bad["status"], bad["reason"]))
-    return "; ".join(f"{k} ({v}x)" if v > 1 else k for k, v in c.most_common(3))
+    labels = (f"{s}: {r}" if r else str(s) for s, r in zip(bad["status"], bad["reason"]))
+    return summarize_reasons(labels, top=3, counts="repeated")
 
 
 def _mean(values: pd.Series) -> float:
