@@ -6,5 +6,6 @@ from roundtrip.evals.medibench.panels import write_panel
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 setup_logging(smk.log[0])
-write_panel(smk.input.manifest, smk.params.models, smk.wildcards.dataset, smk.output[0],
+# params.status: model -> the status file among smk.input.status, in the panel's column order
+write_panel(smk.input.manifest, smk.params.status, smk.wildcards.dataset, smk.output[0],
             smk.params.axis)

@@ -11,6 +11,7 @@ import yaml
 from roundtrip.api.client import USAGE_LEDGER, summarize_usage
 from roundtrip.core import weights
 from roundtrip.core.compute import provenance_fields
+from roundtrip.core.hashing import sha256_file
 from roundtrip.core.logs import setup_logging
 from roundtrip.core.manifest import read_manifest
 from roundtrip.report.document import ReportInputs, build_report, source_date
@@ -35,9 +36,9 @@ for dataset, paths in p.galleries.items():
 seeds = {f"{name}: {k}": v for name, r in records.items() for k, v in r["seeds"].items()}
 checksums = [(name, len(r["inputs"]), canonical_hash(r["inputs"])[:16]) for name, r in
              records.items()]
-present = [(w.filename, weights.sha256_of(path)[:16]) for name, w in weights.REGISTRY.items()
+present = [(w.filename, sha256_file(path)[:16]) for name, w in weights.REGISTRY.items()
            if (path := weights.path_of(name, p.weights_cache)).is_file()]
-present += [(str(f), weights.sha256_of(f)[:16])  # checkpoints trained by this workflow
+present += [(str(f), sha256_file(f)[:16])  # checkpoints trained by this workflow
             for f in smk.input.checkpoints]
 ran, not_ran = p.ran
 config_sha256 = canonical_hash(dict(p.config))

@@ -36,6 +36,13 @@ def _fidelity_files(root, dataset, modality, psnr, ssim):
 SPECS = {"kl": {"type": "small", "family": "continuous"}, "vq": {"type": "small", "family": "VQ"}}
 
 
+def _fidelity_inputs(datasets):
+    """The files :func:`_fidelity_files` wrote, keyed as the medical_tables rule passes them."""
+    return {"manifests": {d: f"results/datasets/{d}/manifest.csv" for d in datasets},
+            "quality": {(m, d): f"results/metrics/{m}/{d}/image_quality.csv"
+                        for d in datasets for m in ("kl", "vq")}}
+
+
 # -- 1. Rows of Table 1 are datasets ----------------------------------------------------------
 def test_rows_are_datasets_not_pooled_modalities(tmp_path, monkeypatch):
     """Sec. 4.2, Tables 1 and 7: each row is one dataset. MedVAE's histopathology cell
@@ -47,20 +54,22 @@ def test_rows_are_datasets_not_pooled_modalities(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _fidelity_files(tmp_path, "pathmnist", "Histopathology", [20.1, 21.1], [0.830, 0.850])
     _fidelity_files(tmp_path, "pcam", "Histopathology", [21.6] * 9, [0.898] * 9)
+    inputs = _fidelity_inputs(["pathmnist", "pcam"])
     rows, cells = mt.fidelity_cells(["pathmnist", "pcam"], ["kl", "vq"],
-                                    {"pathmnist": "Histopathology", "pcam": "Histopathology"}, {})
+                                    {"pathmnist": "Histopathology", "pcam": "Histopathology"}, {},
+                                    **inputs)
     assert [k for k, _ in rows] == ["pathmnist", "pcam"]
     assert cells[("pathmnist", "kl")][0] == pytest.approx((20.6, 0.840))
     assert cells[("pcam", "kl")][0] == pytest.approx((21.6, 0.898))
     rows, cells = mt.fidelity_cells(["pathmnist", "pcam"], ["kl", "vq"],
                                     {"pathmnist": "Histopathology", "pcam": "Histopathology"}, {},
-                                    pool_modalities=True)
+                                    pool_modalities=True, **inputs)
     pooled = "Pooled: Histopathology"
     assert dict(rows)[pooled].startswith("Pooled: Histopathology (2 datasets")
     assert cells[(pooled, "kl")][0][0] == pytest.approx((2 * 20.6 + 9 * 21.6) / 11)
     paths = mt.write_fidelity("fid", "t", ["pathmnist", "pcam"], ["kl", "vq"], SPECS,
                               {"pathmnist": "Histopathology", "pcam": "Histopathology"}, {},
-                              tmp_path / "out", pool_modalities=True)
+                              tmp_path / "out", pool_modalities=True, **inputs)
     csv = pd.read_csv(paths[0]).set_index("Dataset")
     # the Average row averages the dataset rows only (the pooled row repeats their items)
     assert csv.loc["Average", "kl.psnr"] == pytest.approx((20.6 + 21.6) / 2)
@@ -147,7 +156,9 @@ def test_units_and_layout_follow_the_paper(tmp_path, monkeypatch):
                       "segsim": sim, "dice_mean": sim}).to_csv(
             tmp_path / f"results/metrics/{model}/t1/structure.csv", index=False)
     paths = mt.write_structure("s", "t", ["t1"], ["vq", "kl"], SPECS, {"t1": "MRI (Parkinson)"},
-                               {}, {"type": "synthseg"}, "QC", tmp_path / "out")
+                               {}, {"type": "synthseg"}, "QC", tmp_path / "out",
+                               structure={(m, "t1"): f"results/metrics/{m}/t1/structure.csv"
+                                          for m in ("vq", "kl")})
     md = paths[1].read_text()
     assert "84.1/99.2/99.2" in md and "84.5/91.4/91.4" in md
     header = [line for line in md.splitlines() if line.startswith("| **Dataset**")][0]
@@ -157,7 +168,7 @@ def test_units_and_layout_follow_the_paper(tmp_path, monkeypatch):
     _fidelity_files(tmp_path, "derma", "Dermatoscopy", [37.24, 37.16], [0.905, 0.905])
     _fidelity_files(tmp_path, "fundus", "Fundus", [41.04, 40.96], [0.964, 0.964])
     md = mt.write_fidelity("f", "t", ["derma", "fundus"], ["kl", "vq"], SPECS, {}, {},
-                           tmp_path / "out")[1].read_text()
+                           tmp_path / "out", **_fidelity_inputs(["derma", "fundus"]))[1].read_text()
     assert "| derma (Dermatoscopy) | 37.2/0.905 |" in md
     assert "**41.0/0.964**" in md and "**40.0/0.864**" in md  # best SSIM per column
     tex = (tmp_path / "out/f.tex").read_text()

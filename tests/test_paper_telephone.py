@@ -167,8 +167,8 @@ def test_dino_v1_is_the_papers_image_backbone(tmp_path, monkeypatch):
     from roundtrip.core import weights
     from roundtrip.evals.telephone.similarity import build_backbone
 
-    assert weights.FOLDERS["dino-vitb16"].repo == "facebook/dino-vitb16"
-    assert weights.FOLDERS["dinov2-base"].repo == "facebook/dinov2-base"
+    assert weights.registered_folders()["dino-vitb16"].repo == "facebook/dino-vitb16"
+    assert weights.registered_folders()["dinov2-base"].repo == "facebook/dinov2-base"
     tiny = tmp_path / "tiny_vit"
     torch.manual_seed(0)
     ViTModel(ViTConfig(image_size=32, patch_size=16, hidden_size=32, num_hidden_layers=2,

@@ -72,6 +72,25 @@ def test_pairs_follow_datasets_models(plan, shipped):
     assert MediBench.view(plan).models == ["identity", "bicubic_x4", "small_kl", "small_vq"]
 
 
+def test_medibench_jobs_are_given_the_files_they_read(plan):
+    """The MediBench tables and panels take every file from their rule: the mappings match the
+    pairs that run, and the panel's columns follow the dataset's models."""
+    medical = MediBench.view(plan)
+    files = medical.table_files
+    assert list(files["manifests"]) == medical.datasets
+    assert list(files["quality"]) == plan.pairs(medical.datasets)
+    assert list(files["structure"]) == plan.pairs(medical.volume_datasets)
+    assert list(files["latent"]) == plan.pairs(medical.latent_datasets) + [
+        ("original", d) for d in medical.latent_datasets]
+    assert files["quality"][("small_vq", "medical_2d")] == \
+        "results/metrics/small_vq/medical_2d/image_quality.csv"
+    assert files["latent"][("original", "synthetic_3d")] == \
+        "results/metrics/original/synthetic_3d/latent_utility.csv"
+    status = medical.panel_status("medical_2d")
+    assert list(status) == plan.models_on("medical_2d")
+    assert status["small_kl"] == "results/recon/small_kl/medical_2d/status.csv"
+
+
 def test_model_specs_and_training(plan):
     spec = plan.spec_of("small_vq")
     assert spec["checkpoint"] == "results/weights/small_vq/model.pt"

@@ -3,6 +3,7 @@ import hashlib
 import http.server
 import threading
 from functools import partial
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +94,29 @@ def test_cli_list_and_unknown_name(tmp_path, capsys):
     assert "owlv2-base" in out and "google/owlv2-base-patch16-ensemble" in out  # model folders
     assert cli_main(["weights", "fetch", "no-such-net", "--cache", str(tmp_path)]) == 1
     assert "unknown weight file" in capsys.readouterr().err
+
+
+def test_model_folders_come_from_the_evaluations(tmp_path):
+    """Model folders are declared by the evaluations that load them: the registry gathers the
+    Telephone Game's, a name declared twice differently is refused, and a folder list passed in
+    (a plan's evaluations) is what names resolve against."""
+    from roundtrip.core.evaluation import Evaluation
+    from roundtrip.evals.telephone.spec import EVALUATION
+
+    assert set(weights.registered_folders()) >= {f.name for f in EVALUATION.weight_folders}
+    assert weights.registered_folders()["owlv2-base"].repo == "google/owlv2-base-patch16-ensemble"
+
+    class One(Evaluation):
+        key = "one"
+        weight_folders = (weights.HubFolder("tiny", "org/tiny", "a test"),)
+
+    class Other(Evaluation):
+        key = "other"
+        weight_folders = (weights.HubFolder("tiny", "org/other", "a test"),)
+
+    folders = weights.folders_of([One(), One()])
+    assert list(folders) == ["tiny"]
+    assert weights.resolve_folder("tiny", tmp_path, folders) == tmp_path / "tiny"
+    assert weights.resolve_folder("tiny", tmp_path, {}) == Path("tiny")
+    with pytest.raises(ValueError, match="'tiny' is declared twice"):
+        weights.folders_of([One(), Other()])

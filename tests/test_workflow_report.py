@@ -13,7 +13,7 @@ import pytest
 import yaml
 from conftest import REPO, requires_tesseract
 
-from roundtrip.tables.provenance import sha256_file
+from roundtrip.core.hashing import sha256_file
 
 pytestmark = [pytest.mark.workflow, requires_tesseract]
 

@@ -127,7 +127,7 @@ rule latent_baselines:
 rule medical_panel:
     input:
         manifest="results/datasets/{dataset}/manifest.csv",
-        status=lambda wc: PLAN.pair_files("results/recon/{model}/{dataset}/status.csv", [wc.dataset]),
+        status=lambda wc: list(MEDICAL.panel_status(wc.dataset).values()),
     output:
         report(
             "results/figures/medical/{dataset}.png",
@@ -138,7 +138,7 @@ rule medical_panel:
     wildcard_constraints:
         dataset=regex_of(MEDICAL.datasets),
     params:
-        models=lambda wc: PLAN.models_on(wc.dataset),
+        status=lambda wc: MEDICAL.panel_status(wc.dataset),
         axis=MEDICAL_CONFIG["axis"],
     log:
         "logs/medical_panel/{dataset}.log",
@@ -153,19 +153,16 @@ rule medical_panel:
         "../../scripts/medical_panel.py"
 
 
+# The files the tables read, keyed for the script (params.files) and declared as inputs.
+MEDIBENCH_TABLE_FILES = MEDICAL.table_files
+
+
 rule medical_tables:
     input:
-        manifests=expand("results/datasets/{dataset}/manifest.csv", dataset=MEDICAL.datasets),
-        quality=PLAN.pair_files(
-            "results/metrics/{model}/{dataset}/image_quality.csv", MEDICAL.datasets
-        ),
-        structure=PLAN.pair_files(
-            "results/metrics/{model}/{dataset}/structure.csv", MEDICAL.volume_datasets
-        ),
-        latent=PLAN.pair_files(
-            "results/metrics/{model}/{dataset}/latent_utility.csv", MEDICAL.latent_datasets
-        )
-        + expand("results/metrics/original/{dataset}/latent_utility.csv", dataset=MEDICAL.latent_datasets),
+        manifests=list(MEDIBENCH_TABLE_FILES["manifests"].values()),
+        quality=list(MEDIBENCH_TABLE_FILES["quality"].values()),
+        structure=list(MEDIBENCH_TABLE_FILES["structure"].values()),
+        latent=list(MEDIBENCH_TABLE_FILES["latent"].values()),
     output:
         [
             f
@@ -184,6 +181,7 @@ rule medical_tables:
         pool_modalities=MEDICAL_CONFIG.get("pool_modalities", False),
         sizes={d: config["datasets"][d].get("size") for d in MEDICAL.medical_2d
                if config["datasets"][d].get("protocol") == "fixed"},
+        files=MEDIBENCH_TABLE_FILES,
     log:
         "logs/tables/medibench.log",
     group:

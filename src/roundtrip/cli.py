@@ -23,7 +23,7 @@ def _list(args) -> int:
         path = weights.path_of(name, args.cache)
         state = "present" if path.is_file() else "missing"
         print(f"{name:15s} {state:8s} {path}  ({entry.used_by})")
-    for name, folder in weights.FOLDERS.items():
+    for name, folder in weights.registered_folders().items():
         path = weights.resolve_folder(name, args.cache)
         state = "present" if path.is_dir() else "missing"
         print(f"{name:15s} {state:8s} {path}/  ({folder.used_by}; {folder.repo})")
@@ -32,9 +32,10 @@ def _list(args) -> int:
 
 def _fetch(args) -> int:
     failed = 0
+    folders = weights.registered_folders()
     for name in args.names or list(weights.REGISTRY):
         try:
-            path = weights.fetch_folder(name, args.cache) if name in weights.FOLDERS \
+            path = weights.fetch_folder(name, args.cache, folders=folders) if name in folders \
                 else weights.fetch(name, args.cache)
             print(f"{name}: {path} (checksum ok)")
         except Exception as exc:  # noqa: BLE001 - report every file, then fail
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
                        help=f"cache directory (default $ROUNDTRIP_WEIGHTS or {weights.DEFAULT_CACHE})")
         if action == "fetch":
             p.add_argument("names", nargs="*", help=f"any of {sorted(weights.REGISTRY)} (default: "
-                           f"all of them), or a model folder: {sorted(weights.FOLDERS)}")
+                           f"all of them), or a model folder: {sorted(weights.registered_folders())}")
         p.set_defaults(func=func)
     c = sub.add_parser("check-config", help="check a config file as the workflow would, "
                                             "with the line of a YAML error")

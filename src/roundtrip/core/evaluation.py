@@ -15,7 +15,8 @@ they add to a run and names no evaluation itself:
   the PDF report; :meth:`Evaluation.summary` and :meth:`Evaluation.why_not` the cover's lines;
 - :meth:`Evaluation.check`: its cross-key config checks, run before any job;
 - ``config_section``: the top-level config key it reads (documented in ``config.schema.yaml``,
-  or free-form for a third-party evaluation).
+  or free-form for a third-party evaluation);
+- ``weight_folders``: the model folders it loads, fetched by ``roundtrip weights fetch``.
 
 Evaluations are registered under the entry-point group :data:`ENTRY_POINT_GROUP` (the built-in
 ones in roundtrip's ``pyproject.toml``, a third-party package in its own), or named in the config
@@ -64,6 +65,9 @@ class Evaluation:
             order.
         report_figures: figure paths under ``results/figures/`` (``*`` patterns) it shows.
         definitions: ``(metric, definition, source)`` rows of its report section.
+        weight_folders: the Hugging Face model folders it loads
+            (:class:`roundtrip.core.weights.HubFolder`), listed and fetched by
+            ``roundtrip weights list/fetch`` and named in config values by their ``name``.
     """
 
     key: str = ""
@@ -78,6 +82,9 @@ class Evaluation:
     report_tables: tuple[str, ...] = ()
     report_figures: tuple[str, ...] = ()
     definitions: tuple[tuple[str, str, str], ...] = ()
+    # HubFolder entries; not imported for the annotation: roundtrip.core.weights reads this
+    # registry, and the layering keeps imports acyclic
+    weight_folders: tuple = ()
 
     def active(self, plan) -> bool:
         """Whether the config asks for this evaluation (its rules are included, its targets

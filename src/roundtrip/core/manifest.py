@@ -11,7 +11,6 @@ the reason, so every later stage reports it instead of silently dropping it.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roundtrip.core.hashing import sha256_file
 from roundtrip.core.imaging import read_image, write_png
 
 log = logging.getLogger(__name__)
@@ -37,15 +37,6 @@ class Item:
     image: np.ndarray | None = None
     reason: str = ""
     extra: dict | None = None
-
-
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def write_dataset(items: list[Item], out_dir: str | Path) -> pd.DataFrame:

@@ -10,16 +10,23 @@ naming the file and this command (:func:`missing_note`), or, when the config say
 Checksums: the upstream files follow torch hub's naming convention, ``name-<first 8 hex digits of
 the file's SHA-256>.pth``; :func:`verify` checks that prefix (and the full digest when a
 :class:`WeightFile` records one).
+
+Model folders (Hugging Face snapshots, :class:`HubFolder`) are declared by the evaluations that
+load them (``Evaluation.weight_folders``), not here; :func:`registered_folders` gathers them for
+``roundtrip weights list/fetch`` and for resolving a folder's name in the cache.
 """
 from __future__ import annotations
 
-import hashlib
+import functools
 import os
 import shutil
 import tempfile
 import urllib.request
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from roundtrip.core.hashing import sha256_file
 
 DEFAULT_CACHE = "~/.cache/roundtrip/weights"
 #: LPIPS backbone (``metrics.lpips.net``) -> registry name of its ImageNet weights.
@@ -110,22 +117,13 @@ def require(name: str, cache: str | Path | None = None) -> Path:
     return path
 
 
-def sha256_of(path: str | Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def verify(path: str | Path, expected: str) -> None:
     """Check ``path``'s SHA-256 against ``expected`` (full digest or leading digits).
 
     Raises:
         ChecksumMismatch: naming both digests.
     """
-    digest = sha256_of(path)
+    digest = sha256_file(path)
     if not digest.startswith(expected.lower()):
         raise ChecksumMismatch(f"{path}: SHA-256 {digest} does not match expected {expected}")
 
@@ -170,10 +168,14 @@ def fetch(name: str, cache: str | Path | None = None, registry: dict | None = No
     return target
 
 
-# -- model folders (Hugging Face snapshots): the Telephone Game's backbones and detector ----------
+# -- model folders (Hugging Face snapshots), declared by the evaluations that load them ---------
 @dataclass(frozen=True)
 class HubFolder:
     """A model folder fetched from the Hugging Face hub into the cache.
+
+    An evaluation lists the folders it loads in its spec
+    (:attr:`roundtrip.core.evaluation.Evaluation.weight_folders`); :func:`registered_folders`
+    gathers them.
 
     Attributes:
         name: registry key (also the folder's name in the cache).
@@ -186,24 +188,61 @@ class HubFolder:
     revision: str = "main"
 
 
-FOLDERS: dict[str, HubFolder] = {f.name: f for f in [
-    HubFolder("mpnet", "sentence-transformers/all-mpnet-base-v2",
-              "Telephone Game text backbone (MPNet)"),
-    HubFolder("clip-vit-b32", "openai/clip-vit-base-patch32",
-              "Telephone Game CLIP backbone (the released code's)"),
-    HubFolder("dino-vitb16", "facebook/dino-vitb16",
-              "Telephone Game image->image backbone (the paper's DINO v1 ViT-B/16)"),
-    HubFolder("dinov2-base", "facebook/dinov2-base", "Telephone Game DINOv2 backbone (option)"),
-    HubFolder("owlv2-base", "google/owlv2-base-patch16-ensemble", "MGG detector (OWLv2)"),
-    HubFolder("clip-vit-l14", "openai/clip-vit-large-patch14", "MGG colour check (GenEval's CLIP)"),
-]}
+def folders_of(evaluations: Iterable) -> dict[str, HubFolder]:
+    """The model folders ``evaluations`` declare (their ``weight_folders``), by name, in the
+    evaluations' order.
+
+    Args:
+        evaluations: :class:`roundtrip.core.evaluation.Evaluation` objects.
+
+    Raises:
+        ValueError: two evaluations declare one name with different folders.
+    """
+    found: dict[str, HubFolder] = {}
+    for ev in evaluations:
+        for folder in ev.weight_folders:
+            if found.get(folder.name, folder) != folder:
+                raise ValueError(f"model folder {folder.name!r} is declared twice with different "
+                                 f"repositories ({found[folder.name].repo}, {folder.repo}); "
+                                 f"the second by evaluation {ev.key!r}")
+            found[folder.name] = folder
+    return found
+
+
+@functools.cache
+def _registered() -> tuple[HubFolder, ...]:
+    # imported here: the registry imports every evaluation, and those import this module
+    from roundtrip.core.evaluation import load_evaluations
+
+    return tuple(folders_of(load_evaluations().values()).values())
+
+
+def registered_folders() -> dict[str, HubFolder]:
+    """The model folders of every evaluation registered by entry point
+    (:func:`roundtrip.core.evaluation.load_evaluations`), by name; loaded once per process.
+
+    Evaluations named only in a config (``evaluations.plugins``) are not seen here: code that
+    has the run's plan passes :func:`folders_of` its evaluations instead.
+
+    Raises:
+        roundtrip.core.evaluation.RegistryError: an evaluation that does not load.
+        ValueError: see :func:`folders_of`.
+    """
+    return {f.name: f for f in _registered()}
+
+
 #: Checksum list written into a fetched folder (``sha256sum`` format) and checked at load.
 CHECKSUMS = "roundtrip-sha256.txt"
 
 
-def resolve_folder(value: str, cache: str | Path | None = None) -> Path:
-    """A model folder: a :data:`FOLDERS` name -> its place in the cache, else the path given."""
-    if value in FOLDERS:
+def resolve_folder(value: str, cache: str | Path | None = None,
+                   folders: dict[str, HubFolder] | None = None) -> Path:
+    """A model folder: a registered folder's name -> its place in the cache, else the path given.
+
+    Args:
+        folders: the folders known by name (default :func:`registered_folders`).
+    """
+    if value in (registered_folders() if folders is None else folders):
         return cache_dir(str(cache) if cache else None) / value
     return Path(value).expanduser()
 
@@ -211,7 +250,7 @@ def resolve_folder(value: str, cache: str | Path | None = None) -> Path:
 def write_checksums(folder: str | Path) -> Path:
     """Write :data:`CHECKSUMS` in ``folder``: the SHA-256 of every other file, sorted by path."""
     folder = Path(folder)
-    lines = [f"{sha256_of(p)}  {p.relative_to(folder).as_posix()}"
+    lines = [f"{sha256_file(p)}  {p.relative_to(folder).as_posix()}"
              for p in sorted(folder.rglob("*")) if p.is_file() and p.name != CHECKSUMS
              and ".cache" not in p.relative_to(folder).parts]
     out = folder / CHECKSUMS
@@ -244,19 +283,26 @@ def verify_folder(folder: str | Path) -> bool:
     return True
 
 
-def folder_missing_note(value: str, key: str, cache: str | Path | None = None) -> str:
-    """What to do when the model folder ``value`` (config key ``key``) holds no model."""
-    folder = resolve_folder(value, cache)
-    if value in FOLDERS:
-        return (f"{key}: {folder} holds no model ({FOLDERS[value].used_by}); on a machine with "
+def folder_missing_note(value: str, key: str, cache: str | Path | None = None,
+                        folders: dict[str, HubFolder] | None = None) -> str:
+    """What to do when the model folder ``value`` (config key ``key``) holds no model.
+
+    Args:
+        folders: the folders known by name (default :func:`registered_folders`).
+    """
+    folders = registered_folders() if folders is None else folders
+    folder = resolve_folder(value, cache, folders)
+    if value in folders:
+        return (f"{key}: {folder} holds no model ({folders[value].used_by}); on a machine with "
                 f"internet run `roundtrip weights fetch {value} --cache {folder.parent}` and copy "
                 f"the folder there")
     return (f"{key}: {folder} holds no saved model (config.json). On a machine with internet run "
             f"`huggingface-cli download <repo id> --local-dir {folder}` (or name a registry "
-            f"folder: {', '.join(sorted(FOLDERS))}) and copy the folder here.")
+            f"folder: {', '.join(sorted(folders))}) and copy the folder here.")
 
 
-def fetch_folder(name: str, cache: str | Path | None = None, download=None) -> Path:
+def fetch_folder(name: str, cache: str | Path | None = None, download=None,
+                 folders: dict[str, HubFolder] | None = None) -> Path:
     """Download the hub folder ``name`` into the cache and write its checksum list.
 
     The snapshot goes to a temporary folder beside the target and is renamed into place after
@@ -265,14 +311,16 @@ def fetch_folder(name: str, cache: str | Path | None = None, download=None) -> P
     Args:
         download: ``(repo, revision, local_dir) -> None`` (default: huggingface_hub's
             ``snapshot_download``; tests pass a copier).
+        folders: the folders known by name (default :func:`registered_folders`).
 
     Raises:
         KeyError: unknown ``name``.
     """
-    if name not in FOLDERS:
-        raise KeyError(f"unknown model folder {name!r}; known: {sorted(FOLDERS)}")
-    entry = FOLDERS[name]
-    target = resolve_folder(name, cache)
+    folders = registered_folders() if folders is None else folders
+    if name not in folders:
+        raise KeyError(f"unknown model folder {name!r}; known: {sorted(folders)}")
+    entry = folders[name]
+    target = resolve_folder(name, cache, folders)
     if target.is_dir():
         try:
             if verify_folder(target):
@@ -297,18 +345,23 @@ def fetch_folder(name: str, cache: str | Path | None = None, download=None) -> P
     return target
 
 
-def model_folder(value: str, key: str, cache: str | Path | None = None) -> str:
-    """The saved model folder named by config key ``key``: a path, or a :data:`FOLDERS` name in
-    the cache; checked against its checksum list when it has one.
+def model_folder(value: str, key: str, cache: str | Path | None = None,
+                 folders: dict[str, HubFolder] | None = None) -> str:
+    """The saved model folder named by config key ``key``: a path, or a registered folder's name
+    in the cache; checked against its checksum list when it has one.
+
+    Args:
+        folders: the folders known by name (default :func:`registered_folders`).
 
     Raises:
         WeightsMissing: no ``config.json``, ``modules.json`` or ``model_index.json`` there (the
             message says what to fetch and where to put it).
         ChecksumMismatch: a file differs from the list written when it was fetched.
     """
-    folder = resolve_folder(value, cache)
+    folders = registered_folders() if folders is None else folders
+    folder = resolve_folder(value, cache, folders)
     markers = ("config.json", "modules.json", "model_index.json")
     if not any((folder / m).is_file() for m in markers):
-        raise WeightsMissing(folder_missing_note(value, key, cache))
+        raise WeightsMissing(folder_missing_note(value, key, cache, folders))
     verify_folder(folder)
     return str(folder)

@@ -30,10 +30,10 @@ import numpy as np
 import pandas as pd
 
 from roundtrip.core.imaging import one_line
+from roundtrip.core.hashing import sha256_file
 from roundtrip.core.manifest import (
     Item,
     safe_item_id,
-    sha256_file,
     unique_ids,
     write_manifest,
 )

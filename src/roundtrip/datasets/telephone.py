@@ -23,8 +23,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from roundtrip.core.hashing import sha256_file
 from roundtrip.core.imaging import one_line, read_image, to_uint8, write_png
-from roundtrip.core.manifest import sha256_file, write_manifest
+from roundtrip.core.manifest import write_manifest
 from roundtrip.datasets import chain_layout as layout
 
 DATA = Path(__file__).parent / "data"

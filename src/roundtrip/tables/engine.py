@@ -12,7 +12,6 @@ fewer items than the dataset has carries a footnote with the count and the reaso
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pandas as pd
 
 from roundtrip.metrics import METRICS
 from roundtrip.metrics.stats import Summary, bootstrap_mean
+from roundtrip.tables.reasons import summarize_reasons
 
 
 @dataclass
@@ -82,10 +82,8 @@ class Table:
 def _reason_summary(per_item: pd.DataFrame, metric: str | None) -> str:
     """Most common reasons among the rows without a ``metric`` value (or not ``ok``, if None)."""
     bad = per_item[per_item[metric].isna()] if metric else per_item[per_item["status"] != "ok"]
-    counts = Counter(f"{s}: {r}" if r else s for s, r in zip(bad["status"], bad["reason"]))
-    parts = [f"{k} ({v}x)" if v > 1 else k for k, v in counts.most_common(3)]
-    more = len(counts) - 3
-    return "; ".join(parts) + (f"; and {more} other reasons" if more > 0 else "")
+    labels = (f"{s}: {r}" if r else s for s, r in zip(bad["status"], bad["reason"]))
+    return summarize_reasons(labels, top=3, counts="repeated", tail=True)
 
 
 def exact_note(values, metric: str = "psnr", unit: str = "dB") -> str:

@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 from roundtrip.core.compute import provenance_fields
-from roundtrip.core.weights import sha256_of
+from roundtrip.core.hashing import sha256_file
 
 #: Distributions whose versions can change a number in a table.
 PACKAGES = ("roundtrip", "numpy", "pandas", "scipy", "scikit-image", "scikit-learn", "torch",
@@ -26,11 +26,6 @@ PACKAGES = ("roundtrip", "numpy", "pandas", "scipy", "scikit-image", "scikit-lea
             "lpips", "torch-fidelity", "monai", "diffusers", "transformers",
             "sentence-transformers", "wordllama", "vector-quantize-pytorch", "nibabel",
             "rapidfuzz", "snakemake", "matplotlib", "reportlab")
-
-
-def sha256_file(path: str | Path) -> str:
-    """Hex SHA-256 of a file (:func:`roundtrip.core.weights.sha256_of`)."""
-    return sha256_of(path)
 
 
 def jsonable(obj):

@@ -7,6 +7,7 @@ their middle slice along the slicing axis.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -26,16 +27,28 @@ def _load(path: Path, axis: int) -> np.ndarray:
     return to_unit(read_image(path))
 
 
-def _recon_path(model: str, dataset: str, item: str) -> Path:
-    base = Path(f"results/recon/{model}/{dataset}")
-    ext = ".nii.gz" if (base / f"{item}.nii.gz").exists() else ".png"
-    return base / f"{item}{ext}"
+def _recon_path(folder: Path, item: str) -> Path:
+    ext = ".nii.gz" if (folder / f"{item}.nii.gz").exists() else ".png"
+    return folder / f"{item}{ext}"
 
 
-def write_panel(manifest_path: str | Path, models: list[str], dataset: str, out: str | Path,
-                axis: int = 2) -> Path:
+def write_panel(manifest_path: str | Path, status_files: Mapping[str, str | Path], dataset: str,
+                out: str | Path, axis: int = 2) -> Path:
     """Write the panel of ``dataset``; a model without a reconstruction of the item shows its
-    status reason in place of the image."""
+    status reason in place of the image.
+
+    Args:
+        manifest_path: the dataset's ``manifest.csv`` (item paths are relative to its folder).
+        status_files: model -> the ``status.csv`` of its reconstruction job on ``dataset``, in
+            the panel's column order. The reconstructions are read from the folder of that file:
+            the job writes them beside it, and its status file is the output the rule declares.
+        dataset: the dataset's name (the modality of items whose manifest names none).
+        out: the PNG to write (folders are created).
+        axis: slicing axis of volumes (their middle slice is shown).
+
+    Returns:
+        ``out`` as a Path.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -47,8 +60,9 @@ def write_panel(manifest_path: str | Path, models: list[str], dataset: str, out:
     if "modality" not in m:
         m = m.assign(modality=dataset)
     firsts = m.groupby("modality", sort=False).head(1)
-    status = {mod: read_item_csv(f"results/recon/{mod}/{dataset}/status.csv").set_index("item_id")
-              for mod in models}
+    models = list(status_files)
+    folders = {mod: Path(f).parent for mod, f in status_files.items()}
+    status = {mod: read_item_csv(f).set_index("item_id") for mod, f in status_files.items()}
     n_rows, n_cols = 2 * max(1, len(firsts)), 1 + len(models)
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(1.9 * n_cols, 1.9 * n_rows), squeeze=False)
     for ax in axes.ravel():
@@ -59,10 +73,10 @@ def write_panel(manifest_path: str | Path, models: list[str], dataset: str, out:
         for mod in models:
             st = status[mod].loc[row["item_id"]] if row["item_id"] in status[mod].index else None
             if st is not None and st["status"] == "ok":
-                recons[mod] = _load(_recon_path(mod, dataset, row["item_id"]), axis)
+                recons[mod] = _load(_recon_path(folders[mod], row["item_id"]), axis)
                 # a protocol that resizes (model_size) scores against its stored reference
                 ref = str(st.get("reference", "") or "")
-                refs[mod] = _load(Path(f"results/recon/{mod}/{dataset}") / ref, axis) if ref else x
+                refs[mod] = _load(folders[mod] / ref, axis) if ref else x
             else:
                 recons[mod] = "no reconstruction" if st is None else f"{st['status']}: {st['reason']}"
         if refs:

@@ -58,3 +58,34 @@ class MedicalPlan:
         size = {"size": spec["size"]} if spec.get("protocol") == "fixed" and spec.get("size") else {}
         return (medical["latent_utility"] | size | spec.get("latent_utility", {})
                 | {"patch": spec.get("patch"), "axis": medical["axis"]})
+
+    @cached_property
+    def table_files(self) -> dict[str, dict]:
+        """The files rule ``medical_tables`` reads, keyed for its script and listed as its inputs
+        from the same mappings (so the declared inputs and the files read cannot disagree).
+
+        Returns:
+            ``{"manifests": {dataset: manifest.csv}, "quality" / "structure" / "latent":
+            {(model, dataset): image_quality.csv / structure.csv / latent_utility.csv}}`` for
+            the pairs that run, dataset-major; ``latent`` ends with the image baselines'
+            ``("original", dataset)`` files.
+        """
+        def pair_files(name: str, datasets: list[str]) -> dict[tuple[str, str], str]:
+            return {(m, d): f"results/metrics/{m}/{d}/{name}.csv"
+                    for m, d in self.plan.pairs(datasets)}
+
+        return {
+            "manifests": {d: f"results/datasets/{d}/manifest.csv" for d in self.datasets},
+            "quality": pair_files("image_quality", self.datasets),
+            "structure": pair_files("structure", self.volume_datasets),
+            "latent": pair_files("latent_utility", self.latent_datasets)
+            | {("original", d): f"results/metrics/original/{d}/latent_utility.csv"
+               for d in self.latent_datasets},
+        }
+
+    def panel_status(self, dataset: str) -> dict[str, str]:
+        """Model -> the status file of its reconstruction job on ``dataset``, in the panel's
+        column order (``datasets.<name>.models``); rule ``medical_panel`` reads the
+        reconstructions beside each."""
+        return {m: f"results/recon/{m}/{dataset}/status.csv"
+                for m in self.plan.models_on(dataset)}

@@ -18,7 +18,7 @@ rows (pooled rows are left out: they repeat their datasets' items).
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +27,7 @@ from roundtrip.core.manifest import read_manifest
 from roundtrip.tables import exact_note, format_value, read_per_item, write_frame
 from roundtrip.tables.engine import tex_escape
 from roundtrip.tables.matrix import Notes, nan_mean
+from roundtrip.tables.reasons import summarize_reasons
 
 #: Baseline feature names of the latent tables (``features`` column of the baselines' file).
 BASELINES_2D = ("pixels", "ResNet-18 (ImageNet)", "ResNet-18 (random init)")
@@ -40,11 +41,17 @@ GROUPS = ("Reference", "Continuous", "Discrete", "Image baselines")
 QC_NAMES = {"synthseg": "SegQC", "gmm": "GMM-conf"}
 POOLED = "Pooled: "
 
+#: A file the rule passes in (``str`` or :class:`~pathlib.Path`).
+PathLike = str | Path
+#: ``(model, dataset) -> file`` of a metric the rule declares as input; the latent-utility map
+#: also holds ``("original", dataset)``, the image baselines' file.
+PairFiles = Mapping[tuple[str, str], PathLike]
+
 
 def _reasons(df: pd.DataFrame, metric: str) -> str:
     bad = df[df[metric].isna()] if metric in df else df
-    c = Counter(f"{s}: {r}" if r else str(s) for s, r in zip(bad["status"], bad["reason"]))
-    return "; ".join(f"{k} ({v}x)" if v > 1 else k for k, v in c.most_common(3))
+    labels = (f"{s}: {r}" if r else str(s) for s, r in zip(bad["status"], bad["reason"]))
+    return summarize_reasons(labels, top=3, counts="repeated")
 
 
 def _mean(values: pd.Series) -> float:
@@ -188,7 +195,8 @@ def _cell(df: pd.DataFrame, constant: set) -> tuple[tuple[float, float], str]:
 
 
 def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str, str],
-                   not_run: dict, pool_modalities: bool = False):
+                   not_run: dict, pool_modalities: bool = False, *,
+                   manifests: Mapping[str, PathLike], quality: PairFiles):
     """Rows and cells of a fidelity table from ``image_quality.csv`` files.
 
     One row per dataset (MediBench Table 7: PathMNIST and PCam are separate rows); a dataset
@@ -197,9 +205,16 @@ def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str,
     modality shared by several datasets pools their items (item-weighted), labelled
     ``Pooled: <modality> (k datasets)``.
 
+    Args:
+        manifests: dataset -> its ``manifest.csv``.
+        quality: ``(model, dataset) -> image_quality.csv`` of every pair not in ``not_run``.
+
     Returns:
         ``(rows [(key, label)], cells {(key, model): ((psnr dB, ssim in [0, 1]), note)})``;
         cells of a (model, dataset) the config does not run are NaN with the reason.
+
+    Raises:
+        KeyError: a dataset or a pair that runs is missing from ``manifests`` or ``quality``.
     """
     frames: dict[tuple[str, str], list[pd.DataFrame]] = {}
     reasons: dict[tuple[str, str], str] = {}
@@ -207,7 +222,7 @@ def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str,
     members: dict[str, set[str]] = {}
     constant: set = set()
     for d in datasets:
-        manifest = read_manifest(f"results/datasets/{d}/manifest.csv")
+        manifest = read_manifest(manifests[d])
         item_mod = dict(zip(manifest["item_id"], manifest["modality"].fillna(""))) \
             if "modality" in manifest else {}
         mods = sorted({m for m in item_mod.values() if m}) or [modalities.get(d, d)]
@@ -224,7 +239,7 @@ def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str,
                 for mod in mods:
                     reasons[(f"{d}: {mod}" if split else d, m)] = not_run[(m, d)]
                 continue
-            per_item = read_per_item(f"results/metrics/{m}/{d}/image_quality.csv")
+            per_item = read_per_item(quality[(m, d)])
             per_item["dataset"] = d
             per_item["modality"] = (per_item["item_id"].map(item_mod).fillna("")
                                     if item_mod else "")
@@ -245,10 +260,13 @@ def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str,
 
 
 def write_fidelity(name: str, title: str, datasets, models, specs, modalities, not_run, out_dir,
-                   pool_modalities: bool = False, size_note: str = ""):
+                   pool_modalities: bool = False, size_note: str = "", *,
+                   manifests: Mapping[str, PathLike], quality: PairFiles):
     """PSNR (dB, one decimal) / SSIM per dataset x model (MediBench Tables 1, 3, 7, 8) from the
-    ``image_quality.csv`` files under ``results/metrics``; returns the written paths."""
-    rows, cells = fidelity_cells(datasets, models, modalities, not_run, pool_modalities)
+    ``image_quality.csv`` files ``quality`` names (see :func:`fidelity_cells`); returns the
+    written paths."""
+    rows, cells = fidelity_cells(datasets, models, modalities, not_run, pool_modalities,
+                                 manifests=manifests, quality=quality)
     notes = Notes(["Cells: PSNR (dB) / SSIM, means over items in [0, 1] intensities "
                    "(MediBench Sec. 3.2, Eq. 3); inf = exact reconstruction. Rows: one per "
                    "dataset (Sec. 4.2, Tables 7-8). Bold: the best row of each column by SSIM "
@@ -268,10 +286,17 @@ def qc_name(segmenter: dict) -> str:
 
 
 def write_structure(name, title, datasets, models, specs, modalities, not_run, segmenter: dict,
-                    qc_note: str, out_dir):
+                    qc_note: str, out_dir, *, structure: PairFiles):
     """SegQC / SegSim / mean Dice x100 per volume dataset x model (MediBench Table 4 prints
     84.1/99.2), from ``structure.csv``; the CSV keeps [0, 1]; the footnote names the segmenter
-    and what its first score is."""
+    and what its first score is.
+
+    Args:
+        structure: ``(model, dataset) -> structure.csv`` of every pair not in ``not_run``.
+
+    Raises:
+        KeyError: a pair that runs is missing from ``structure``.
+    """
     cells, rows = {}, []
     qc = qc_name(segmenter)
     for d in datasets:
@@ -280,7 +305,7 @@ def write_structure(name, title, datasets, models, specs, modalities, not_run, s
             if (m, d) in not_run:
                 cells[(d, m)] = ((math.nan,) * 3, not_run[(m, d)])
                 continue
-            df = read_per_item(f"results/metrics/{m}/{d}/structure.csv")
+            df = read_per_item(structure[(m, d)])
             scored = df["segsim"].notna().sum() if "segsim" in df else 0
             note = "" if scored == len(df) else \
                 f"{scored} of {len(df)} volumes scored; not scored: {_reasons(df, 'segsim')}"
@@ -302,9 +327,17 @@ def write_structure(name, title, datasets, models, specs, modalities, not_run, s
 
 
 # -- latent utility ----------------------------------------------------------------------------
-def latent_rows(datasets, models, not_run) -> pd.DataFrame:
+def latent_rows(datasets, models, not_run, *, latent: PairFiles) -> pd.DataFrame:
     """All classifier rows: ``dataset, features (model or baseline), head, metrics, split,
-    reason``."""
+    reason``.
+
+    Args:
+        latent: ``(model, dataset) -> latent_utility.csv`` of every pair not in ``not_run`` and
+            of ``("original", dataset)`` (the image baselines) for each dataset.
+
+    Raises:
+        KeyError: a file missing from ``latent``.
+    """
     out = []
     for d in datasets:
         for m in models + ["original"]:
@@ -312,7 +345,7 @@ def latent_rows(datasets, models, not_run) -> pd.DataFrame:
                 out.append({"dataset": d, "features": m, "head": "mlp", "status": "not run",
                             "reason": not_run[(m, d)]})
                 continue
-            df = read_per_item(f"results/metrics/{m}/{d}/latent_utility.csv")
+            df = read_per_item(latent[(m, d)])
             df = df.assign(dataset=d, features=[m if m != "original" else f for f in df["features"]])
             out += df.to_dict("records")
     # no labeled set: an empty frame that still has the columns the tables select on
@@ -427,25 +460,37 @@ def size_note(sizes: dict[str, int | None]) -> str:
 
 def write_all(models, specs, datasets_2d, datasets_3d, latent_datasets, modalities, not_run,
               segmenter: dict, qc_note: str, out_dir, pool_modalities: bool = False,
-              sizes: dict[str, int | None] | None = None) -> list[Path]:
+              sizes: dict[str, int | None] | None = None, *, manifests: Mapping[str, PathLike],
+              quality: PairFiles, structure: PairFiles, latent: PairFiles) -> list[Path]:
     """Every MediBench table but the latent shapes into ``out_dir`` (the ``medical_tables``
     rule; it builds no model, so it imports no torch).
+
+    Every file it reads is one the rule declares as input, passed in by the mappings.
 
     Args:
         pool_modalities: add the labelled pooled-modality rows (``medical.pool_modalities``).
         sizes: 2D dataset -> its fixed input side (protocol ``fixed``), named in the note.
+        manifests: dataset -> ``manifest.csv``, for every dataset of the tables.
+        quality, structure, latent: ``(model, dataset) -> image_quality.csv / structure.csv /
+            latent_utility.csv`` (see :func:`fidelity_cells`, :func:`write_structure`,
+            :func:`latent_rows`).
+
+    Raises:
+        KeyError: a file the tables need is missing from the mappings.
     """
     out_dir = Path(out_dir)
     paths = write_fidelity("medibench_2d_fidelity", "MediBench 2D reconstruction fidelity "
                            "(PSNR/SSIM)", datasets_2d, models, specs, modalities, not_run, out_dir,
-                           pool_modalities, size_note(sizes or {}))
+                           pool_modalities, size_note(sizes or {}), manifests=manifests,
+                           quality=quality)
     paths += write_fidelity("medibench_3d_fidelity", "MediBench 3D reconstruction fidelity "
                             "(PSNR/SSIM, 3D SSIM)", datasets_3d, models, specs, modalities,
-                            not_run, out_dir, pool_modalities)
+                            not_run, out_dir, pool_modalities, manifests=manifests,
+                            quality=quality)
     paths += write_structure("medibench_3d_structure", "MediBench 3D clinical structure "
                              "(SegQC/SegSim/Dice)", datasets_3d, models, specs, modalities,
-                             not_run, segmenter, qc_note, out_dir)
-    rows = latent_rows(latent_datasets, models, not_run)
+                             not_run, segmenter, qc_note, out_dir, structure=structure)
+    rows = latent_rows(latent_datasets, models, not_run, latent=latent)
     for dims, sets in (("2d", [d for d in latent_datasets if d in datasets_2d]),
                        ("3d", [d for d in latent_datasets if d in datasets_3d])):
         sub = rows[rows["dataset"].isin(sets)] if len(rows) else rows

@@ -79,7 +79,9 @@ class TelephonePlan:
         weights cache (``metrics.weights_cache``)."""
         if not value:
             return value
-        return str(weights.resolve_folder(value, self.plan.metrics.get("weights_cache")))
+        # the run's evaluations, so that a plugin's folders (evaluations.plugins) resolve too
+        return str(weights.resolve_folder(value, self.plan.metrics.get("weights_cache"),
+                                          weights.folders_of(self.plan.evaluations.values())))
 
     @cached_property
     def backbones(self) -> dict[str, dict]:

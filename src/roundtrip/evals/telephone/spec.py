@@ -6,7 +6,7 @@ from pathlib import Path
 
 from roundtrip.core.config import ConfigError
 from roundtrip.core.evaluation import Evaluation
-from roundtrip.core.weights import WeightsMissing
+from roundtrip.core.weights import HubFolder, WeightsMissing
 from roundtrip.evals.telephone.plan import TelephonePlan
 
 #: Table names (roundtrip.evals.telephone.tables; one rule writes them all).
@@ -15,6 +15,19 @@ TABLES = ["telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_s
 #: Its figures (roundtrip.evals.telephone.figures).
 FIGURES = [f"results/figures/telephone_{n}.png"
            for n in ("similarity", "sdr", "mgg", "mgg_mcd", "strip")]
+
+#: The model folders its backbones and MGG scorers load (``roundtrip weights fetch NAME``).
+WEIGHT_FOLDERS = (
+    HubFolder("mpnet", "sentence-transformers/all-mpnet-base-v2",
+              "Telephone Game text backbone (MPNet)"),
+    HubFolder("clip-vit-b32", "openai/clip-vit-base-patch32",
+              "Telephone Game CLIP backbone (the released code's)"),
+    HubFolder("dino-vitb16", "facebook/dino-vitb16",
+              "Telephone Game image->image backbone (the paper's DINO v1 ViT-B/16)"),
+    HubFolder("dinov2-base", "facebook/dinov2-base", "Telephone Game DINOv2 backbone (option)"),
+    HubFolder("owlv2-base", "google/owlv2-base-patch16-ensemble", "MGG detector (OWLv2)"),
+    HubFolder("clip-vit-l14", "openai/clip-vit-large-patch14", "MGG colour check (GenEval's CLIP)"),
+)
 
 
 class Telephone(Evaluation):
@@ -27,6 +40,7 @@ class Telephone(Evaluation):
     config_section = "telephone"
     report_tables = tuple(TABLES)
     report_figures = tuple(Path(f).name for f in FIGURES)
+    weight_folders = WEIGHT_FOLDERS
     definitions = (
         ("S(g)", "mean similarity of generation g's output to the chain's input",
          "Telephone Game Eq. 1"),

@@ -19,7 +19,6 @@ be computed is "n/a" with the reason in a numbered note.
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -28,6 +27,7 @@ from roundtrip.metrics.drift import SDR_FORMS, average_fits, fit_sdr, mcd, simil
 from roundtrip.metrics.geneval import TASKS
 from roundtrip.tables import write_frame
 from roundtrip.tables.matrix import Notes
+from roundtrip.tables.reasons import summarize_reasons
 
 TABLES = ["telephone_similarity", "telephone_mcd", "telephone_sdr", "telephone_sdr_fits",
           "telephone_mgg"]
@@ -50,7 +50,7 @@ def _why(rows: pd.DataFrame) -> str:
     bad = rows[rows["status"] != "ok"]
     if bad.empty:
         return ""
-    top = Counter(str(r) for r in bad["reason"]).most_common(1)[0][0]
+    top = summarize_reasons((str(r) for r in bad["reason"]), top=1, counts="never")
     return f"{len(bad)} of {len(rows)} item values missing: {top}"
 
 

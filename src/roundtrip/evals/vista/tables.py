@@ -25,7 +25,6 @@ every table unless ``include_failed_audit`` is set; each table's note counts the
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -33,6 +32,7 @@ import pandas as pd
 from roundtrip.metrics.accuracy import accuracy_values, paired_gaps
 from roundtrip.metrics.stats import Summary, bootstrap_mean
 from roundtrip.tables import Cell, Column, Table
+from roundtrip.tables.reasons import summarize_reasons
 
 ORIGINAL = "original"  # the model name of the unmodified renders (roundtrip.models.ORIGINAL)
 TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
@@ -177,8 +177,8 @@ def _notes(rows: pd.DataFrame) -> list[str]:
         notes.append(f"{invalid} of {n} answers invalid (counted wrong)")
     unscored = rows[rows["hit"].isna()]
     if len(unscored):
-        reasons = Counter(str(r).split(":")[0] for r in unscored["reason"])
-        top = "; ".join(f"{k} ({v}x)" for k, v in reasons.most_common(2))
+        top = summarize_reasons((str(r).split(":")[0] for r in unscored["reason"]), top=2,
+                                counts="always")
         notes.append(f"{len(unscored)} of {n} not scored: {top}")
     return notes
 
