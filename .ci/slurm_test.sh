@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The SLURM profile against a real single-node Slurm (issue 23).
+# The SLURM profile against a real single-node Slurm.
 #
 # Installs Debian's slurm-wlm and munge, writes a slurm.conf for this machine (its CPUs, no
 # accounting, no cgroups), starts munged, slurmctld and slurmd, then runs a small config twice:

@@ -14,7 +14,7 @@ Usage: ``python benchmarks/default_run.py [--runs 3] [--cores all] [--workdir DI
 [--mode portable|fast]``; each run records the SHA-256 of every CSV table, trained checkpoint and
 the PDF report, and the record says whether all runs wrote the same bytes. ``--mode`` runs the
 config with ``--config reproducibility=MODE`` (default: the config's own mode).
-Goal (architecture issue): workflow at most 600 s, peak memory at most 3 GB, on the 2-core
+Goal: workflow at most 600 s, peak memory at most 3 GB, on the 2-core
 reference machine; the rerun with nothing to do in at most 5 s.
 """
 from __future__ import annotations
