@@ -36,17 +36,13 @@ class Galleries:
 
     def inputs(self) -> dict[str, list[str]]:
         """Manifests, the pair jobs' status files (the reconstructions are written with them)
-        and the OCR files of the text sets, by input name."""
+        and the OCR files of the text sets, by input name: the files of :meth:`paths`."""
         out = {"manifests": [], "status": [], "ocr": []}
         for d in self.datasets:
-            out["manifests"].append(f"results/datasets/{d}/manifest.csv")
-            engine = self.ocr(d)
-            if engine:
-                out["ocr"].append(f"results/ocr/{engine}/original/{d}.csv")
-            for m in self.plan.models_on(d):
-                out["status"].append(f"results/recon/{m}/{d}/status.csv")
-                if engine:
-                    out["ocr"].append(f"results/ocr/{engine}/{m}/{d}.csv")
+            paths = self.paths(d)
+            out["manifests"].append(paths["manifest"])
+            out["status"] += [f"{folder}/status.csv" for folder in paths["recon"].values()]
+            out["ocr"] += list(paths["ocr"].values())
         return out
 
     def paths(self, dataset: str) -> dict:
