@@ -3,7 +3,7 @@
 Renders ``--questions`` questions of the offline family at VISTA-Bench's grid (Arial 9/16/32/48
 pt, Times/Cambria/Brush at 16 pt), then times, ``--repeats`` times each:
 
-- **read**: Tesseract reading every render (the OCR the pair jobs and ``ocr_original`` do, one
+- **read**: Tesseract reading every render (the OCR the reconstruction jobs and ``ocr_original`` do, one
   process, psm 3), the part of the reader that looks at pixels;
 - **answer**: the ``vista_answers`` job's work on that reading: both modes of every question
   solved, extracted and scored (:func:`roundtrip.evals.vista.answers.answer_set`).

@@ -67,7 +67,7 @@ def layer(module: str) -> str:
 
 
 def test_the_graph_is_read():
-    assert "roundtrip.core.manifest" in GRAPH["roundtrip.core.pairs"]
+    assert "roundtrip.core.manifest" in GRAPH["roundtrip.core.recon_items"]
     assert "roundtrip.core.evaluation" in GRAPH["roundtrip.workflow.plan"]
     assert "roundtrip.evals.chd.plan" in GRAPH["roundtrip.evals.chd.spec"]
     assert len(MODULES) > 60
@@ -131,7 +131,7 @@ def test_no_import_cycle():
 def test_a_cycle_would_be_found(monkeypatch):
     """The cycle check can fail: a planted back edge core.imaging -> core.pairs is caught."""
     monkeypatch.setitem(GRAPH, "roundtrip.core.imaging",
-                        GRAPH["roundtrip.core.imaging"] | {"roundtrip.core.pairs"})
+                        GRAPH["roundtrip.core.imaging"] | {"roundtrip.core.recon_items"})
     with pytest.raises(AssertionError):
         test_no_import_cycle()
 

@@ -204,7 +204,7 @@ def _t(a):
 def test_released_evaluator_convention():
     """The released evaluator (torchmetrics defaults): PSNR = 10 log10(R^2 / MSE_set) with one
     MSE over every value of the set and R = max - min of the originals over the set; SSIM the
-    mean of per-pair torchmetrics SSIM. Cross-checked against torchmetrics called that way, and
+    mean of per-image torchmetrics SSIM. Cross-checked against torchmetrics called that way, and
     against the formula worked by hand; roundtrip's per-item mean differs."""
     from torchmetrics.functional.image import structural_similarity_index_measure
     from torchmetrics.image import PeakSignalNoiseRatio, StructuralSimilarityIndexMeasure

@@ -63,12 +63,12 @@ def test_roles_of_the_shipped_datasets(plan):
 def test_pairs_follow_datasets_models(plan, shipped):
     text_models = shipped["datasets"]["abstracts"]["models"]
     assert plan.models_on("abstracts") == text_models
-    assert plan.pairs(["abstracts"]) == [(m, "abstracts") for m in plan.models
+    assert plan.model_datasets(["abstracts"]) == [(m, "abstracts") for m in plan.models
                                          if m in text_models]
     reasons = plan.not_run(["abstracts"])
     assert set(reasons) == {(m, "abstracts") for m in plan.models if m not in text_models}
     assert all(r == "not run on this dataset (datasets.abstracts.models)" for r in reasons.values())
-    assert plan.pair_files("x/{model}/{dataset}", ["natural"])[0] == "x/identity/natural"
+    assert plan.model_dataset_files("x/{model}/{dataset}", ["natural"])[0] == "x/identity/natural"
     assert MediBench.view(plan).models == ["identity", "bicubic_x4", "small_kl", "small_vq"]
 
 
@@ -78,9 +78,9 @@ def test_medibench_jobs_are_given_the_files_they_read(plan):
     medical = MediBench.view(plan)
     files = medical.table_files
     assert list(files["manifests"]) == medical.datasets
-    assert list(files["quality"]) == plan.pairs(medical.datasets)
-    assert list(files["structure"]) == plan.pairs(medical.volume_datasets)
-    assert list(files["latent"]) == plan.pairs(medical.latent_datasets) + [
+    assert list(files["quality"]) == plan.model_datasets(medical.datasets)
+    assert list(files["structure"]) == plan.model_datasets(medical.volume_datasets)
+    assert list(files["latent"]) == plan.model_datasets(medical.latent_datasets) + [
         ("original", d) for d in medical.latent_datasets]
     assert files["quality"][("small_vq", "medical_2d")] == \
         "results/metrics/small_vq/medical_2d/image_quality.csv"
@@ -210,27 +210,27 @@ def test_cmms_training_sets(shipped):
 
 
 def test_scorers_run_where_an_evaluation_reads_them(plan):
-    assert list(plan.pair_jobs.scorers("natural")) == ["image_quality", "tokens"]
-    assert list(plan.pair_jobs.scorers("highres_1024")) == ["image_quality"]
-    assert list(plan.pair_jobs.scorers("scanned_text")) == ["image_quality", "text"]
+    assert list(plan.recon_jobs.scorers("natural")) == ["image_quality", "tokens"]
+    assert list(plan.recon_jobs.scorers("highres_1024")) == ["image_quality"]
+    assert list(plan.recon_jobs.scorers("scanned_text")) == ["image_quality", "text"]
     # rendered text sets: Table 3's image-quality columns and CER/WER, not Table 1
-    assert list(plan.pair_jobs.scorers("abstracts")) == ["image_quality", "text"]
+    assert list(plan.recon_jobs.scorers("abstracts")) == ["image_quality", "text"]
     assert "abstracts" not in plan.recon_datasets
-    assert list(plan.pair_jobs.scorers("medical_2d")) == ["image_quality", "latent_utility"]
-    text = plan.pair_jobs.scorers("multilingual_zh")["text"]
+    assert list(plan.recon_jobs.scorers("medical_2d")) == ["image_quality", "latent_utility"]
+    text = plan.recon_jobs.scorers("multilingual_zh")["text"]
     assert text["lang"] == "chi_sim" and set(text["engines"]) == {"tesseract"}
     assert text["ocr_original"] == {
         "tesseract": "results/ocr/tesseract/original/multilingual_zh.csv"}
     # RapidOCR reads the posters only (ocr.engines.rapidocr.datasets)
     assert plan.engines_for("posters") == ["tesseract", "rapidocr"]
     assert plan.engines_for("abstracts") == ["tesseract"]
-    assert set(plan.pair_jobs.scorers("posters")["text"]["ocr_original"]) == {"tesseract", "rapidocr"}
-    tokens = plan.pair_jobs.scorers("natural")["tokens"]
+    assert set(plan.recon_jobs.scorers("posters")["text"]["ocr_original"]) == {"tesseract", "rapidocr"}
+    tokens = plan.recon_jobs.scorers("natural")["tokens"]
     assert tokens["cmms"] == "results/weights/cmms/small_vq/model.pt" and tokens["size"] == 128
 
 
 def test_one_reconstruction_rule_per_set_of_scorers(plan):
-    variants = {name: (datasets, scorers) for name, datasets, scorers in plan.pair_jobs.variants()}
+    variants = {name: (datasets, scorers) for name, datasets, scorers in plan.recon_jobs.variants()}
     assert set(variants) == {"reconstruct", "reconstruct_tokens", "reconstruct_text",
                              "reconstruct_text_tesseract", "reconstruct_latent_utility"}
     assert variants["reconstruct"][0] == ["highres_1024"]
@@ -240,21 +240,21 @@ def test_one_reconstruction_rule_per_set_of_scorers(plan):
     assert len(variants["reconstruct_text_tesseract"][0]) == 7
     covered = [d for datasets, _ in variants.values() for d in datasets]
     assert sorted(covered) == sorted(plan.image_datasets)  # each set in exactly one rule
-    outputs = plan.pair_jobs.outputs(variants["reconstruct_text"][1], variants["reconstruct_text"][0])
+    outputs = plan.recon_jobs.outputs(variants["reconstruct_text"][1], variants["reconstruct_text"][0])
     assert outputs["text_tesseract"] == "results/metrics/{model}/{dataset}/text_tesseract.csv"
     assert outputs["ocr_rapidocr"] == "results/ocr/rapidocr/{model}/{dataset}.csv"
     alone = variants["reconstruct_text_tesseract"]
-    assert "text_rapidocr" not in plan.pair_jobs.outputs(alone[1], alone[0])
-    assert set(plan.pair_jobs.inputs(("image_quality", "tokens"), ["natural"])) == {"tokenizer", "cmms"}
-    assert plan.pair_jobs.inputs(("text",), alone[0]) == {
+    assert "text_rapidocr" not in plan.recon_jobs.outputs(alone[1], alone[0])
+    assert set(plan.recon_jobs.inputs(("image_quality", "tokens"), ["natural"])) == {"tokenizer", "cmms"}
+    assert plan.recon_jobs.inputs(("text",), alone[0]) == {
         "ocr_original_tesseract": "results/ocr/tesseract/original/{dataset}.csv"}
     # every scorer is imported by the job from the evaluation that registers it
-    assert plan.pair_jobs.targets(("image_quality", "tokens", "latent_utility")) == {
-        "image_quality": "roundtrip.evals.vtbench.image_quality:score_pair",
-        "tokens": "roundtrip.evals.chd.scoring:score_pair",
-        "latent_utility": "roundtrip.evals.medibench.latent_utility:score_pair"}
-    with pytest.raises(KeyError, match="no per-pair scorer"):
-        plan.pair_jobs.targets(("psnr",))
+    assert plan.recon_jobs.targets(("image_quality", "tokens", "latent_utility")) == {
+        "image_quality": "roundtrip.evals.vtbench.image_quality:score_reconstructions",
+        "tokens": "roundtrip.evals.chd.scoring:score_reconstructions",
+        "latent_utility": "roundtrip.evals.medibench.latent_utility:score_reconstructions"}
+    with pytest.raises(KeyError, match="no reconstruction scorer"):
+        plan.recon_jobs.targets(("psnr",))
 
 
 def test_cmms_training_datasets_default_chain():

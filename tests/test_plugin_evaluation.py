@@ -38,7 +38,7 @@ class Brightness(Evaluation):
               "properties": {"datasets": {"type": "array", "items": {"type": "string"},
                                           "default": []},
                              "digits": {"type": "integer", "minimum": 1, "default": 4}}}
-    pair_scorers = {"brightness": "brightness_eval.scorer:score_pair"}
+    recon_scorers = {"brightness": "brightness_eval.scorer:score_reconstructions"}
     report_tables = ("brightness",)
     definitions = (("Brightness shift", "mean of the reconstruction minus mean of the original "
                     "on [0, 1] values", "this package"),)
@@ -75,14 +75,14 @@ import pandas as pd
 from roundtrip.core.imaging import read_image, to_unit
 
 
-def score_pair(ctx, options):
+def score_reconstructions(ctx, options):
     rows = []
-    for pair in ctx.pairs():
+    for item in ctx.recon_items():
         shift = np.nan
-        if pair.status == "ok":
-            shift = float(to_unit(read_image(pair.reconstruction)).mean()
-                          - to_unit(read_image(pair.reference)).mean())
-        rows.append({"item_id": pair.item_id, "status": pair.status, "reason": pair.reason,
+        if item.status == "ok":
+            shift = float(to_unit(read_image(item.reconstruction)).mean()
+                          - to_unit(read_image(item.reference)).mean())
+        rows.append({"item_id": item.item_id, "status": item.status, "reason": item.reason,
                      "brightness_shift": shift})
     return {"brightness": pd.DataFrame(rows)}
 '''
@@ -95,11 +95,11 @@ BRIGHTNESS_SETS = BRIGHTNESS.datasets(PLAN)
 
 rule brightness_table:
     input:
-        PLAN.pair_files("results/metrics/{model}/{dataset}/brightness.csv", BRIGHTNESS_SETS),
+        PLAN.model_dataset_files("results/metrics/{model}/{dataset}/brightness.csv", BRIGHTNESS_SETS),
     output:
         report_table("brightness", "Brightness", caption_file=str(Path(workflow.current_basedir) / "caption.rst")),
     params:
-        pairs=PLAN.pairs(BRIGHTNESS_SETS),
+        jobs=PLAN.model_datasets(BRIGHTNESS_SETS),
         digits=config["brightness"]["digits"],
     log:
         "logs/tables/brightness.log",
@@ -122,7 +122,7 @@ from roundtrip.tables.provenance import write_provenance
 
 smk = snakemake  # noqa: F821
 rows = []
-for (model, dataset), path in zip(smk.params.pairs, smk.input):
+for (model, dataset), path in zip(smk.params.jobs, smk.input):
     frame = pd.read_csv(path)
     rows.append({"model": model, "dataset": dataset,
                  "brightness_shift": float(frame["brightness_shift"].mean()), "n": len(frame)})
@@ -213,6 +213,6 @@ def test_removing_it_removes_its_jobs(run, tmp_path):
     del config["evaluations"], config["brightness"]
     (work / "config.yaml").write_text(yaml.safe_dump(config))
     plan = _smk(work, "-n").stdout
-    # no table job, no scorer output; the pair jobs rerun because their scorers changed
+    # no table job, no scorer output; the reconstruction jobs rerun because their scorers changed
     assert "rule brightness_table" not in plan and "brightness.csv" not in plan
     assert "Params have changed" in plan

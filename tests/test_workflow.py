@@ -240,7 +240,7 @@ def test_per_item_files_follow_the_contracts(run):
 
 
 def test_lean_jobs(run):
-    """One job per (model, dataset) pair, no merge or metric-only jobs: a plan from scratch
+    """One job per (model, dataset), no merge or metric-only jobs: a plan from scratch
     counts exactly the jobs the config needs."""
     work, config = run
     plan = smk(work, "-n", "--forceall", "--quiet", "rules")

@@ -46,8 +46,8 @@ rule train_cmms:
 
 rule token_table:
     input:
-        per_item=PLAN.pair_files("results/metrics/{model}/{dataset}/tokens.csv", TOKEN_PLAN.datasets),
-        set=PLAN.pair_files("results/metrics/{model}/{dataset}/token_set.csv", TOKEN_PLAN.datasets),
+        per_item=PLAN.model_dataset_files("results/metrics/{model}/{dataset}/tokens.csv", TOKEN_PLAN.datasets),
+        set=PLAN.model_dataset_files("results/metrics/{model}/{dataset}/token_set.csv", TOKEN_PLAN.datasets),
     output:
         report_table("token_metrics", "CHD and CMMS", "Token metrics"),
     params:

@@ -1,7 +1,7 @@
 # VISTA-Bench: readers (vista.readers) answer every question of the question sets as pure text
 # and as visualized text, on the renders and on each model's reconstructions of them (the
 # tokenizer axis); Table 1, the font sweeps, rendering-related errors, subfields, the tokenizer
-# axis and the gap figure. The reconstructions and their OCR come from the pair jobs
+# axis and the gap figure. The reconstructions and their OCR come from the reconstruction jobs
 # (rules/stages/reconstruct.smk); the OCR of the renders from ocr_original (rules/evals/vtbench.smk).
 from roundtrip.evals.vista.spec import Vista
 

@@ -2,7 +2,7 @@
 # reconstruction_table job), detail statistics (App. D, Table 4, one job), text
 # preservation through OCR (Task 3, Table 3) and its robustness to the OCR engine (App. G,
 # Table 5), and the model card. PSNR/SSIM, LPIPS/FID and the OCR of reconstructions with their
-# CER/WER are scored inside the reconstruction job of each pair (rules/stages/reconstruct.smk);
+# CER/WER are scored inside the reconstruction job of each (model, dataset) (rules/stages/reconstruct.smk);
 # the originals are read once per (engine, dataset) here.
 from roundtrip.evals.vtbench.spec import VTBench
 
@@ -35,14 +35,14 @@ rule ocr_original:
 
 rule reconstruction_table:
     input:
-        per_item=PLAN.pair_files(
+        per_item=PLAN.model_dataset_files(
             "results/metrics/{model}/{dataset}/image_quality.csv", PLAN.recon_datasets
         ),
-        set=PLAN.pair_files("results/metrics/{model}/{dataset}/set.csv", PLAN.recon_datasets),
-        lpips=PLAN.pair_files("results/metrics/{model}/{dataset}/lpips.csv", PLAN.recon_datasets)
+        set=PLAN.model_dataset_files("results/metrics/{model}/{dataset}/set.csv", PLAN.recon_datasets),
+        lpips=PLAN.model_dataset_files("results/metrics/{model}/{dataset}/lpips.csv", PLAN.recon_datasets)
         if PLAN.weighted.lpips_run
         else [],
-        distribution=PLAN.pair_files(
+        distribution=PLAN.model_dataset_files(
             "results/metrics/{model}/{dataset}/distribution.csv", PLAN.recon_datasets
         )
         if PLAN.weighted.fid_run
@@ -84,17 +84,17 @@ rule reconstruction_table:
 rule text_preservation_table:
     input:
         manifests=expand("results/datasets/{dataset}/manifest.csv", dataset=PLAN.text_datasets),
-        per_item=PLAN.pair_files(
+        per_item=PLAN.model_dataset_files(
             f"results/metrics/{{model}}/{{dataset}}/text_{PLAN.table_ocr}.csv", PLAN.text_datasets
         ),
-        quality=PLAN.pair_files(
+        quality=PLAN.model_dataset_files(
             "results/metrics/{model}/{dataset}/image_quality.csv", PLAN.text_datasets
         ),
-        quality_set=PLAN.pair_files("results/metrics/{model}/{dataset}/set.csv", PLAN.text_datasets),
-        lpips=PLAN.pair_files("results/metrics/{model}/{dataset}/lpips.csv", PLAN.text_datasets)
+        quality_set=PLAN.model_dataset_files("results/metrics/{model}/{dataset}/set.csv", PLAN.text_datasets),
+        lpips=PLAN.model_dataset_files("results/metrics/{model}/{dataset}/lpips.csv", PLAN.text_datasets)
         if PLAN.weighted.lpips_run
         else [],
-        distribution=PLAN.pair_files(
+        distribution=PLAN.model_dataset_files(
             "results/metrics/{model}/{dataset}/distribution.csv", PLAN.text_datasets
         )
         if PLAN.weighted.fid_run
@@ -138,7 +138,7 @@ rule ocr_robustness_table:
             f
             for d in PLAN.text_datasets
             for ocr in PLAN.engines_for(d)
-            for f in PLAN.pair_files(f"results/metrics/{{model}}/{{dataset}}/text_{ocr}.csv", [d])
+            for f in PLAN.model_dataset_files(f"results/metrics/{{model}}/{{dataset}}/text_{ocr}.csv", [d])
         ],
     output:
         report_table("ocr_robustness", "VTBench", "OCR robustness (Table 5)"),

@@ -1,11 +1,11 @@
-# Reconstruction: one job per (model, dataset) reconstructs every image and runs the per-pair
-# scorers of the evaluations that cover the dataset (roundtrip.workflow.pair), so that a pair
-# pays one start-up: image quality, LPIPS/FID, CHD/CMMS, OCR with CER/WER, latent utility.
+# Reconstruction: one job per (model, dataset) reconstructs every image and runs the
+# reconstruction scorers of the evaluations that cover the dataset (roundtrip.workflow.recon_job),
+# so that a (model, dataset) pays one start-up: image quality, LPIPS/FID, CHD/CMMS, OCR with CER/WER, latent utility.
 # A rule's outputs are fixed, so there is one rule per distinct set of scorers
-# (PairJobs.variants: reconstruct, reconstruct_tokens, reconstruct_text, ...).
+# (ReconJobs.variants: reconstruct, reconstruct_tokens, reconstruct_text, ...).
 # Volume sets: rules/evals/medibench.smk.
 
-for VARIANT, VARIANT_DATASETS, VARIANT_SCORERS in PLAN.pair_jobs.variants():
+for VARIANT, VARIANT_DATASETS, VARIANT_SCORERS in PLAN.recon_jobs.variants():
 
     rule:
         name:
@@ -15,9 +15,9 @@ for VARIANT, VARIANT_DATASETS, VARIANT_SCORERS in PLAN.pair_jobs.variants():
             weights=model_weights,
             # datasets.<name>.shards > 1: the shards ran as jobs of their own (reconstruct_shard)
             shards=lambda wc: PLAN.shard_files(wc.model, wc.dataset),
-            **PLAN.pair_jobs.inputs(VARIANT_SCORERS, VARIANT_DATASETS),
+            **PLAN.recon_jobs.inputs(VARIANT_SCORERS, VARIANT_DATASETS),
         output:
-            **PLAN.pair_jobs.outputs(VARIANT_SCORERS, VARIANT_DATASETS),
+            **PLAN.recon_jobs.outputs(VARIANT_SCORERS, VARIANT_DATASETS),
         wildcard_constraints:
             model=regex_of(MODELS),
             dataset=regex_of(VARIANT_DATASETS),
@@ -28,9 +28,9 @@ for VARIANT, VARIANT_DATASETS, VARIANT_SCORERS in PLAN.pair_jobs.variants():
             shards=lambda wc: PLAN.shards(wc.dataset),
             device=RUN["device"],
             batch_size=RUN["batch_size"],
-            scorers=lambda wc: PLAN.pair_jobs.scorers(wc.dataset),
+            scorers=lambda wc: PLAN.recon_jobs.scorers(wc.dataset),
             # name -> "module:function", imported by the job (evaluations' own scorers)
-            scorer_targets=PLAN.pair_jobs.targets(VARIANT_SCORERS),
+            scorer_targets=PLAN.recon_jobs.targets(VARIANT_SCORERS),
         log:
             "logs/reconstruct/{model}/{dataset}.log",
         benchmark:

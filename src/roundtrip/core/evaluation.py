@@ -7,7 +7,7 @@ they add to a run and names no evaluation itself:
 - ``rules``: the evaluation's own Snakemake rules file, included when :meth:`Evaluation.active`;
   its rules take every path from ``input``/``output``/``params`` and may join a cluster group
   with Snakemake's ``group:`` directive (``prepare``, ``tables``; see ``profiles/slurm``);
-- ``pair_scorers`` and :meth:`Evaluation.scorers_for`: functions that run inside the job of a
+- ``recon_scorers`` and :meth:`Evaluation.scorers_for`: functions that run inside the job of a
   (model, dataset), on the reconstructions the job has just made;
 - :meth:`Evaluation.tables`, :meth:`Evaluation.figures`: its final files (``rule all``, the
   report), each table written by one of its rules with a provenance record;
@@ -43,7 +43,7 @@ class Evaluation:
     """Base class of an evaluation's spec: override the attributes and methods that apply.
 
     ``plan`` arguments are the run's :class:`roundtrip.workflow.plan.Plan` (datasets by role,
-    models, (model, dataset) pairs, resources); a spec reads the config through ``plan.config``.
+    models, (model, dataset) combinations, resources); a spec reads the config through ``plan.config``.
 
     Attributes:
         key: registry name and report section key (``[a-z0-9_]+``).
@@ -57,10 +57,10 @@ class Evaluation:
         schema: the JSON schema of that section, for an evaluation whose section
             ``config.schema.yaml`` does not describe (a plugin's); defaults declared in it are
             filled in before any check. None: any mapping.
-        pair_scorers: per-pair scorer name -> ``"module:function"``; the function takes
-            ``(ctx: roundtrip.core.pairs.PairContext, options: dict)`` and returns
-            ``{output name: DataFrame}``, each written to the pair rule's output of that name
-            (``results/metrics/{model}/{dataset}/{name}.csv``, see :meth:`pair_outputs`).
+        recon_scorers: reconstruction scorer name -> ``"module:function"``; the function takes
+            ``(ctx: roundtrip.core.recon_items.ReconContext, options: dict)`` and returns
+            ``{output name: DataFrame}``, each written to the reconstruction rule's output of that name
+            (``results/metrics/{model}/{dataset}/{name}.csv``, see :meth:`recon_outputs`).
         report_tables: table names (or prefixes ending in ``_``) its report section shows, in
             order.
         report_figures: figure paths under ``results/figures/`` (``*`` patterns) it shows.
@@ -78,7 +78,7 @@ class Evaluation:
     rules: Path | None = None
     config_section: str | None = None
     schema: dict | None = None
-    pair_scorers: dict[str, str] = {}
+    recon_scorers: dict[str, str] = {}
     report_tables: tuple[str, ...] = ()
     report_figures: tuple[str, ...] = ()
     definitions: tuple[tuple[str, str, str], ...] = ()
@@ -109,19 +109,19 @@ class Evaluation:
         return []
 
     def scorers_for(self, plan, dataset: str) -> dict[str, dict]:
-        """Per-pair scorers (names of any registered evaluation's ``pair_scorers``) that must run
+        """Reconstruction scorers (names of any registered evaluation's ``recon_scorers``) that must run
         on the reconstructions of ``dataset``, with their options (JSON-able)."""
         return {}
 
-    def pair_outputs(self, plan, scorer: str, datasets: list[str]) -> dict[str, str]:
-        """Output name -> file pattern (in ``{model}``, ``{dataset}``) of a per-pair scorer it
-        registers, for a pair rule covering ``datasets``; default: one frame written to
+    def recon_outputs(self, plan, scorer: str, datasets: list[str]) -> dict[str, str]:
+        """Output name -> file pattern (in ``{model}``, ``{dataset}``) of a reconstruction scorer it
+        registers, for a reconstruction rule covering ``datasets``; default: one frame written to
         ``results/metrics/{model}/{dataset}/{scorer}.csv``."""
         return {scorer: f"results/metrics/{{model}}/{{dataset}}/{scorer}.csv"}
 
-    def pair_inputs(self, plan, scorer: str, datasets: list[str]) -> dict[str, str | list[str]]:
-        """Input name -> file(s) a per-pair scorer it registers reads beside the manifest and
-        the model's weights (patterns in ``{dataset}``), for a pair rule covering ``datasets``;
+    def recon_inputs(self, plan, scorer: str, datasets: list[str]) -> dict[str, str | list[str]]:
+        """Input name -> file(s) a reconstruction scorer it registers reads beside the manifest and
+        the model's weights (patterns in ``{dataset}``), for a reconstruction rule covering ``datasets``;
         default none."""
         return {}
 
@@ -143,7 +143,7 @@ class Evaluation:
 
     def text_datasets(self, plan) -> list[str]:
         """Sets whose reconstructions it reads through OCR although they lack ``text_eval``
-        (the pair job then runs the OCR scorer on them); default none."""
+        (the reconstruction job then runs the OCR scorer on them); default none."""
         return []
 
     def api_uses(self, config: dict) -> list[tuple[str, dict, dict[str, str]]]:

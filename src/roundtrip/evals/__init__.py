@@ -1,6 +1,6 @@
 """One package per evaluation; each declares itself to the workflow in ``spec.py`` (an
 :class:`roundtrip.core.evaluation.Evaluation` registered under the ``roundtrip.evaluations``
-entry points of ``pyproject.toml``), holds its per-pair scorers, its plan, its rules file
+entry points of ``pyproject.toml``), holds its reconstruction scorers, its plan, its rules file
 (``rules/evals/<name>.smk``) and its tables, and none imports another (a test enforces it):
 
 - :mod:`.vtbench`: reconstruction quality, detail statistics, text preservation, OCR robustness;

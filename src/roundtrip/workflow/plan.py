@@ -4,9 +4,9 @@
 of their own and the answers are unit-tested (``tests/test_plan.py``):
 
 - **datasets by role** (images, text, medical 2D, volumes, chain inputs; roundtrip.datasets);
-- **pairs**: the (model, dataset) pairs that run (``datasets.<name>.models``) and, for the
-  others, the reason their table cells read n/a; their jobs and per-pair scorers in a view
-  (:attr:`Plan.pair_jobs`);
+- **model_datasets**: the (model, dataset) combinations that run (``datasets.<name>.models``) and, for the
+  others, the reason their table cells read n/a; their jobs and reconstruction scorers in a view
+  (:attr:`Plan.recon_jobs`);
 - **model specs**: the checkpoint a trained model gets, its training settings, every
   checkpoint of the run;
 - **resources**: threads a job can use, whether it runs a network on a GPU;
@@ -41,7 +41,7 @@ from roundtrip.models import CODEC_TYPES, ORIGINAL, TRAINED_TYPES
 from roundtrip.stages.train import TRAIN_DEFAULTS
 from roundtrip.workflow.galleries import Galleries
 from roundtrip.workflow.metric_weights import WeightedMetrics
-from roundtrip.workflow.pair_jobs import PairJobs
+from roundtrip.workflow.recon_jobs import ReconJobs
 
 #: The PDF report: every table and figure with its provenance.
 REPORT = "results/report.pdf"
@@ -107,9 +107,9 @@ class Plan:
         return self._views[key]
 
     @cached_property
-    def pair_jobs(self) -> PairJobs:
-        """The (model, dataset) jobs and their per-pair scorers (:mod:`.pair_jobs`)."""
-        return PairJobs(self)
+    def recon_jobs(self) -> ReconJobs:
+        """The (model, dataset) jobs and their reconstruction scorers (:mod:`.recon_jobs`)."""
+        return ReconJobs(self)
 
     @cached_property
     def galleries(self) -> Galleries:
@@ -157,24 +157,24 @@ class Plan:
         return [e for e in self.ocr_engines
                 if dataset in (engines[e].get("datasets") or [dataset])]
 
-    # -- pairs -----------------------------------------------------------------------------------
+    # -- (model, dataset) -----------------------------------------------------------------------------------
     def models_on(self, dataset: str) -> list[str]:
         """Models run on ``dataset`` (``datasets.<name>.models``, default all)."""
         return self.config["datasets"][dataset].get("models") or self.models
 
-    def pairs(self, datasets: list[str], models: list[str] | None = None
+    def model_datasets(self, datasets: list[str], models: list[str] | None = None
               ) -> list[tuple[str, str]]:
-        """``(model, dataset)`` pairs that run, dataset-major, models in config order."""
+        """``(model, dataset)`` combinations that run, dataset-major, models in config order."""
         models = self.models if models is None else models
         return [(m, d) for d in datasets for m in models if m in self.models_on(d)]
 
-    def pair_files(self, pattern: str, datasets: list[str], models: list[str] | None = None
+    def model_dataset_files(self, pattern: str, datasets: list[str], models: list[str] | None = None
                    ) -> list[str]:
-        """``pattern.format(model=, dataset=)`` for every pair of :meth:`pairs`."""
-        return [pattern.format(model=m, dataset=d) for m, d in self.pairs(datasets, models)]
+        """``pattern.format(model=, dataset=)`` for every combination of :meth:`model_datasets`."""
+        return [pattern.format(model=m, dataset=d) for m, d in self.model_datasets(datasets, models)]
 
     def not_run(self, datasets: list[str]) -> dict[tuple[str, str], str]:
-        """``(model, dataset) -> reason`` of the pairs excluded by ``datasets.<name>.models``."""
+        """``(model, dataset) -> reason`` of the combinations excluded by ``datasets.<name>.models``."""
         return {(m, d): f"not run on this dataset (datasets.{d}.models)" for d in datasets
                 for m in self.models if m not in self.models_on(d)}
 
@@ -196,7 +196,7 @@ class Plan:
         """Every checkpoint the run trains, sorted: the trained models of the (model, dataset)
         jobs and what the active evaluations add (:meth:`Evaluation.checkpoints`)."""
         reconstructed = self.with_role(IMAGES, TEXT, MEDICAL_2D, VOLUMES)
-        models = {m for m, _ in self.pairs(reconstructed)} | set(self.trained_first)
+        models = {m for m, _ in self.model_datasets(reconstructed)} | set(self.trained_first)
         files = {f for m in models for f in self.weights_of(m)}
         return sorted(files.union(*(ev.checkpoints(self) for ev in self.active)))
 
@@ -252,8 +252,8 @@ class Plan:
         return int(self.config["datasets"][dataset].get("shards", 1))
 
     def shard_files(self, model: str, dataset: str) -> list[str]:
-        """The shard status files the reconstruction of a pair merges: none when the dataset
-        is one shard (the pair's job reconstructs it), else one per shard."""
+        """The shard status files the reconstruction of a (model, dataset) merges: none when the dataset
+        is one shard (the reconstruction job does it all), else one per shard."""
         n = self.shards(dataset)
         if n == 1:
             return []

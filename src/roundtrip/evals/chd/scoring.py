@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from roundtrip.core.imaging import ImageReadError, read_image
-from roundtrip.core.pairs import PairContext, iter_pairs
+from roundtrip.core.recon_items import ReconContext, iter_recon_items
 from roundtrip.evals.chd.cmms import CMMS, to_square, tokenize
 from roundtrip.metrics.tokens import CHD_2D_SEQUENCE_REASON, TokenHistogram, chd
 from roundtrip.models import Adapter
@@ -39,13 +39,13 @@ def score_tokens(manifest_path: str | Path, status_path: str | Path, recon_dir: 
     vocab = tokenizer.info().codebook_size
     real, fake = TokenHistogram(vocab), TokenHistogram(vocab)
     rows = []
-    for pair in iter_pairs(manifest_path, status_path, recon_dir):
-        row = {"item_id": pair.item_id, "status": pair.status, "reason": pair.reason,
+    for item in iter_recon_items(manifest_path, status_path, recon_dir):
+        row = {"item_id": item.item_id, "status": item.status, "reason": item.reason,
                "cmms": math.nan, "cmms_reference": math.nan}
-        if pair.status == "ok":
+        if item.status == "ok":
             try:
-                images = np.stack([to_square(read_image(pair.reference), size),
-                                   to_square(read_image(pair.reconstruction), size)])
+                images = np.stack([to_square(read_image(item.reference), size),
+                                   to_square(read_image(item.reconstruction), size)])
                 grids = tokenize(tokenizer, images, layout=layout)
                 real.add(grids[0])
                 fake.add(grids[1])
@@ -67,8 +67,8 @@ def score_tokens(manifest_path: str | Path, status_path: str | Path, recon_dir: 
     return pd.DataFrame(rows, columns=TOKEN_COLUMNS), set_rows
 
 
-def score_pair(ctx: PairContext, options: dict) -> dict[str, pd.DataFrame]:
-    """Per-pair scorer (:mod:`roundtrip.workflow.pair`): ``tokens`` (per-item CMMS) and
+def score_reconstructions(ctx: ReconContext, options: dict) -> dict[str, pd.DataFrame]:
+    """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): ``tokens`` (per-item CMMS) and
     ``token_set`` (CHD) in the tokens of the reference tokenizer, on ``ctx.device``.
 
     Args:

@@ -19,7 +19,7 @@ class CHD(Evaluation):
     order = 20
     rules = Path(__file__).resolve().parents[4] / "rules/evals/chd.smk"
     config_section = "metrics.tokens"
-    pair_scorers = {"tokens": "roundtrip.evals.chd.scoring:score_pair"}
+    recon_scorers = {"tokens": "roundtrip.evals.chd.scoring:score_reconstructions"}
     report_tables = ("token_metrics", "token_sensitivity", "token_sensitivity_spearman")
     report_figures = ("token_sensitivity.png",)
     definitions = (
@@ -74,11 +74,11 @@ class CHD(Evaluation):
                            "size": t.tokens["size"], "cmms": t.cmms_file,
                            "layout": t.tokens.get("layout")}}
 
-    def pair_inputs(self, plan, scorer: str, datasets: list[str]) -> dict:
+    def recon_inputs(self, plan, scorer: str, datasets: list[str]) -> dict:
         t = self.view(plan)
         return {"tokenizer": plan.weights_of(t.reference), "cmms": t.cmms_file}
 
-    def pair_outputs(self, plan, scorer: str, datasets: list[str]) -> dict[str, str]:
+    def recon_outputs(self, plan, scorer: str, datasets: list[str]) -> dict[str, str]:
         metrics = "results/metrics/{model}/{dataset}"
         return {"tokens": f"{metrics}/tokens.csv", "token_set": f"{metrics}/token_set.csv"}
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from roundtrip.core.manifest import read_manifest
-from roundtrip.core.pairs import PairContext
+from roundtrip.core.recon_items import ReconContext
 from roundtrip.datasets.medical import read_volume
 from roundtrip.evals.medibench import latent_features as lu
 from roundtrip.models import Adapter
@@ -170,9 +170,9 @@ def _classify(kind, settings, model, baselines, data, y, multilabel, folds,
     return rows
 
 
-def score_pair(ctx: PairContext, options: dict) -> dict[str, pd.DataFrame]:
-    """Per-pair scorer (:mod:`roundtrip.workflow.pair`): ``latent_utility``, the classifier rows
-    of the pair's model (:func:`latent_utility`) on a labeled 2D medical set.
+def score_reconstructions(ctx: ReconContext, options: dict) -> dict[str, pd.DataFrame]:
+    """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): ``latent_utility``, the classifier rows
+    of the job's model (:func:`latent_utility`) on a labeled 2D medical set.
 
     Args:
         options: ``kind`` (``image``), ``settings`` (``medical.latent_utility`` with the set's

@@ -67,18 +67,18 @@ class MedicalPlan:
         Returns:
             ``{"manifests": {dataset: manifest.csv}, "quality" / "structure" / "latent":
             {(model, dataset): image_quality.csv / structure.csv / latent_utility.csv}}`` for
-            the pairs that run, dataset-major; ``latent`` ends with the image baselines'
+            the (model, dataset) combinations that run, dataset-major; ``latent`` ends with the image baselines'
             ``("original", dataset)`` files.
         """
-        def pair_files(name: str, datasets: list[str]) -> dict[tuple[str, str], str]:
+        def model_dataset_files(name: str, datasets: list[str]) -> dict[tuple[str, str], str]:
             return {(m, d): f"results/metrics/{m}/{d}/{name}.csv"
-                    for m, d in self.plan.pairs(datasets)}
+                    for m, d in self.plan.model_datasets(datasets)}
 
         return {
             "manifests": {d: f"results/datasets/{d}/manifest.csv" for d in self.datasets},
-            "quality": pair_files("image_quality", self.datasets),
-            "structure": pair_files("structure", self.volume_datasets),
-            "latent": pair_files("latent_utility", self.latent_datasets)
+            "quality": model_dataset_files("image_quality", self.datasets),
+            "structure": model_dataset_files("structure", self.volume_datasets),
+            "latent": model_dataset_files("latent_utility", self.latent_datasets)
             | {("original", d): f"results/metrics/original/{d}/latent_utility.csv"
                for d in self.latent_datasets},
         }

@@ -45,7 +45,7 @@ POOLED = "Pooled: "
 PathLike = str | Path
 #: ``(model, dataset) -> file`` of a metric the rule declares as input; the latent-utility map
 #: also holds ``("original", dataset)``, the image baselines' file.
-PairFiles = Mapping[tuple[str, str], PathLike]
+ModelDatasetFiles = Mapping[tuple[str, str], PathLike]
 
 
 def _reasons(df: pd.DataFrame, metric: str) -> str:
@@ -196,7 +196,7 @@ def _cell(df: pd.DataFrame, constant: set) -> tuple[tuple[float, float], str]:
 
 def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str, str],
                    not_run: dict, pool_modalities: bool = False, *,
-                   manifests: Mapping[str, PathLike], quality: PairFiles):
+                   manifests: Mapping[str, PathLike], quality: ModelDatasetFiles):
     """Rows and cells of a fidelity table from ``image_quality.csv`` files.
 
     One row per dataset (MediBench Table 7: PathMNIST and PCam are separate rows); a dataset
@@ -207,14 +207,14 @@ def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str,
 
     Args:
         manifests: dataset -> its ``manifest.csv``.
-        quality: ``(model, dataset) -> image_quality.csv`` of every pair not in ``not_run``.
+        quality: ``(model, dataset) -> image_quality.csv`` of every combination not in ``not_run``.
 
     Returns:
         ``(rows [(key, label)], cells {(key, model): ((psnr dB, ssim in [0, 1]), note)})``;
         cells of a (model, dataset) the config does not run are NaN with the reason.
 
     Raises:
-        KeyError: a dataset or a pair that runs is missing from ``manifests`` or ``quality``.
+        KeyError: a dataset or a (model, dataset) that runs is missing from ``manifests`` or ``quality``.
     """
     frames: dict[tuple[str, str], list[pd.DataFrame]] = {}
     reasons: dict[tuple[str, str], str] = {}
@@ -261,7 +261,7 @@ def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str,
 
 def write_fidelity(name: str, title: str, datasets, models, specs, modalities, not_run, out_dir,
                    pool_modalities: bool = False, size_note: str = "", *,
-                   manifests: Mapping[str, PathLike], quality: PairFiles):
+                   manifests: Mapping[str, PathLike], quality: ModelDatasetFiles):
     """PSNR (dB, one decimal) / SSIM per dataset x model (MediBench Tables 1, 3, 7, 8) from the
     ``image_quality.csv`` files ``quality`` names (see :func:`fidelity_cells`); returns the
     written paths."""
@@ -286,16 +286,16 @@ def qc_name(segmenter: dict) -> str:
 
 
 def write_structure(name, title, datasets, models, specs, modalities, not_run, segmenter: dict,
-                    qc_note: str, out_dir, *, structure: PairFiles):
+                    qc_note: str, out_dir, *, structure: ModelDatasetFiles):
     """SegQC / SegSim / mean Dice x100 per volume dataset x model (MediBench Table 4 prints
     84.1/99.2), from ``structure.csv``; the CSV keeps [0, 1]; the footnote names the segmenter
     and what its first score is.
 
     Args:
-        structure: ``(model, dataset) -> structure.csv`` of every pair not in ``not_run``.
+        structure: ``(model, dataset) -> structure.csv`` of every combination not in ``not_run``.
 
     Raises:
-        KeyError: a pair that runs is missing from ``structure``.
+        KeyError: a (model, dataset) that runs is missing from ``structure``.
     """
     cells, rows = {}, []
     qc = qc_name(segmenter)
@@ -327,12 +327,12 @@ def write_structure(name, title, datasets, models, specs, modalities, not_run, s
 
 
 # -- latent utility ----------------------------------------------------------------------------
-def latent_rows(datasets, models, not_run, *, latent: PairFiles) -> pd.DataFrame:
+def latent_rows(datasets, models, not_run, *, latent: ModelDatasetFiles) -> pd.DataFrame:
     """All classifier rows: ``dataset, features (model or baseline), head, metrics, split,
     reason``.
 
     Args:
-        latent: ``(model, dataset) -> latent_utility.csv`` of every pair not in ``not_run`` and
+        latent: ``(model, dataset) -> latent_utility.csv`` of every combination not in ``not_run`` and
             of ``("original", dataset)`` (the image baselines) for each dataset.
 
     Raises:
@@ -461,7 +461,7 @@ def size_note(sizes: dict[str, int | None]) -> str:
 def write_all(models, specs, datasets_2d, datasets_3d, latent_datasets, modalities, not_run,
               segmenter: dict, qc_note: str, out_dir, pool_modalities: bool = False,
               sizes: dict[str, int | None] | None = None, *, manifests: Mapping[str, PathLike],
-              quality: PairFiles, structure: PairFiles, latent: PairFiles) -> list[Path]:
+              quality: ModelDatasetFiles, structure: ModelDatasetFiles, latent: ModelDatasetFiles) -> list[Path]:
     """Every MediBench table but the latent shapes into ``out_dir`` (the ``medical_tables``
     rule; it builds no model, so it imports no torch).
 

@@ -53,7 +53,7 @@ class VistaPlan:
 
     @cached_property
     def ocr_datasets(self) -> list[str]:
-        """Question sets read through OCR (the pair jobs read the reconstructed question
+        """Question sets read through OCR (the reconstruction jobs read the reconstructed question
         images; the OCR readers reuse that reading), so they are text sets."""
         return list(self.datasets) if self.ocr_engines else []
 

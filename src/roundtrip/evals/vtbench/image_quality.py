@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from roundtrip.core.imaging import ImageReadError, read_image, to_unit
-from roundtrip.core.pairs import PairContext, iter_pairs
+from roundtrip.core.recon_items import ReconContext, iter_recon_items
 from roundtrip.evals.vtbench.released import ReleasedPSNR, released_ssim
 from roundtrip.metrics.image_quality import mse, pooled_psnr, psnr_from_mse, ssim_batch
 
@@ -43,19 +43,19 @@ def score_image_quality(manifest_path: str | Path, status_path: str | Path,
         DataFrame with :data:`IMAGE_QUALITY_COLUMNS`; ``n_values`` = H * W * 3.
     """
     rows = []
-    for pair in iter_pairs(manifest_path, status_path, recon_dir):
+    for item in iter_recon_items(manifest_path, status_path, recon_dir):
         row = dict.fromkeys(IMAGE_QUALITY_COLUMNS, math.nan)
-        row.update(item_id=pair.item_id, status=pair.status, reason=pair.reason)
-        if pair.status == "ok":
+        row.update(item_id=item.item_id, status=item.status, reason=item.reason)
+        if item.status == "ok":
             try:
-                row.update(_score_pair(pair.reference, pair.reconstruction, released))
+                row.update(_score_reconstructions(item.reference, item.reconstruction, released))
             except (ImageReadError, ValueError) as exc:
                 row.update(status="error", reason=f"scoring: {exc}")
         rows.append(row)
     return pd.DataFrame(rows, columns=IMAGE_QUALITY_COLUMNS)
 
 
-def _score_pair(orig_path: Path, recon_path: Path, released: ReleasedPSNR | None) -> dict:
+def _score_reconstructions(orig_path: Path, recon_path: Path, released: ReleasedPSNR | None) -> dict:
     x, y = to_unit(read_image(orig_path)), to_unit(read_image(recon_path))
     m = mse(x, y)
     tx = torch.from_numpy(x).permute(2, 0, 1)[None]
@@ -98,8 +98,8 @@ def image_size_row(ok: pd.DataFrame) -> dict:
             "note": f"not one square size: {shown}"}
 
 
-def score_pair(ctx: PairContext, options: dict) -> dict[str, pd.DataFrame]:
-    """Per-pair scorer (:mod:`roundtrip.workflow.pair`): ``image_quality`` (per item, as
+def score_reconstructions(ctx: ReconContext, options: dict) -> dict[str, pd.DataFrame]:
+    """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): ``image_quality`` (per item, as
     :func:`score_image_quality`) and ``set`` (pooled PSNR, the released evaluator's PSNR).
     ``options`` is unused: PSNR/SSIM run on the CPU."""
     released = ReleasedPSNR()

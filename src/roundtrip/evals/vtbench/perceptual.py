@@ -18,7 +18,7 @@ import torch
 
 from roundtrip.core import weights
 from roundtrip.core.imaging import ImageReadError, read_image, to_uint8, to_unit
-from roundtrip.core.pairs import PairContext, iter_pairs
+from roundtrip.core.recon_items import ReconContext, iter_recon_items
 from roundtrip.core.weights import WeightsMissing
 from roundtrip.metrics.distribution import FEATURE_DIM, InceptionFeatures, fid, kid
 from roundtrip.metrics.perceptual import LPIPS, NETS
@@ -50,12 +50,12 @@ def score_lpips(manifest_path: str | Path, status_path: str | Path, recon_dir: s
         DataFrame with :data:`LPIPS_COLUMNS`.
     """
     rows = []
-    for pair in iter_pairs(manifest_path, status_path, recon_dir):
-        row = {"item_id": pair.item_id, "status": pair.status, "reason": pair.reason,
+    for item in iter_recon_items(manifest_path, status_path, recon_dir):
+        row = {"item_id": item.item_id, "status": item.status, "reason": item.reason,
                "lpips": math.nan, "lpips_vtbench": math.nan}
-        if pair.status == "ok":
+        if item.status == "ok":
             try:
-                x, y = _tensor(pair.reference), _tensor(pair.reconstruction)
+                x, y = _tensor(item.reference), _tensor(item.reconstruction)
                 row["lpips"] = float(metric(x, y)[0])
                 row["lpips_vtbench"] = float(metric(y, x, input_range="as_signed")[0])
             except (ImageReadError, ValueError, RuntimeError) as exc:
@@ -76,15 +76,15 @@ def distribution_features(manifest_path: str | Path, status_path: str | Path,
         ``(real [N, 2048], fake [N, 2048], failures)`` float64 arrays and ``item: reason`` lines.
     """
     real, fake, failures = [], [], []
-    for pair in iter_pairs(manifest_path, status_path, recon_dir):
-        if pair.status != "ok":
-            failures.append(f"{pair.item_id}: {pair.status}")
+    for item in iter_recon_items(manifest_path, status_path, recon_dir):
+        if item.status != "ok":
+            failures.append(f"{item.item_id}: {item.status}")
             continue
         try:
-            r, f = features(_uint8(pair.reference)), features(_uint8(pair.reconstruction))
+            r, f = features(_uint8(item.reference)), features(_uint8(item.reconstruction))
         except (ImageReadError, ValueError, RuntimeError) as exc:
-            failures.append(f"{pair.item_id}: {exc}")
-            log.warning("%s: no features: %s", pair.item_id, exc)
+            failures.append(f"{item.item_id}: {exc}")
+            log.warning("%s: no features: %s", item.item_id, exc)
             continue
         real.append(r[0].numpy())
         fake.append(f[0].numpy())
@@ -119,9 +119,9 @@ def distribution_rows(real: np.ndarray, fake: np.ndarray, kid_subset_size: int =
 def unavailable_items(manifest_path: str | Path, status_path: str | Path, recon_dir: str | Path,
                       reason: str) -> pd.DataFrame:
     """The LPIPS file of a run without LPIPS weights: every row says why."""
-    rows = [{"item_id": p.item_id, "status": "unavailable", "reason": reason, "lpips": math.nan,
+    rows = [{"item_id": item.item_id, "status": "unavailable", "reason": reason, "lpips": math.nan,
              "lpips_vtbench": math.nan}
-            for p in iter_pairs(manifest_path, status_path, recon_dir)]
+            for item in iter_recon_items(manifest_path, status_path, recon_dir)]
     return pd.DataFrame(rows, columns=LPIPS_COLUMNS)
 
 
@@ -131,8 +131,8 @@ def unavailable_set(metrics: list[str], reason: str) -> pd.DataFrame:
                          for m in metrics], columns=SET_COLUMNS)
 
 
-def score_pair(ctx: PairContext, options: dict) -> dict[str, pd.DataFrame]:
-    """Per-pair scorer (:mod:`roundtrip.workflow.pair`): ``lpips`` (per item) and
+def score_reconstructions(ctx: ReconContext, options: dict) -> dict[str, pd.DataFrame]:
+    """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): ``lpips`` (per item) and
     ``distribution`` (FID, KID, KID std).
 
     A metric whose weights are missing from the cache writes rows that say so (the tables print

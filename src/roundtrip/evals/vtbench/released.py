@@ -77,7 +77,7 @@ class ReleasedPSNR:
 
 
 def released_ssim(reconstruction: torch.Tensor, original: torch.Tensor) -> float:
-    """SSIM of one pair with torchmetrics' defaults (the released evaluator's per-pair value).
+    """SSIM of one pair with torchmetrics' defaults (the released evaluator's per-image value).
 
     Raises:
         ValueError: the two tensors differ in shape.

@@ -14,10 +14,10 @@ class VTBench(Evaluation):
     paper = "VTBench: Evaluating Visual Tokenizers for Autoregressive Image Generation"
     order = 10
     rules = Path(__file__).resolve().parents[4] / "rules/evals/vtbench.smk"
-    pair_scorers = {
-        "image_quality": "roundtrip.evals.vtbench.image_quality:score_pair",
-        "perceptual": "roundtrip.evals.vtbench.perceptual:score_pair",
-        "text": "roundtrip.evals.vtbench.text:score_pair",
+    recon_scorers = {
+        "image_quality": "roundtrip.evals.vtbench.image_quality:score_reconstructions",
+        "perceptual": "roundtrip.evals.vtbench.perceptual:score_reconstructions",
+        "text": "roundtrip.evals.vtbench.text:score_reconstructions",
     }
     report_tables = ("vtbench_table1", "reconstruction_model_size", "reconstruction_1024",
                      "reconstruction_native", "reconstruction_fixed", "reconstruction_detail",
@@ -87,7 +87,7 @@ class VTBench(Evaluation):
                            "normalization": ocr["normalization"]}
         return out
 
-    def pair_inputs(self, plan, scorer: str, datasets: list[str]) -> dict:
+    def recon_inputs(self, plan, scorer: str, datasets: list[str]) -> dict:
         if scorer == "perceptual":
             return {"metric_weights": (plan.weighted.files("metrics.lpips")
                                        + plan.weighted.files("metrics.fid"))}
@@ -96,7 +96,7 @@ class VTBench(Evaluation):
                     for e in plan.engines_for(datasets[0])}
         return {}
 
-    def pair_outputs(self, plan, scorer: str, datasets: list[str]) -> dict[str, str]:
+    def recon_outputs(self, plan, scorer: str, datasets: list[str]) -> dict[str, str]:
         metrics = "results/metrics/{model}/{dataset}"
         if scorer == "text":
             out = {}

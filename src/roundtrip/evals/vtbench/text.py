@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from roundtrip.core.manifest import read_item_csv, read_manifest
-from roundtrip.core.pairs import PairContext
+from roundtrip.core.recon_items import ReconContext
 from roundtrip.metrics.text import Normalization, raw_text_errors, text_errors
 
 log = logging.getLogger(__name__)
@@ -116,8 +116,8 @@ def text_dataset_kinds(manifests: dict[str, str | Path], default_langs: dict[str
     return has_gt, cer_only
 
 
-def score_pair(ctx: PairContext, options: dict) -> dict[str, pd.DataFrame]:
-    """Per-pair scorer (:mod:`roundtrip.workflow.pair`): for every OCR engine, the OCR of the
+def score_reconstructions(ctx: ReconContext, options: dict) -> dict[str, pd.DataFrame]:
+    """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): for every OCR engine, the OCR of the
     reconstructions (``ocr_{engine}``) and their CER/WER (``text_{engine}``).
 
     Args:

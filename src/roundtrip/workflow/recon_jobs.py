@@ -1,8 +1,8 @@
-"""The pair jobs: the job that reconstructs one (model, dataset) pair and runs, on the same
-reconstructions, every per-pair scorer the active evaluations ask for
-(:func:`roundtrip.workflow.pair.run_pair`).
+"""The reconstruction jobs: the job that reconstructs one (model, dataset) and runs, on the same
+reconstructions, every reconstruction scorer the active evaluations ask for
+(:func:`roundtrip.workflow.recon_job.run_recon_job`).
 
-:class:`PairJobs` is a view of the :class:`~roundtrip.workflow.plan.Plan` (``plan.pair_jobs``):
+:class:`ReconJobs` is a view of the :class:`~roundtrip.workflow.plan.Plan` (``plan.recon_jobs``):
 which scorers run on a dataset, where each is defined, what they add to the job's inputs and
 outputs, and the reconstruction rules that follow (one per distinct set of scorers, since a
 rule's outputs are fixed).
@@ -14,8 +14,8 @@ from functools import cached_property
 from roundtrip.core.evaluation import Evaluation
 
 
-class PairJobs:
-    """The pair jobs of a plan.
+class ReconJobs:
+    """The reconstruction jobs of a plan.
 
     Args:
         plan: the run's :class:`~roundtrip.workflow.plan.Plan`.
@@ -26,11 +26,11 @@ class PairJobs:
 
     @cached_property
     def owners(self) -> dict[str, Evaluation]:
-        """Per-pair scorer name -> the evaluation that registers it."""
-        return {name: ev for ev in self.plan.evaluations.values() for name in ev.pair_scorers}
+        """Reconstruction scorer name -> the evaluation that registers it."""
+        return {name: ev for ev in self.plan.evaluations.values() for name in ev.recon_scorers}
 
     def scorers(self, dataset: str) -> dict[str, dict]:
-        """The per-pair scorers that run in the reconstruction job of an image dataset, with
+        """The reconstruction scorers that run in the reconstruction job of an image dataset, with
         their options: what the active evaluations need from its reconstructions
         (:meth:`~roundtrip.core.evaluation.Evaluation.scorers_for`), in evaluation order."""
         out: dict[str, dict] = {}
@@ -40,31 +40,31 @@ class PairJobs:
         return out
 
     def targets(self, scorers) -> dict[str, str]:
-        """``name -> "module:function"`` of per-pair scorers, for the pair job to import.
+        """``name -> "module:function"`` of reconstruction scorers, for the reconstruction job to import.
 
         Raises:
             KeyError: no registered evaluation registers a scorer (names the known ones).
         """
         unknown = [s for s in scorers if s not in self.owners]
         if unknown:
-            raise KeyError(f"no per-pair scorer {unknown}; known: {sorted(self.owners)}")
-        return {s: self.owners[s].pair_scorers[s] for s in scorers}
+            raise KeyError(f"no reconstruction scorer {unknown}; known: {sorted(self.owners)}")
+        return {s: self.owners[s].recon_scorers[s] for s in scorers}
 
     def inputs(self, scorers: tuple[str, ...], datasets: list[str]
                ) -> dict[str, str | list[str]]:
-        """Inputs the scorers add to the job of a pair rule covering ``datasets``, beside the
+        """Inputs the scorers add to the job of a reconstruction rule covering ``datasets``, beside the
         manifest and model weights."""
         out: dict[str, str | list[str]] = {}
         for name in scorers:
-            out |= self.owners[name].pair_inputs(self.plan, name, datasets)
+            out |= self.owners[name].recon_inputs(self.plan, name, datasets)
         return out
 
     def outputs(self, scorers: tuple[str, ...], datasets: list[str]) -> dict[str, str]:
-        """Files the job of a pair rule covering ``datasets`` writes (patterns in ``{model}``,
+        """Files the job of a reconstruction rule covering ``datasets`` writes (patterns in ``{model}``,
         ``{dataset}``): ``status`` and every frame of the scorers, by output name."""
         out = {"status": "results/recon/{model}/{dataset}/status.csv"}
         for name in scorers:
-            out |= self.owners[name].pair_outputs(self.plan, name, datasets)
+            out |= self.owners[name].recon_outputs(self.plan, name, datasets)
         return out
 
     def variants(self) -> list[tuple[str, list[str], tuple[str, ...]]]:

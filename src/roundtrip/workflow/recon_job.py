@@ -1,12 +1,12 @@
-"""The job of one (model, dataset) pair: reconstruct every image, then score the pair.
+"""The job of one (model, dataset): reconstruct every image, then score the reconstructions.
 
-Everything that reads the same reconstructions runs in this one process, so that a pair costs
+Everything that reads the same reconstructions runs in this one process, so that a (model, dataset) costs
 one Python and torch start-up, not one per metric: the reconstruction stage
 (:func:`roundtrip.stages.reconstruct.reconstruct_dataset`, resumable, so a rerun for a new metric
-reconstructs nothing) and then every per-pair scorer the plan assigns to the dataset
-(:meth:`roundtrip.workflow.plan.Plan.pair_scorers`). Scorers belong to their evaluation: each
-evaluation's spec declares ``pair_scorers`` (name -> ``module:function``,
-:class:`roundtrip.core.evaluation.Evaluation`); a scorer function takes ``(ctx: PairContext,
+reconstructs nothing) and then every reconstruction scorer the plan assigns to the dataset
+(:meth:`roundtrip.workflow.plan.Plan.recon_scorers`). Scorers belong to their evaluation: each
+evaluation's spec declares ``recon_scorers`` (name -> ``module:function``,
+:class:`roundtrip.core.evaluation.Evaluation`); a scorer function takes ``(ctx: ReconContext,
 options)`` and returns ``{output name: frame}``, and each frame is written to the rule's output
 of that name.
 """
@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from roundtrip.core.pairs import PairContext
+from roundtrip.core.recon_items import ReconContext
 
 log = logging.getLogger(__name__)
 
 
 def scorer(target: str):
-    """The scorer function at ``"module:function"`` (an evaluation's ``pair_scorers`` value).
+    """The scorer function at ``"module:function"`` (an evaluation's ``recon_scorers`` value).
 
     Raises:
         ImportError, AttributeError: the target does not exist.
@@ -34,7 +34,7 @@ def scorer(target: str):
     return getattr(importlib.import_module(module), func)
 
 
-def run_pair(model: str, spec: dict, manifest: str | Path, outputs: dict[str, str],
+def run_recon_job(model: str, spec: dict, manifest: str | Path, outputs: dict[str, str],
              scorers: dict[str, dict], targets: dict[str, str], device: str = "auto",
              n_shards: int = 1,
              threads: int = 1, **reconstruct) -> pd.DataFrame:
@@ -48,7 +48,7 @@ def run_pair(model: str, spec: dict, manifest: str | Path, outputs: dict[str, st
             return (``image_quality``, ``set``, ``tokens``, ``text_tesseract``...).
         scorers: scorer name -> its options, run in this order.
         targets: scorer name -> ``"module:function"``
-            (:meth:`roundtrip.workflow.pair_jobs.PairJobs.targets`).
+            (:meth:`roundtrip.workflow.recon_jobs.ReconJobs.targets`).
         device: ``auto``, ``cpu``, ``cuda``...
         n_shards: shards of the dataset
             (:func:`~roundtrip.stages.reconstruct.reconstruct_dataset`).
@@ -56,7 +56,7 @@ def run_pair(model: str, spec: dict, manifest: str | Path, outputs: dict[str, st
         reconstruct: ``batch_size``, ``protocol``, ``size`` of the reconstruction.
 
     Returns:
-        The status rows of the pair.
+        The status rows of the job.
 
     Raises:
         KeyError: a scorer without a target, or a scorer returns a frame the rule has no
@@ -69,7 +69,7 @@ def run_pair(model: str, spec: dict, manifest: str | Path, outputs: dict[str, st
     status = reconstruct_dataset(load, manifest, recon_dir, n_shards,
                                  fingerprint={"model": model, "spec": dict(spec)}, **reconstruct)
     log.info("status counts: %s", status["status"].value_counts().to_dict())
-    ctx = PairContext(model, Path(manifest), Path(outputs["status"]), recon_dir,
+    ctx = ReconContext(model, Path(manifest), Path(outputs["status"]), recon_dir,
                       resolve_device(device), load, threads)
     for name, options in scorers.items():
         for key, frame in scorer(targets[name])(ctx, options).items():

@@ -1,7 +1,7 @@
-"""Reference/reconstruction pairs of a (model, dataset): what every per-pair scorer iterates,
-and the context a scorer runs in (:class:`PairContext`).
+"""The reconstruction items of a (model, dataset): what every reconstruction scorer iterates,
+and the context a scorer runs in (:class:`ReconContext`).
 
-Every manifest item yields one :class:`Pair`, in manifest order; items that were not
+Every manifest item yields one :class:`ReconItem`, in manifest order; items that were not
 reconstructed carry their status and reason instead of paths, so a scorer writes a row for
 every item (the contract of docs/design.md) without reading anything it cannot score.
 """
@@ -15,7 +15,7 @@ from roundtrip.core.manifest import read_item_csv, read_manifest
 
 
 @dataclass
-class Pair:
+class ReconItem:
     """One manifest item of a (model, dataset): its reconstruction status and files.
 
     ``reference`` is what the reconstruction is compared with: the original, or the
@@ -29,9 +29,9 @@ class Pair:
     reconstruction: Path | None = None
 
 
-def iter_pairs(manifest_path: str | Path, status_path: str | Path,
-               recon_dir: str | Path, suffix: str = ".png") -> Iterator[Pair]:
-    """Yield a :class:`Pair` per manifest item, in manifest order (nothing is read yet).
+def iter_recon_items(manifest_path: str | Path, status_path: str | Path,
+               recon_dir: str | Path, suffix: str = ".png") -> Iterator[ReconItem]:
+    """Yield a :class:`ReconItem` per manifest item, in manifest order (nothing is read yet).
 
     Args:
         manifest_path: ``results/datasets/{dataset}/manifest.csv``.
@@ -46,30 +46,30 @@ def iter_pairs(manifest_path: str | Path, status_path: str | Path,
     for _, item in manifest.iterrows():
         item_id = item["item_id"]
         if item_id not in status.index:
-            yield Pair(item_id, "error", "no reconstruction status recorded")
+            yield ReconItem(item_id, "error", "no reconstruction status recorded")
             continue
         st = status.loc[item_id]
         if st["status"] != "ok":
-            yield Pair(item_id, st["status"], st["reason"])
+            yield ReconItem(item_id, st["status"], st["reason"])
             continue
         ref = st.get("reference", "")
-        yield Pair(item_id, "ok", "", recon_dir / ref if ref else root / item["path"],
+        yield ReconItem(item_id, "ok", "", recon_dir / ref if ref else root / item["path"],
                    recon_dir / f"{item_id}{suffix}")
 
 
 @dataclass
-class PairContext:
-    """What a per-pair scorer gets (:mod:`roundtrip.workflow.pair`): the files of one
+class ReconContext:
+    """What a reconstruction scorer gets (:mod:`roundtrip.workflow.recon_job`): the files of one
     reconstructed (model, dataset) and the means to compute on them.
 
     Attributes:
         model: the model's config name.
         manifest: ``results/datasets/{dataset}/manifest.csv``.
-        status: the pair's ``status.csv`` (every item, ``ok`` or the reason it is not).
+        status: the job's ``status.csv`` (every item, ``ok`` or the reason it is not).
         recon_dir: the folder of the reconstructions (``{item_id}.png``).
         device: torch device for networks (a ``torch.device``; typed loosely to keep core free
             of torch).
-        load_model: returns the pair's model adapter, loaded on ``device`` (loaded once, on first
+        load_model: returns the job's model adapter, loaded on ``device`` (loaded once, on first
             call: the reconstruction may not have needed it).
         threads: parallel workers a scorer may start (Tesseract processes).
     """
@@ -81,6 +81,6 @@ class PairContext:
     load_model: object = None
     threads: int = 1
 
-    def pairs(self) -> Iterator[Pair]:
-        """The pairs of this (model, dataset), as :func:`iter_pairs`."""
-        return iter_pairs(self.manifest, self.status, self.recon_dir)
+    def recon_items(self) -> Iterator[ReconItem]:
+        """The reconstruction items of this (model, dataset), as :func:`iter_recon_items`."""
+        return iter_recon_items(self.manifest, self.status, self.recon_dir)
