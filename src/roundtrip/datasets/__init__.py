@@ -43,8 +43,9 @@ class DatasetType:
 
     Attributes:
         builder: ``module:function``; the function takes ``(name, spec, out_dir)`` and returns
-            the items (written here with :func:`roundtrip.core.manifest.write_dataset`) or the
-            manifest frame it wrote itself (volume sets).
+            the items (a list, or an iterator that yields them one by one; written here with
+            :func:`roundtrip.core.manifest.write_dataset`) or the manifest frame it wrote itself
+            (volume sets).
         role: :data:`IMAGES`, :data:`TEXT`, :data:`MEDICAL_2D` or :data:`VOLUMES`.
         rendered: rendered by roundtrip and read back by Tesseract: the ``render`` and ``audit``
             sections and the OCR normalization change its files too.
@@ -194,9 +195,21 @@ def build_dataset(name: str, spec: dict, out_dir: str | Path) -> pd.DataFrame:
     if isinstance(built, pd.DataFrame):  # volume sets write their own manifest
         return built
     if spec.get("lang"):
-        for it in built:  # an item's own language (multilingual sets) wins
-            it.extra = {"lang": spec["lang"], **(it.extra or {})}
+        built = _with_language(built, spec["lang"])
     df = write_dataset(built, out_dir)
     n_err = int((df["status"] != "ok").sum())
     log.info("dataset %s: %d items, %d errors", name, len(df), n_err)
     return df
+
+
+def _with_language(items, lang: str):
+    """``items`` with ``lang`` on every item that has no language of its own (multilingual
+    sets); a list stays a list (write_dataset reserves a list's ids up front), a builder's
+    iterator stays lazy."""
+    def add(it):
+        it.extra = {"lang": lang, **(it.extra or {})}
+        return it
+
+    if isinstance(items, (list, tuple)):
+        return [add(it) for it in items]
+    return map(add, items)
