@@ -49,10 +49,14 @@ class DatasetType:
         role: :data:`IMAGES`, :data:`TEXT`, :data:`MEDICAL_2D` or :data:`VOLUMES`.
         rendered: rendered by roundtrip and read back by Tesseract: the ``render`` and ``audit``
             sections and the OCR normalization change its files too.
+        fingerprint: ``module:function`` taking the spec and returning a digest of the files the
+            set is read from (a Snakemake param: a changed file rebuilds the set); ``""``: the
+            files under ``path`` (:func:`dataset_fingerprint`).
     """
     builder: str
     role: str
     rendered: bool = False
+    fingerprint: str = ""
 
 
 _VOLUME = DatasetType("roundtrip.datasets.medical:build_volumes", VOLUMES)
@@ -62,11 +66,13 @@ _RENDERED = DatasetType("roundtrip.datasets.rendered.build:synthesize", TEXT, re
 DATASET_TYPES: dict[str, DatasetType] = {
     "skimage": DatasetType("roundtrip.datasets.skimage:build", IMAGES),
     "package_photos": DatasetType("roundtrip.datasets.package_photos:build", IMAGES),
-    "folder": DatasetType("roundtrip.datasets.folder:build", IMAGES),
+    "folder": DatasetType("roundtrip.datasets.folder:build", IMAGES,
+                          fingerprint="roundtrip.datasets.folder:fingerprint"),
     "abstracts": _RENDERED,
     "posters": _RENDERED,
     "vista_questions": _RENDERED,
-    "vista_release": DatasetType("roundtrip.datasets.vista:build_release", TEXT),
+    "vista_release": DatasetType("roundtrip.datasets.vista:build_release", TEXT,
+                                 fingerprint="roundtrip.datasets.vista:release_fingerprint"),
     "gpt_highres": DatasetType("roundtrip.datasets.generated:build", IMAGES),
     "gpt_detail": DatasetType("roundtrip.datasets.generated:build", IMAGES),
     "gpt_posters": DatasetType("roundtrip.datasets.generated:build", TEXT),
@@ -143,6 +149,24 @@ def file_keys(spec: dict) -> tuple[str, ...]:
 
         keys += GPT_KEYS
     return keys
+
+
+def dataset_fingerprint(spec: dict) -> str:
+    """Digest of the files a dataset spec is read from (stat only: names, sizes, mtimes), so
+    that a changed, added or removed file rebuilds the set: the type's own ``fingerprint``
+    function where the registry names one (a folder's images and labels file, a release TSV
+    with the folders beside it), else every file under ``path`` (``""`` without one).
+
+    Raises:
+        KeyError: unknown type.
+    """
+    from roundtrip.datasets.folder import path_fingerprint
+
+    func = DATASET_TYPES[spec["type"]].fingerprint
+    if not func:
+        return path_fingerprint(spec.get("path"))
+    module, name = func.split(":")
+    return getattr(importlib.import_module(module), name)(spec)
 
 
 def expected_item_count(spec: dict) -> int | None:
