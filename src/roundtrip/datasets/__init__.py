@@ -10,6 +10,8 @@ tables they feed) and which config keys change the built files (a change rebuild
 |---|---|---|
 | ``skimage`` | :mod:`.skimage` | images (VTBench Table 1) |
 | ``folder`` | :mod:`.folder` | images (medical with ``labels_csv``/``modality``) |
+| ``webdataset`` | :mod:`.webdataset_shards` (tar shards) | images, streamed |
+| ``hf_dataset`` | :mod:`.hf_dataset` (``save_to_disk`` folder, parquet) | images, streamed |
 | ``abstracts``, ``posters``, ``vista_questions`` | :mod:`.rendered` (XeLaTeX) | text (Table 3) |
 | ``vista_release`` | :mod:`.vista` (the VISTA-Bench release TSV) | text (questions) |
 | ``gpt_highres``, ``gpt_detail`` | :mod:`.generated` (image API) | images |
@@ -68,6 +70,10 @@ DATASET_TYPES: dict[str, DatasetType] = {
     "package_photos": DatasetType("roundtrip.datasets.package_photos:build", IMAGES),
     "folder": DatasetType("roundtrip.datasets.folder:build", IMAGES,
                           fingerprint="roundtrip.datasets.folder:fingerprint"),
+    "webdataset": DatasetType("roundtrip.datasets.webdataset_shards:build", IMAGES,
+                              fingerprint="roundtrip.datasets.webdataset_shards:fingerprint"),
+    "hf_dataset": DatasetType("roundtrip.datasets.hf_dataset:build", IMAGES,
+                              fingerprint="roundtrip.datasets.hf_dataset:fingerprint"),
     "abstracts": _RENDERED,
     "posters": _RENDERED,
     "vista_questions": _RENDERED,
@@ -100,9 +106,12 @@ MEDICAL_TYPES = tuple(k for k, t in DATASET_TYPES.items() if t.role in (MEDICAL_
 
 #: Config keys that change the built files of any set.
 COMMON_KEYS = ("type", "images", "path", "lang")
-#: Config keys of the medical sources (:mod:`.medical`).
 #: Config keys of the chain inputs (:mod:`.telephone`).
 CHAIN_KEYS = ("captions", "prompts", "render", "font_size_pt", "width_px", "count")
+#: Config keys of the streamed large sets (:mod:`.webdataset_shards`, :mod:`.hf_dataset`);
+#: ``limit`` and ``label_column`` are among :data:`MEDICAL_KEYS`.
+LARGE_SET_KEYS = ("split", "image_column", "text_column")
+#: Config keys of the medical sources (:mod:`.medical`).
 MEDICAL_KEYS = ("modality", "labels_csv", "splits", "dims", "limit", "bundled", "suffix",
                 "label_column", "sequence", "count", "volume_size", "seed", "intensity",
                 "volume_index", "nonfinite", "spacing")
@@ -148,6 +157,8 @@ def file_keys(spec: dict) -> tuple[str, ...]:
         from roundtrip.datasets.generated import GPT_KEYS
 
         keys += GPT_KEYS
+    if kind in ("webdataset", "hf_dataset"):
+        keys += LARGE_SET_KEYS
     return keys
 
 
@@ -155,7 +166,8 @@ def dataset_fingerprint(spec: dict) -> str:
     """Digest of the files a dataset spec is read from (stat only: names, sizes, mtimes), so
     that a changed, added or removed file rebuilds the set: the type's own ``fingerprint``
     function where the registry names one (a folder's images and labels file, a release TSV
-    with the folders beside it), else every file under ``path`` (``""`` without one).
+    with the folders beside it, a webdataset's shards, an HF dataset's files), else every file
+    under ``path`` (``""`` without one).
 
     Raises:
         KeyError: unknown type.

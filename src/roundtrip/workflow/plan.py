@@ -237,8 +237,9 @@ class Plan:
 
     def dataset_fingerprint(self, dataset: str) -> str:
         """Changes when the files a dataset is read from change, so that it is rebuilt: a
-        folder's images (and its labels file), a release TSV with the folders beside it, any
-        other ``path`` (:func:`roundtrip.datasets.dataset_fingerprint`)."""
+        folder's images (and its labels file), a release TSV with the folders beside it, a
+        webdataset's shards, an HF dataset's files, any other ``path``
+        (:func:`roundtrip.datasets.dataset_fingerprint`)."""
         return dataset_fingerprint(self.config["datasets"][dataset])
 
     def shards(self, dataset: str) -> int:
