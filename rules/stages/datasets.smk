@@ -17,8 +17,11 @@ rule build_dataset:
         "prepare"
     resources:
         mem_mb=4000,
-        # API-generated sets wait on image generation (about a minute per image)
-        runtime=lambda wc: 600 if config["datasets"][wc.dataset]["type"].startswith("gpt_") else 30,
+        # API-generated sets wait on image generation (about a minute per image); streamed
+        # large sets (webdataset, hf_dataset) decode and write every image of their shards
+        runtime=lambda wc: 600 if (config["datasets"][wc.dataset]["type"].startswith("gpt_")
+                                   or config["datasets"][wc.dataset]["type"]
+                                   in ("webdataset", "hf_dataset")) else 30,
     conda:
         "../../envs/roundtrip.yaml"
     script:

@@ -147,10 +147,12 @@ def missing_paths_message(config: dict, weights: list[tuple[str, str]] = ()) -> 
     at a half-copied data root and weights folder lists all that is missing at once instead of
     one path per attempt.
     """
-    import os
+    from roundtrip.core.paths import any_exists
 
+    # a shard pattern (webdataset, parquet) exists when it names at least one file; the
+    # dataset's own check then names any file it spells out that is missing
     missing = [(key, f"{path} does not exist") for key, path in dataset_paths(config)
-               if not os.path.exists(path)]
+               if not any_exists(path)]
     problems = missing + list(weights)
     if not problems:
         return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,41 +40,86 @@ class Item:
     extra: dict | None = None
 
 
-def write_dataset(items: list[Item], out_dir: str | Path) -> pd.DataFrame:
+def write_dataset(items: Iterable[Item], out_dir: str | Path) -> pd.DataFrame:
     """Write images to ``out_dir/images/{item_id}.png`` and ``out_dir/manifest.csv``.
 
+    Items are written as they come: a generator is consumed one item at a time, so a set of a
+    million images holds one decoded image in memory, not all of them (the manifest rows, a few
+    strings each, are kept for ``manifest.csv``).
+
     Args:
-        items: items with ``image`` set (ok) or ``reason`` set (error).
+        items: items with ``image`` set (ok) or ``reason`` set (error); a list, or any
+            iterable (a builder's generator).
         out_dir: dataset folder, created if missing.
 
     Returns:
         The manifest as a DataFrame; items whose id collided with an earlier one are renamed
-        (:func:`unique_ids`) and say so in a ``notes`` column.
+        (:class:`UniqueIds`) and say so in a ``notes`` column.
     """
     out_dir = Path(out_dir)
     (out_dir / "images").mkdir(parents=True, exist_ok=True)
-    for it, note in zip(items, unique_ids(items)):
-        if note:
-            it.extra = (it.extra or {}) | {"notes": note}
-    rows = []
-    for it in items:
-        row = {"item_id": it.item_id, "kind": "image", "depth": "", "source": it.source}
-        if it.image is not None:
-            rel = f"images/{it.item_id}.png"
-            write_png(out_dir / rel, it.image)
-            row.update(path=rel, width=it.image.shape[1], height=it.image.shape[0],
-                       sha256=sha256_file(out_dir / rel), status="ok", reason="")
-        else:
-            row.update(path="", width="", height="", sha256="", status="error", reason=it.reason)
-        row.update(it.extra or {})
-        rows.append(row)
+    # a list's ids are all known up front, so a rename never takes an id a later item brings;
+    # a stream's are not, and a later item whose id a rename took is renamed in turn
+    ids = UniqueIds(it.item_id for it in items) if isinstance(items, (list, tuple)) else UniqueIds()
+    rows = [_write_item(it, ids.claim(it), out_dir) for it in items]
     return write_manifest(rows, out_dir)
+
+
+def _write_item(it: Item, note: str, out_dir: Path) -> dict:
+    """Write one item's PNG (ok items) and return its manifest row; ``note`` records a rename."""
+    if note:
+        notes = (it.extra or {}).get("notes")
+        it.extra = (it.extra or {}) | {"notes": f"{notes}; {note}" if notes else note}
+    row = {"item_id": it.item_id, "kind": "image", "depth": "", "source": it.source}
+    if it.image is not None:
+        rel = f"images/{it.item_id}.png"
+        write_png(out_dir / rel, it.image)
+        row.update(path=rel, width=it.image.shape[1], height=it.image.shape[0],
+                   sha256=sha256_file(out_dir / rel), status="ok", reason="")
+    else:
+        row.update(path="", width="", height="", sha256="", status="error", reason=it.reason)
+    row.update(it.extra or {})
+    return row
+
+
+class UniqueIds:
+    """Item ids handed out one item at a time, each unique: an id already taken becomes
+    ``{id}__2``, ``{id}__3``... (the first free one), so one file's name never costs another
+    file its item.
+
+    Args:
+        reserved: ids that later items will bring (all of a list's ids); a rename never takes
+            one of them. A stream cannot know its later ids and reserves none.
+    """
+
+    def __init__(self, reserved: Iterable[str] = ()):
+        self._reserved = set(reserved)
+        self._taken: set[str] = set()
+
+    def claim(self, item) -> str:
+        """Take ``item.item_id``, renaming ``item`` in place if it is taken.
+
+        Args:
+            item: an object with a mutable ``item_id`` (a dataset item, a volume source).
+
+        Returns:
+            ``""``, or the note recording the rename.
+        """
+        if item.item_id not in self._taken:
+            self._taken.add(item.item_id)
+            return ""
+        k, old = 2, item.item_id
+        while f"{old}__{k}" in self._taken or f"{old}__{k}" in self._reserved:
+            k += 1
+        item.item_id = f"{old}__{k}"
+        self._taken.add(item.item_id)
+        return f"item id {old!r} already taken by another source; renamed {item.item_id!r}"
 
 
 def unique_ids(items: list) -> list[str]:
     """Rename, in place, every item whose ``item_id`` an earlier item already has, to
-    ``{id}__2``, ``{id}__3``... (the first free one), so one file's name never costs another
-    file its item.
+    ``{id}__2``, ``{id}__3``... (the first free one, never an id a later item has), so one
+    file's name never costs another file its item.
 
     Args:
         items: objects with a mutable ``item_id`` (dataset items, volume sources).
@@ -81,20 +127,8 @@ def unique_ids(items: list) -> list[str]:
     Returns:
         Per item, ``""`` or the note recording the rename.
     """
-    seen = {it.item_id for it in items}
-    taken, notes = set(), []
-    for it in items:
-        if it.item_id not in taken:
-            taken.add(it.item_id)
-            notes.append("")
-            continue
-        k, old = 2, it.item_id
-        while f"{old}__{k}" in taken or f"{old}__{k}" in seen:
-            k += 1
-        it.item_id = f"{old}__{k}"
-        taken.add(it.item_id)
-        notes.append(f"item id {old!r} already taken by another source; renamed {it.item_id!r}")
-    return notes
+    ids = UniqueIds(it.item_id for it in items)
+    return [ids.claim(it) for it in items]
 
 
 def write_manifest(rows: list[dict], out_dir: str | Path) -> pd.DataFrame:

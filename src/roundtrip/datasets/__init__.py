@@ -10,6 +10,8 @@ tables they feed) and which config keys change the built files (a change rebuild
 |---|---|---|
 | ``skimage`` | :mod:`.skimage` | images (VTBench Table 1) |
 | ``folder`` | :mod:`.folder` | images (medical with ``labels_csv``/``modality``) |
+| ``webdataset`` | :mod:`.webdataset_shards` (tar shards) | images, streamed |
+| ``hf_dataset`` | :mod:`.hf_dataset` (``save_to_disk`` folder, parquet) | images, streamed |
 | ``abstracts``, ``posters``, ``vista_questions`` | :mod:`.rendered` (XeLaTeX) | text (Table 3) |
 | ``vista_release`` | :mod:`.vista` (the VISTA-Bench release TSV) | text (questions) |
 | ``gpt_highres``, ``gpt_detail`` | :mod:`.generated` (image API) | images |
@@ -43,15 +45,20 @@ class DatasetType:
 
     Attributes:
         builder: ``module:function``; the function takes ``(name, spec, out_dir)`` and returns
-            the items (written here with :func:`roundtrip.core.manifest.write_dataset`) or the
-            manifest frame it wrote itself (volume sets).
+            the items (a list, or an iterator that yields them one by one; written here with
+            :func:`roundtrip.core.manifest.write_dataset`) or the manifest frame it wrote itself
+            (volume sets).
         role: :data:`IMAGES`, :data:`TEXT`, :data:`MEDICAL_2D` or :data:`VOLUMES`.
         rendered: rendered by roundtrip and read back by Tesseract: the ``render`` and ``audit``
             sections and the OCR normalization change its files too.
+        fingerprint: ``module:function`` taking the spec and returning a digest of the files the
+            set is read from (a Snakemake param: a changed file rebuilds the set); ``""``: the
+            files under ``path`` (:func:`dataset_fingerprint`).
     """
     builder: str
     role: str
     rendered: bool = False
+    fingerprint: str = ""
 
 
 _VOLUME = DatasetType("roundtrip.datasets.medical:build_volumes", VOLUMES)
@@ -61,11 +68,17 @@ _RENDERED = DatasetType("roundtrip.datasets.rendered.build:synthesize", TEXT, re
 DATASET_TYPES: dict[str, DatasetType] = {
     "skimage": DatasetType("roundtrip.datasets.skimage:build", IMAGES),
     "package_photos": DatasetType("roundtrip.datasets.package_photos:build", IMAGES),
-    "folder": DatasetType("roundtrip.datasets.folder:build", IMAGES),
+    "folder": DatasetType("roundtrip.datasets.folder:build", IMAGES,
+                          fingerprint="roundtrip.datasets.folder:fingerprint"),
+    "webdataset": DatasetType("roundtrip.datasets.webdataset_shards:build", IMAGES,
+                              fingerprint="roundtrip.datasets.webdataset_shards:fingerprint"),
+    "hf_dataset": DatasetType("roundtrip.datasets.hf_dataset:build", IMAGES,
+                              fingerprint="roundtrip.datasets.hf_dataset:fingerprint"),
     "abstracts": _RENDERED,
     "posters": _RENDERED,
     "vista_questions": _RENDERED,
-    "vista_release": DatasetType("roundtrip.datasets.vista:build_release", TEXT),
+    "vista_release": DatasetType("roundtrip.datasets.vista:build_release", TEXT,
+                                 fingerprint="roundtrip.datasets.vista:release_fingerprint"),
     "gpt_highres": DatasetType("roundtrip.datasets.generated:build", IMAGES),
     "gpt_detail": DatasetType("roundtrip.datasets.generated:build", IMAGES),
     "gpt_posters": DatasetType("roundtrip.datasets.generated:build", TEXT),
@@ -93,9 +106,12 @@ MEDICAL_TYPES = tuple(k for k, t in DATASET_TYPES.items() if t.role in (MEDICAL_
 
 #: Config keys that change the built files of any set.
 COMMON_KEYS = ("type", "images", "path", "lang")
-#: Config keys of the medical sources (:mod:`.medical`).
 #: Config keys of the chain inputs (:mod:`.telephone`).
 CHAIN_KEYS = ("captions", "prompts", "render", "font_size_pt", "width_px", "count")
+#: Config keys of the streamed large sets (:mod:`.webdataset_shards`, :mod:`.hf_dataset`);
+#: ``limit`` and ``label_column`` are among :data:`MEDICAL_KEYS`.
+LARGE_SET_KEYS = ("split", "image_column", "text_column")
+#: Config keys of the medical sources (:mod:`.medical`).
 MEDICAL_KEYS = ("modality", "labels_csv", "splits", "dims", "limit", "bundled", "suffix",
                 "label_column", "sequence", "count", "volume_size", "seed", "intensity",
                 "volume_index", "nonfinite", "spacing")
@@ -141,7 +157,28 @@ def file_keys(spec: dict) -> tuple[str, ...]:
         from roundtrip.datasets.generated import GPT_KEYS
 
         keys += GPT_KEYS
+    if kind in ("webdataset", "hf_dataset"):
+        keys += LARGE_SET_KEYS
     return keys
+
+
+def dataset_fingerprint(spec: dict) -> str:
+    """Digest of the files a dataset spec is read from (stat only: names, sizes, mtimes), so
+    that a changed, added or removed file rebuilds the set: the type's own ``fingerprint``
+    function where the registry names one (a folder's images and labels file, a release TSV
+    with the folders beside it, a webdataset's shards, an HF dataset's files), else every file
+    under ``path`` (``""`` without one).
+
+    Raises:
+        KeyError: unknown type.
+    """
+    from roundtrip.datasets.folder import path_fingerprint
+
+    func = DATASET_TYPES[spec["type"]].fingerprint
+    if not func:
+        return path_fingerprint(spec.get("path"))
+    module, name = func.split(":")
+    return getattr(importlib.import_module(module), name)(spec)
 
 
 def expected_item_count(spec: dict) -> int | None:
@@ -194,9 +231,21 @@ def build_dataset(name: str, spec: dict, out_dir: str | Path) -> pd.DataFrame:
     if isinstance(built, pd.DataFrame):  # volume sets write their own manifest
         return built
     if spec.get("lang"):
-        for it in built:  # an item's own language (multilingual sets) wins
-            it.extra = {"lang": spec["lang"], **(it.extra or {})}
+        built = _with_language(built, spec["lang"])
     df = write_dataset(built, out_dir)
     n_err = int((df["status"] != "ok").sum())
     log.info("dataset %s: %d items, %d errors", name, len(df), n_err)
     return df
+
+
+def _with_language(items, lang: str):
+    """``items`` with ``lang`` on every item that has no language of its own (multilingual
+    sets); a list stays a list (write_dataset reserves a list's ids up front), a builder's
+    iterator stays lazy."""
+    def add(it):
+        it.extra = {"lang": lang, **(it.extra or {})}
+        return it
+
+    if isinstance(items, (list, tuple)):
+        return [add(it) for it in items]
+    return map(add, items)

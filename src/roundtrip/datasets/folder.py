@@ -85,12 +85,26 @@ def path_fingerprint(path: str | Path | None) -> str:
     path = Path(path)
     if not path.exists():
         return "missing"
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return files_fingerprint([path] if path.is_file() else
+                             sorted(p for p in path.rglob("*") if p.is_file()))
+
+
+def files_fingerprint(files: list[Path]) -> str:
+    """Digest of the paths, sizes and mtimes of ``files``, in the order given (stat only).
+
+    Raises:
+        FileNotFoundError: a file vanished since it was listed.
+    """
     h = hashlib.sha256()
     for f in files:
         st = f.stat()
         h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     return h.hexdigest()[:16]
+
+
+def fingerprint(spec: dict) -> str:
+    """Fingerprint of a ``folder`` set (dataset registry): its images and its labels file."""
+    return folder_fingerprint(spec["path"]) + path_fingerprint(spec.get("labels_csv"))
 
 
 def build(name: str, spec: dict, out_dir: str | Path) -> list[Item]:

@@ -206,6 +206,14 @@ def write_item_images(items: list, out_dir: str | Path) -> None:
         it.extra = extra
 
 
+def release_fingerprint(spec: dict) -> str:
+    """Fingerprint of a ``vista_release`` set (dataset registry): the TSV and the images/,
+    questions/ folders beside it."""
+    from roundtrip.datasets.folder import path_fingerprint
+
+    return path_fingerprint(Path(spec["path"]).parent)
+
+
 def build_release(name: str, spec: dict, out_dir: str | Path) -> list:
     """Items of a ``vista_release`` set: one per TSV row, the question image as the item image.
 

@@ -223,6 +223,10 @@ def _check_ocr_datasets(config: dict, built: dict) -> None:
 #: Dataset types whose ``path`` is a folder of files, and what the folder must hold.
 _FOLDER_TYPES = {"folder": "image files", "nifti": ".nii/.nii.gz files", "bids": "a BIDS tree",
                  "brats": "BraTS case folders"}
+#: Dataset types whose ``path`` may be a pattern (shards, parquet files): their module's
+#: ``check_source(name, spec)`` resolves it, raising with the key to fix.
+_SOURCE_TYPES = {"webdataset": "roundtrip.datasets.webdataset_shards",
+                 "hf_dataset": "roundtrip.datasets.hf_dataset"}
 
 
 def _check_bundled_names(name: str, spec: dict) -> None:
@@ -250,7 +254,14 @@ def _check_path(name: str, spec: dict) -> None:
     if not path:
         return
     p = Path(path)
-    if spec["type"] in _FOLDER_TYPES:
+    if spec["type"] in _SOURCE_TYPES:
+        import importlib
+
+        try:
+            importlib.import_module(_SOURCE_TYPES[spec["type"]]).check_source(name, spec)
+        except (FileNotFoundError, ValueError) as exc:  # the message names the key
+            raise ConfigError(str(exc)) from exc
+    elif spec["type"] in _FOLDER_TYPES:
         if not p.is_dir():
             raise ConfigError(f"datasets.{name}.path: {path} is not a directory")
         if spec["type"] == "folder":

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
-from pathlib import Path
 
 from roundtrip.core.evaluation import Evaluation, load_evaluations
 from roundtrip.core.imaging import DEFAULT_MAX_PIXELS
@@ -31,11 +30,11 @@ from roundtrip.datasets import (
     SYNTHETIC_TYPES,
     TEXT,
     VOLUMES,
+    dataset_fingerprint,
     expected_item_count,
     file_keys,
     role_of,
 )
-from roundtrip.datasets.folder import folder_fingerprint, path_fingerprint
 from roundtrip.datasets.volumes import DEFAULT_MAX_VOXELS
 from roundtrip.models import CODEC_TYPES, ORIGINAL, TRAINED_TYPES
 from roundtrip.stages.train import TRAIN_DEFAULTS
@@ -238,14 +237,10 @@ class Plan:
 
     def dataset_fingerprint(self, dataset: str) -> str:
         """Changes when the files a dataset is read from change, so that it is rebuilt: a
-        folder's images (and its labels file), a release TSV with the folders beside it, any
-        other ``path``."""
-        spec = self.config["datasets"][dataset]
-        if spec["type"] == "folder":
-            return folder_fingerprint(spec["path"]) + path_fingerprint(spec.get("labels_csv"))
-        if spec["type"] == "vista_release":  # the TSV and the images/, questions/ beside it
-            return path_fingerprint(Path(spec["path"]).parent)
-        return path_fingerprint(spec.get("path"))
+        folder's images (and its labels file), a release TSV with the folders beside it, a
+        webdataset's shards, an HF dataset's files, any other ``path``
+        (:func:`roundtrip.datasets.dataset_fingerprint`)."""
+        return dataset_fingerprint(self.config["datasets"][dataset])
 
     def shards(self, dataset: str) -> int:
         """Reconstruction jobs a dataset is cut into (``datasets.<name>.shards``)."""
