@@ -5,7 +5,11 @@
 # (ReconJobs.variants: reconstruct, reconstruct_tokens, reconstruct_text, ...).
 # Volume sets: rules/evals/medibench.smk.
 
-for VARIANT, VARIANT_DATASETS, VARIANT_SCORERS in PLAN.recon_jobs.variants():
+for VARIANT, ALL_DATASETS, VARIANT_SCORERS in PLAN.recon_jobs.variants():
+    # sets reconstructed in their models' batched jobs (below) have no job of their own
+    VARIANT_DATASETS = PLAN.recon_jobs.unbatched(ALL_DATASETS)
+    if not VARIANT_DATASETS:
+        continue
 
     rule:
         name:
@@ -44,6 +48,43 @@ for VARIANT, VARIANT_DATASETS, VARIANT_SCORERS in PLAN.recon_jobs.variants():
             "../../envs/roundtrip.yaml"
         script:
             "../../scripts/reconstruct.py"
+
+
+# Batched jobs: the small sets built from packaged data (ReconJobs.batched), one job per model
+# (and per run-wide file their scorers wait on: ReconJobs.batches). Each set gets the files and
+# bytes its own job would write; a job of a few items is mostly start-up.
+for BATCH, BATCH_MODELS, BATCH_DATASETS in PLAN.recon_jobs.batches():
+
+    rule:
+        name:
+            BATCH
+        input:
+            manifests=[f"results/datasets/{d}/manifest.csv" for d in BATCH_DATASETS],
+            weights=model_weights,
+            scorer_inputs=PLAN.recon_jobs.batch_inputs(BATCH_DATASETS),
+        output:
+            PLAN.recon_jobs.batch_outputs(BATCH_DATASETS),
+        wildcard_constraints:
+            model=regex_of(BATCH_MODELS),
+        params:
+            spec=model_spec,
+            # per set: manifest, outputs, scorers with their options and modules, protocol, size
+            jobs=lambda wc, sets=BATCH_DATASETS: PLAN.recon_jobs.batch_jobs(sets, wc.model),
+            device=RUN["device"],
+            batch_size=RUN["batch_size"],
+        log:
+            f"logs/{BATCH}/{{model}}.log",
+        benchmark:
+            f"results/benchmarks/{BATCH}/{{model}}.tsv"
+        threads: 1
+        resources:
+            mem_mb=4000,
+            runtime=120,
+            gpu=lambda wc: PLAN.gpu_for(wc.model),
+        conda:
+            "../../envs/roundtrip.yaml"
+        script:
+            "../../scripts/reconstruct_sets.py"
 
 
 rule reconstruct_shard:

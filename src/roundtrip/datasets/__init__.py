@@ -54,20 +54,27 @@ class DatasetType:
         fingerprint: ``module:function`` taking the spec and returning a digest of the files the
             set is read from (a Snakemake param: a changed file rebuilds the set); ``""``: the
             files under ``path`` (:func:`dataset_fingerprint`).
+        packaged: built from data shipped inside installed packages, a few dozen items at
+            most (no user ``path``). Such sets are reconstructed in one job per model
+            (:meth:`roundtrip.workflow.recon_jobs.ReconJobs.batched`): their jobs are
+            mostly start-up.
     """
     builder: str
     role: str
     rendered: bool = False
     fingerprint: str = ""
+    packaged: bool = False
 
 
 _VOLUME = DatasetType("roundtrip.datasets.medical:build_volumes", VOLUMES)
-_RENDERED = DatasetType("roundtrip.datasets.rendered.build:synthesize", TEXT, rendered=True)
+_RENDERED = DatasetType("roundtrip.datasets.rendered.build:synthesize", TEXT, rendered=True,
+                        packaged=True)
 
 #: config ``type`` -> :class:`DatasetType`.
 DATASET_TYPES: dict[str, DatasetType] = {
-    "skimage": DatasetType("roundtrip.datasets.skimage:build", IMAGES),
-    "package_photos": DatasetType("roundtrip.datasets.package_photos:build", IMAGES),
+    "skimage": DatasetType("roundtrip.datasets.skimage:build", IMAGES, packaged=True),
+    "package_photos": DatasetType("roundtrip.datasets.package_photos:build", IMAGES,
+                                  packaged=True),
     "folder": DatasetType("roundtrip.datasets.folder:build", IMAGES,
                           fingerprint="roundtrip.datasets.folder:fingerprint"),
     "webdataset": DatasetType("roundtrip.datasets.webdataset_shards:build", IMAGES,
@@ -82,7 +89,8 @@ DATASET_TYPES: dict[str, DatasetType] = {
     "gpt_highres": DatasetType("roundtrip.datasets.generated:build", IMAGES),
     "gpt_detail": DatasetType("roundtrip.datasets.generated:build", IMAGES),
     "gpt_posters": DatasetType("roundtrip.datasets.generated:build", TEXT),
-    "skimage_medical": DatasetType("roundtrip.datasets.medical:build_skimage_medical", MEDICAL_2D),
+    "skimage_medical": DatasetType("roundtrip.datasets.medical:build_skimage_medical", MEDICAL_2D,
+                                   packaged=True),
     "medmnist": DatasetType("roundtrip.datasets.medical:build_medmnist", MEDICAL_2D),
     "nifti": _VOLUME,
     "bids": _VOLUME,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -35,9 +36,9 @@ def scorer(target: str):
 
 
 def run_recon_job(model: str, spec: dict, manifest: str | Path, outputs: dict[str, str],
-             scorers: dict[str, dict], targets: dict[str, str], device: str = "auto",
-             n_shards: int = 1,
-             threads: int = 1, **reconstruct) -> pd.DataFrame:
+                  scorers: dict[str, dict], targets: dict[str, str], device: str = "auto",
+                  n_shards: int = 1, threads: int = 1, loader: Callable | None = None,
+                  **reconstruct) -> pd.DataFrame:
     """Reconstruct a (model, dataset) and run its scorers.
 
     Args:
@@ -53,6 +54,8 @@ def run_recon_job(model: str, spec: dict, manifest: str | Path, outputs: dict[st
         n_shards: shards of the dataset
             (:func:`~roundtrip.stages.reconstruct.reconstruct_dataset`).
         threads: workers a scorer may start (OCR processes).
+        loader: returns the model's adapter, loaded once (:func:`run_recon_jobs` shares one
+            among its datasets); default: a loader of its own.
         reconstruct: ``batch_size``, ``protocol``, ``size`` of the reconstruction.
 
     Returns:
@@ -64,7 +67,8 @@ def run_recon_job(model: str, spec: dict, manifest: str | Path, outputs: dict[st
     """
     from roundtrip.stages.reconstruct import load_model, reconstruct_dataset, resolve_device
 
-    load = cache(lambda: load_model(model, spec, device))  # loaded at most once, when needed
+    # loaded at most once, when needed
+    load = loader or cache(lambda: load_model(model, spec, device))
     recon_dir = Path(outputs["status"]).parent
     status = reconstruct_dataset(load, manifest, recon_dir, n_shards,
                                  fingerprint={"model": model, "spec": dict(spec)}, **reconstruct)
@@ -76,3 +80,30 @@ def run_recon_job(model: str, spec: dict, manifest: str | Path, outputs: dict[st
             frame.to_csv(outputs[key], index=False)
         log.info("scored %s", name)
     return status
+
+
+def run_recon_jobs(model: str, spec: dict, jobs: list[dict], device: str = "auto",
+                   threads: int = 1, batch_size: int = 8) -> None:
+    """A batched job: several small datasets of one model in one process, each exactly as
+    :func:`run_recon_job` would do it in a job of its own (same files, same bytes), with the
+    model loaded at most once (:meth:`roundtrip.workflow.recon_jobs.ReconJobs.batches`).
+
+    Args:
+        model, spec, device, threads: as :func:`run_recon_job`.
+        jobs: per dataset, :meth:`~roundtrip.workflow.recon_jobs.ReconJobs.batch_jobs`
+            (``dataset``, ``manifest``, ``outputs``, ``scorers``, ``targets``, ``protocol``,
+            ``size``); one shard each.
+        batch_size: items per forward pass.
+
+    Raises:
+        As :func:`run_recon_job`; a dataset's error stops the job (Snakemake then reruns
+        it, and the reconstructions already made are resumed, not recomputed).
+    """
+    from roundtrip.stages.reconstruct import load_model
+
+    load = cache(lambda: load_model(model, spec, device))
+    for job in jobs:
+        log.info("dataset %s", job["dataset"])
+        run_recon_job(model, spec, job["manifest"], job["outputs"], job["scorers"],
+                      job["targets"], device=device, threads=threads, loader=load,
+                      batch_size=batch_size, protocol=job["protocol"], size=job["size"])

@@ -6,12 +6,19 @@ reconstructions, every reconstruction scorer the active evaluations ask for
 which scorers run on a dataset, where each is defined, what they add to the job's inputs and
 outputs, and the reconstruction rules that follow (one per distinct set of scorers, since a
 rule's outputs are fixed).
+
+Sets built from data inside installed packages (a few items each) are *batched*: one job per
+model reconstructs and scores all of them (:meth:`ReconJobs.batches`), since a job of a few
+items is mostly Python, torch and metric-library start-up (about 6 of its 8-15 s on a 2-core
+machine). Each set keeps its own files, written by the same code, so the results are the same
+bytes either way.
 """
 from __future__ import annotations
 
 from functools import cached_property
 
 from roundtrip.core.evaluation import Evaluation
+from roundtrip.datasets import DATASET_TYPES
 
 
 class ReconJobs:
@@ -88,3 +95,95 @@ class ReconJobs:
                                                        else "_only")
             variants.append((name, datasets, scorers))
         return variants
+
+    # -- batched jobs ------------------------------------------------------------------------
+    def batched(self, dataset: str) -> bool:
+        """Whether a dataset is reconstructed in its models' batched jobs (:meth:`batches`)
+        rather than in one job per (model, dataset): a set of a packaged type
+        (:attr:`roundtrip.datasets.DatasetType.packaged`) in one shard, with
+        ``run.batch_packaged_sets`` on (the default). A user's set keeps jobs of its own, so
+        that it is cached, sharded and rerun on its own."""
+        spec = self.plan.config["datasets"][dataset]
+        return (bool(self.plan.config["run"].get("batch_packaged_sets", True))
+                and DATASET_TYPES[spec["type"]].packaged and self.plan.shards(dataset) == 1)
+
+    def unbatched(self, datasets: list[str]) -> list[str]:
+        """The datasets of ``datasets`` that get one job per (model, dataset)."""
+        return [d for d in datasets if not self.batched(d)]
+
+    def waits_on(self, dataset: str) -> tuple[str, ...]:
+        """Run-wide files the scorers of ``dataset`` read (inputs not of the dataset itself:
+        the reference tokenizer, the CMMS regressor), sorted. Sets that wait on different
+        files go to different batched jobs, so that a set need not wait for a training its
+        scorers do not read."""
+        files: set[str] = set()
+        for value in self.inputs(tuple(self.scorers(dataset)), [dataset]).values():
+            files |= {f for f in ([value] if isinstance(value, str) else value)
+                      if "{dataset}" not in f}
+        return tuple(sorted(files))
+
+    def batches(self) -> list[tuple[str, list[str], list[str]]]:
+        """``(rule name, models, datasets)`` of the batched jobs: per model, its batched sets
+        grouped by the run-wide files they wait on (:meth:`waits_on`); models with the same
+        groups share a rule (wildcard ``model``). Names: ``reconstruct_sets``, plus the
+        scorers that wait (``reconstruct_sets_tokens``), plus ``_2``, ``_3``... where models
+        cover different sets."""
+        groups: dict[tuple, list[str]] = {}
+        for model in self.plan.models:
+            by_wait: dict[tuple, list[str]] = {}
+            for d in self.plan.image_datasets:
+                if self.batched(d) and model in self.plan.models_on(d):
+                    by_wait.setdefault(self.waits_on(d), []).append(d)
+            for wait, datasets in by_wait.items():
+                groups.setdefault((wait, tuple(datasets)), []).append(model)
+        out, taken = [], set()
+        for (wait, datasets), models in groups.items():
+            waiting = sorted({s for d in datasets for s in self.scorers(d)
+                              if self._run_wide_inputs(s, d)})
+            name = "_".join(["reconstruct_sets", *waiting])
+            base, k = name, 2
+            while name in taken:
+                name, k = f"{base}_{k}", k + 1
+            taken.add(name)
+            out.append((name, models, list(datasets)))
+        return out
+
+    def _run_wide_inputs(self, scorer: str, dataset: str) -> set[str]:
+        value_lists = self.owners[scorer].recon_inputs(self.plan, scorer, [dataset]).values()
+        return {f for v in value_lists for f in ([v] if isinstance(v, str) else v)
+                if "{dataset}" not in f}
+
+    def batch_inputs(self, datasets: list[str]) -> list[str]:
+        """The files the scorers of a batched job read, beside the manifests and the model's
+        weights (each dataset's :meth:`inputs`, formatted), without repeats."""
+        files: list[str] = []
+        for d in datasets:
+            for value in self.inputs(tuple(self.scorers(d)), [d]).values():
+                for f in ([value] if isinstance(value, str) else value):
+                    if (f := f.format(dataset=d)) not in files:
+                        files.append(f)
+        return files
+
+    def batch_outputs(self, datasets: list[str]) -> list[str]:
+        """Every file a batched job writes (patterns in ``{model}``): each dataset's
+        :meth:`outputs`, the same files its own job would write."""
+        return [f for d in datasets for f in self._outputs_of(d, "{model}").values()]
+
+    def batch_jobs(self, datasets: list[str], model: str) -> list[dict]:
+        """What a batched job of ``model`` does, per dataset in order: ``dataset``,
+        ``manifest``, ``outputs`` (name -> file), ``scorers`` (name -> options), ``targets``
+        (name -> ``module:function``), ``protocol`` and ``size``
+        (:func:`roundtrip.workflow.recon_job.run_recon_jobs`)."""
+        jobs = []
+        for d in datasets:
+            spec = self.plan.config["datasets"][d]
+            scorers = self.scorers(d)
+            jobs.append({"dataset": d, "manifest": f"results/datasets/{d}/manifest.csv",
+                         "outputs": self._outputs_of(d, model), "scorers": scorers,
+                         "targets": self.targets(tuple(scorers)),
+                         "protocol": spec.get("protocol"), "size": spec.get("size")})
+        return jobs
+
+    def _outputs_of(self, dataset: str, model: str) -> dict[str, str]:
+        patterns = self.outputs(tuple(self.scorers(dataset)), [dataset])
+        return {k: v.format(model=model, dataset=dataset) for k, v in patterns.items()}
