@@ -229,6 +229,42 @@ def test_scorers_run_where_an_evaluation_reads_them(plan):
     assert tokens["cmms"] == "results/weights/cmms/small_vq/model.pt" and tokens["size"] == 128
 
 
+def test_packaged_sets_share_one_job_per_model(plan, shipped):
+    jobs = plan.recon_jobs
+    batches = {name: (models, datasets) for name, models, datasets in jobs.batches()}
+    # the token sets wait on the reference tokenizer and CMMS; the others on nothing the run
+    # trains, so they need not wait for it
+    assert batches["reconstruct_sets_tokens"] == (plan.models, ["natural", "textures",
+                                                                "natural_256"])
+    assert jobs.waits_on("natural") == ("results/weights/cmms/small_vq/model.pt",
+                                        "results/weights/small_vq/model.pt")
+    assert jobs.waits_on("abstracts") == ()
+    # models that cover different sets (datasets.<name>.models) get rules of their own
+    assert "highres_1024" in batches["reconstruct_sets"][1]
+    # every (model, dataset) of an image set runs in exactly one job, and all in batches
+    covered = [(m, d) for models, datasets in batches.values() for m in models for d in datasets]
+    assert sorted(covered) == sorted(plan.model_datasets(plan.image_datasets))
+    assert all(jobs.unbatched(d) == [] for _, d, _ in jobs.variants())
+    # a batched job writes exactly the files the set's own job would write
+    own = jobs.outputs(("image_quality", "tokens"), ["natural"])
+    assert jobs.batch_outputs(["natural"]) == [f.format(model="{model}", dataset="natural")
+                                               for f in own.values()]
+    job = jobs.batch_jobs(["posters"], "jpeg_q75")[0]
+    assert job["outputs"]["text_rapidocr"] == "results/metrics/jpeg_q75/posters/text_rapidocr.csv"
+    assert job["targets"]["text"] == "roundtrip.evals.vtbench.text:score_reconstructions"
+    assert "results/ocr/rapidocr/original/posters.csv" in jobs.batch_inputs(["posters"])
+    # switched off, or a user's folder, or a set cut into shards: one job per (model, dataset)
+    off = copy.deepcopy(shipped)
+    off["run"]["batch_packaged_sets"] = False
+    assert Plan(off, cores=2).recon_jobs.batches() == []
+    mixed = small(photos={"type": "skimage", "images": ["astronaut"]},
+                  cut={"type": "skimage", "images": ["astronaut", "camera"], "shards": 2},
+                  mine={"type": "folder", "path": str(REPO)})
+    p = Plan(mixed, cores=2)
+    assert [d for d in p.image_datasets if p.recon_jobs.batched(d)] == ["photos"]
+    assert p.recon_jobs.unbatched(p.image_datasets) == ["cut", "mine"]
+
+
 def test_one_reconstruction_rule_per_set_of_scorers(plan):
     variants = {name: (datasets, scorers) for name, datasets, scorers in plan.recon_jobs.variants()}
     assert set(variants) == {"reconstruct", "reconstruct_tokens", "reconstruct_text",

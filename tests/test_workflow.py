@@ -240,18 +240,20 @@ def test_per_item_files_follow_the_contracts(run):
 
 
 def test_lean_jobs(run):
-    """One job per (model, dataset), no merge or metric-only jobs: a plan from scratch
-    counts exactly the jobs the config needs."""
+    """One job per (model, dataset) of a user's set or a sharded set, one per model for the
+    packaged sets, no merge or metric-only jobs: a plan from scratch counts exactly the jobs
+    the config needs."""
     work, config = run
     plan = smk(work, "-n", "--forceall", "--quiet", "rules")
     counts = {k: int(v) for k, v in re.findall(r"^(\w+)\s+(\d+)$", plan, re.M)}
     others = ("reconstruct_shard", "reconstruction_table")
-    pairs = {k: v for k, v in counts.items() if k.startswith("reconstruct") and k not in others}
-    assert sum(pairs.values()) == 3 * 4 + 2  # 3 models x 4 sets, 2 on qs (datasets.qs.models)
-    assert pairs == {"reconstruct_perceptual_tokens": 3 * 3,  # tex, mine, crops
-                     "reconstruct_perceptual_text_tokens": 3,  # scan: a text set too
-                     # qs: rendered, Table 3 only (image quality too), read by Tesseract alone
-                     "reconstruct_perceptual_text_tesseract": 2}
+    jobs = {k: v for k, v in counts.items() if k.startswith("reconstruct") and k not in others}
+    # 3 models x 4 sets and 2 on qs (datasets.qs.models) in 11 jobs instead of 14
+    assert jobs == {"reconstruct_perceptual_tokens": 3 * 2,  # tex (2 shards), mine (a folder)
+                    # crops and scan: packaged, scored by the reference tokenizer and CMMS
+                    "reconstruct_sets_tokens": 3,
+                    # qs: packaged, waits on nothing the run trains; two models
+                    "reconstruct_sets": 2}
     assert counts["reconstruct_shard"] == 3 * 2  # tex: 2 shards
     # originals read once per (engine, set): scan by both engines, qs by Tesseract
     assert counts["ocr_original"] == 3 and counts["train_reference_tokenizer"] == 1
@@ -292,11 +294,11 @@ def test_adding_a_model_runs_only_its_jobs_and_the_tables(run):
     rules = set(re.findall(r"^\s*(?:local)?rule (\w+):", plan, re.M))
     assert not {"build_dataset", "train_tokenizer", "train_reference_tokenizer"} & rules
     assert "train_cmms" not in rules and "token_sensitivity" not in rules
-    # one job per pair reconstructs and scores (LPIPS too: its weights are present; CHD/CMMS on
-    # the token datasets, OCR and CER/WER on the text set); "tex" is cut into shards
-    assert {"reconstruct_perceptual_tokens", "reconstruct_perceptual_text_tokens",
-            "reconstruct_shard", "reconstruction_table", "token_table",
-            "text_preservation_table"} <= rules
+    # one job per (model, dataset) of the user's and sharded sets, one for the packaged sets,
+    # reconstructs and scores (LPIPS too: its weights are present; CHD/CMMS on the token
+    # datasets, OCR and CER/WER on the text set); "tex" is cut into shards
+    assert {"reconstruct_perceptual_tokens", "reconstruct_sets_tokens", "reconstruct_shard",
+            "reconstruction_table", "token_table", "text_preservation_table"} <= rules
     assert "ocr_original" not in rules and "detail_table" not in rules
     # OCR of the originals is reused, not recomputed
     assert "results/ocr/tesseract/original/scan.csv" not in re.findall(r"output: (\S+)", plan)

@@ -112,15 +112,12 @@ class ReconJobs:
         return [d for d in datasets if not self.batched(d)]
 
     def waits_on(self, dataset: str) -> tuple[str, ...]:
-        """Run-wide files the scorers of ``dataset`` read (inputs not of the dataset itself:
-        the reference tokenizer, the CMMS regressor), sorted. Sets that wait on different
-        files go to different batched jobs, so that a set need not wait for a training its
-        scorers do not read."""
-        files: set[str] = set()
-        for value in self.inputs(tuple(self.scorers(dataset)), [dataset]).values():
-            files |= {f for f in ([value] if isinstance(value, str) else value)
-                      if "{dataset}" not in f}
-        return tuple(sorted(files))
+        """Files of this run (under ``results/``) that the scorers of ``dataset`` read and that
+        are not the dataset's own (the reference tokenizer, the CMMS regressor), sorted. Sets
+        that wait on different files go to different batched jobs, so that a set need not
+        wait for a training its scorers do not read."""
+        return tuple(sorted({f for s in self.scorers(dataset)
+                             for f in self._run_wide_inputs(s, dataset)}))
 
     def batches(self) -> list[tuple[str, list[str], list[str]]]:
         """``(rule name, models, datasets)`` of the batched jobs: per model, its batched sets
@@ -149,9 +146,11 @@ class ReconJobs:
         return out
 
     def _run_wide_inputs(self, scorer: str, dataset: str) -> set[str]:
-        value_lists = self.owners[scorer].recon_inputs(self.plan, scorer, [dataset]).values()
-        return {f for v in value_lists for f in ([v] if isinstance(v, str) else v)
-                if "{dataset}" not in f}
+        """Inputs of ``scorer`` made by this run and not of ``dataset`` alone (metric weights
+        in the user's cache are there from the start: they make nobody wait)."""
+        values = self.owners[scorer].recon_inputs(self.plan, scorer, [dataset]).values()
+        return {f for v in values for f in ([v] if isinstance(v, str) else v)
+                if "{dataset}" not in f and f.startswith("results/")}
 
     def batch_inputs(self, datasets: list[str]) -> list[str]:
         """The files the scorers of a batched job read, beside the manifests and the model's
