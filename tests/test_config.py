@@ -7,10 +7,9 @@ import sys
 import pytest
 import yaml
 from conftest import REPO
-from snakemake.utils import validate
 
 from roundtrip.core.config import ConfigError
-from roundtrip.workflow.checks import check_config
+from roundtrip.workflow.checks import check_config, validate_config
 
 SCHEMA = str(REPO / "config.schema.yaml")
 
@@ -22,7 +21,7 @@ def default_config():
 
 def test_default_config_is_valid_and_gets_defaults(default_config):
     cfg = copy.deepcopy(default_config)
-    validate(cfg, SCHEMA)
+    validate_config(cfg, SCHEMA)
     check_config(cfg)
     assert cfg["datasets"]["natural"]["shards"] == 1
     assert cfg["datasets"]["natural"]["text_eval"] is False
@@ -40,7 +39,7 @@ def test_default_config_is_valid_and_gets_defaults(default_config):
 def test_schema_errors_name_the_key(default_config, mutate, match):
     mutate(default_config)
     with pytest.raises(Exception, match=match):
-        validate(default_config, SCHEMA)
+        validate_config(default_config, SCHEMA)
 
 
 @pytest.mark.parametrize("mutate,match", [
@@ -74,7 +73,7 @@ def test_schema_errors_name_the_key(default_config, mutate, match):
      r"vista\.readers\.ocr_solver\.ocr: rapidocr does not read \['vista_questions'\]"),
 ])
 def test_cross_key_checks(default_config, mutate, match):
-    validate(default_config, SCHEMA)
+    validate_config(default_config, SCHEMA)
     mutate(default_config)
     with pytest.raises(ConfigError, match=match):
         check_config(default_config)
@@ -101,7 +100,7 @@ def test_snakemake_refuses_bad_config_before_any_job(tmp_path, default_config):
      r"metrics\.tokens\.sensitivity\.dataset"),
 ])
 def test_token_metric_checks(default_config, mutate, match):
-    validate(default_config, SCHEMA)
+    validate_config(default_config, SCHEMA)
     mutate(default_config)
     with pytest.raises(ConfigError, match=match):
         check_config(default_config)
@@ -111,7 +110,7 @@ def test_missing_weights_fail_early_in_an_explicit_config(default_config, tmp_pa
     """A config of one's own (missing_weights defaults to error) names file and command."""
     del default_config["metrics"]["missing_weights"]
     default_config["metrics"]["weights_cache"] = str(tmp_path / "empty")
-    validate(default_config, SCHEMA)
+    validate_config(default_config, SCHEMA)
     assert default_config["metrics"]["missing_weights"] == "error"
     with pytest.raises(ConfigError) as exc:
         check_config(default_config)

@@ -457,7 +457,7 @@ def test_check_config_accepts_patterns_and_names_what_is_missing(tmp_path, shard
 def test_a_large_set_is_planned_like_a_folder(tmp_path, shards):
     """Role images, cut into reconstruction jobs by ``shards``; its reader keys are part of
     what the set is built from, ``shards`` is not."""
-    from snakemake.utils import validate
+    from roundtrip.workflow.checks import validate_config
 
     from roundtrip.workflow.plan import Plan
 
@@ -466,7 +466,7 @@ def test_a_large_set_is_planned_like_a_folder(tmp_path, shards):
         "h": {"type": "hf_dataset", "path": str(tmp_path / "rows.parquet"), "image_column": "img",
               "text_column": "caption"}},
         "models": {"identity": {"type": "identity"}}}
-    validate(config, str(REPO / "config.schema.yaml"))
+    validate_config(config, str(REPO / "config.schema.yaml"))
     plan = Plan(config)
     assert plan.recon_datasets == ["w", "h"]
     assert plan.shard_files("identity", "w") == ["results/recon/identity/w/shards/0-of-2.csv",

@@ -12,7 +12,6 @@ import torch
 import yaml
 from conftest import REPO
 from PIL import Image
-from snakemake.utils import validate
 
 from roundtrip.core.config import ConfigError
 from roundtrip.evals.chd import cmms as C
@@ -21,6 +20,7 @@ from roundtrip.metrics.tokens import CHD_2D_SEQUENCE_REASON, TokenHistogram, chd
 from roundtrip.evals.chd.plan import CMMS_TRAINING, training_datasets
 from roundtrip.evals.chd.spec import CHD
 from roundtrip.workflow.plan import Plan
+from roundtrip.workflow.checks import validate_config
 
 
 def _check_cmms_held_out(config):
@@ -34,7 +34,7 @@ def _config(edit=None) -> dict:
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     if edit:
         edit(config)
-    validate(config, SCHEMA)  # schema defaults, as the workflow sees them
+    validate_config(config, SCHEMA)  # schema defaults, as the workflow sees them
     return config
 
 

@@ -4,7 +4,6 @@ import copy
 import pytest
 import yaml
 from conftest import REPO
-from snakemake.utils import validate
 
 from roundtrip.evals.chd.plan import training_datasets
 from roundtrip.evals.chd.spec import CHD
@@ -13,6 +12,7 @@ from roundtrip.evals.telephone.spec import Telephone
 from roundtrip.evals.vista.spec import Vista
 from roundtrip.evals.vtbench.spec import VTBench
 from roundtrip.workflow.plan import Plan, regex_of, table_files
+from roundtrip.workflow.checks import validate_config
 
 
 def vista(plan):
@@ -25,7 +25,7 @@ def telephone(plan):
 
 def validated(config: dict) -> dict:
     config = copy.deepcopy(config)
-    validate(config, str(REPO / "config.schema.yaml"))  # fills in the schema's defaults
+    validate_config(config, str(REPO / "config.schema.yaml"))  # fills in the schema's defaults
     return config
 
 

@@ -14,8 +14,9 @@ they add to a run and names no evaluation itself:
 - ``title``, ``paper``, ``report_tables``, ``report_figures``, ``definitions``: its section of
   the PDF report; :meth:`Evaluation.summary` and :meth:`Evaluation.why_not` the cover's lines;
 - :meth:`Evaluation.check`: its cross-key config checks, run before any job;
-- ``config_section``: the top-level config key it reads (documented in ``config.schema.yaml``,
-  or free-form for a third-party evaluation);
+- ``config_section`` and ``schema``: the top-level config key it reads and that section's JSON
+  schema (the built-ins' in ``evals/<name>/config.schema.yaml``), checked and filled in with
+  the rest of the config before any job;
 - ``weight_folders``: the model folders it loads, fetched by ``roundtrip weights fetch``.
 
 Evaluations are registered under the entry-point group :data:`ENTRY_POINT_GROUP` (the built-in
@@ -54,9 +55,11 @@ class Evaluation:
             10-50; the default puts a plugin after them).
         rules: absolute path of its Snakemake rules file.
         config_section: the top-level config key it reads, if any.
-        schema: the JSON schema of that section, for an evaluation whose section
-            ``config.schema.yaml`` does not describe (a plugin's); defaults declared in it are
-            filled in before any check. None: any mapping.
+        schema: the JSON schema of that section: a mapping, or the path of a YAML or JSON
+            file (the built-ins ship ``config.schema.yaml`` beside their spec). It is added to
+            ``config.schema.yaml``'s properties, so the section is checked and its defaults are
+            filled in by the same validation as the rest of the config
+            (:func:`roundtrip.workflow.checks.validate_config`). None: any mapping.
         recon_scorers: reconstruction scorer name -> ``"module:function"``; the function takes
             ``(ctx: roundtrip.core.recon_items.ReconContext, options: dict)`` and returns
             ``{output name: DataFrame}``, each written to the reconstruction rule's output of that name
@@ -77,7 +80,7 @@ class Evaluation:
     order: int = 100
     rules: Path | None = None
     config_section: str | None = None
-    schema: dict | None = None
+    schema: dict | Path | None = None
     recon_scorers: dict[str, str] = {}
     report_tables: tuple[str, ...] = ()
     report_figures: tuple[str, ...] = ()

@@ -20,35 +20,48 @@ from roundtrip.workflow.metric_weights import metric_weight_names
 from roundtrip.workflow.plan import Plan, registered
 
 
-def plugin_schemas(config: dict, schema: dict) -> dict[str, dict]:
-    """Top-level section -> its JSON schema, for the config sections of registered evaluations
-    that ``config.schema.yaml`` does not describe (third-party evaluations bring their own
-    ``schema``; without one, any mapping)."""
+def evaluation_schemas(config: dict, schema: dict) -> dict[str, dict]:
+    """Top-level section -> its JSON schema, for the config sections of the registered
+    evaluations (:attr:`roundtrip.core.evaluation.Evaluation.schema`: a mapping or a YAML/JSON
+    file; without one, any mapping). Sections ``schema`` (``config.schema.yaml``) describes
+    itself are left to it (``metrics.tokens`` lives inside the shared ``metrics``).
+
+    Raises:
+        ConfigError: an evaluation named in ``evaluations.plugins`` cannot be loaded.
+    """
+    import yaml
+
     try:
         evaluations = registered(config)
     except RegistryError as exc:
         raise ConfigError(f"evaluations.plugins: {exc}") from exc
     known = schema.get("properties", {})
-    return {ev.config_section: ev.schema or {"type": "object"}
-            for ev in evaluations.values()
-            if ev.config_section and ev.config_section.split(".")[0] not in known}
+    out = {}
+    for ev in evaluations.values():
+        if not ev.config_section or ev.config_section.split(".")[0] in known:
+            continue
+        section = ev.schema or {"type": "object"}
+        if not isinstance(section, dict):
+            section = yaml.safe_load(Path(section).read_text())
+            section.pop("$schema", None)
+        out[ev.config_section] = section
+    return out
 
 
 def composed_schema(config: dict, schema_path: str) -> dict:
-    """``config.schema.yaml`` with the sections of plugin evaluations added
-    (:func:`plugin_schemas`)."""
+    """``config.schema.yaml`` with the sections of the registered evaluations added
+    (:func:`evaluation_schemas`): the schema the config is checked and filled in with."""
     import yaml
 
     with open(schema_path) as fh:
         schema = yaml.safe_load(fh)
-    schema["properties"] |= plugin_schemas(config, schema)
+    schema["properties"] |= evaluation_schemas(config, schema)
     return schema
 
 
 def schema_problem(config: dict, schema_path: str) -> str | None:
     """The short message of the first schema violation of ``config`` (first line: the key),
-    or None (:func:`roundtrip.core.config.schema_error`); plugin evaluations' sections are
-    checked against their own schemas."""
+    or None (:func:`roundtrip.core.config.schema_error`), against :func:`composed_schema`."""
     from roundtrip.core.config import schema_error
 
     try:
@@ -58,37 +71,22 @@ def schema_problem(config: dict, schema_path: str) -> str | None:
 
 
 def validate_config(config: dict, schema_path: str) -> dict:
-    """Fill the schema's defaults into a config that :func:`schema_problem` passed, in place:
-    Snakemake's ``validate`` on the sections of ``config.schema.yaml``, the plugin evaluations'
-    own schemas on theirs. Returns ``config``."""
+    """Fill the defaults of :func:`composed_schema` into a config that :func:`schema_problem`
+    passed, in place, with Snakemake's ``validate`` (one validation for every section, the
+    evaluations' own included, so defaults are filled in the same way everywhere). Returns
+    ``config``."""
+    import tempfile
+
     import yaml
     from snakemake.utils import validate
 
-    with open(schema_path) as fh:
-        extra = plugin_schemas(config, yaml.safe_load(fh))
-    aside = {key: config.pop(key) for key in extra if key in config}
-    try:
-        validate(config, str(Path(schema_path).resolve()))
-    finally:
-        config.update(aside)
-    for key, schema in extra.items():
-        config[key] = fill_defaults(config.get(key, {}), schema)
+    schema = composed_schema(config, schema_path)
+    # Snakemake's validate reads its schema from a file
+    with tempfile.TemporaryDirectory(prefix="roundtrip-schema-") as tmp:
+        path = Path(tmp) / "config.schema.yaml"
+        path.write_text(yaml.safe_dump(schema, sort_keys=False))
+        validate(config, str(path))
     return config
-
-
-def fill_defaults(value, schema: dict):
-    """``value`` with the ``default`` of every absent property of ``schema`` filled in,
-    recursively through objects (JSON schema's ``properties``/``default``)."""
-    import copy
-
-    if not isinstance(value, dict) or schema.get("type") not in ("object", None):
-        return value
-    for key, sub in (schema.get("properties") or {}).items():
-        if key not in value and "default" in sub:
-            value[key] = copy.deepcopy(sub["default"])
-        if key in value:
-            value[key] = fill_defaults(value[key], sub)
-    return value
 
 
 def check_file(path: str, schema_path: str) -> str | None:

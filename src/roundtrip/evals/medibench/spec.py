@@ -23,6 +23,7 @@ class MediBench(Evaluation):
     order = 30
     rules = Path(__file__).resolve().parents[4] / "rules/evals/medibench.smk"
     config_section = "medical"
+    schema = Path(__file__).with_name("config.schema.yaml")
     recon_scorers = {"latent_utility": "roundtrip.evals.medibench.latent_utility:score_reconstructions"}
     report_tables = ("medibench_",)
     report_figures = ("medical/*.png",)

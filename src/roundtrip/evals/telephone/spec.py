@@ -38,6 +38,7 @@ class Telephone(Evaluation):
     order = 50
     rules = Path(__file__).resolve().parents[4] / "rules/evals/telephone.smk"
     config_section = "telephone"
+    schema = Path(__file__).with_name("config.schema.yaml")
     report_tables = tuple(TABLES)
     report_figures = tuple(Path(f).name for f in FIGURES)
     weight_folders = WEIGHT_FOLDERS

@@ -20,6 +20,7 @@ class Vista(Evaluation):
     order = 40
     rules = Path(__file__).resolve().parents[4] / "rules/evals/vista.smk"
     config_section = "vista"
+    schema = Path(__file__).with_name("config.schema.yaml")
     report_tables = ("vista_",)
     report_figures = ("vista_gap.png",)
     definitions = (
