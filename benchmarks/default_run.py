@@ -102,7 +102,12 @@ def snakemake(work: Path, cores: str, interval: float = 0.0, mode: str | None = 
         cmd += ["--config", f"reproducibility={mode}"]
     log = tempfile.TemporaryFile()  # a pipe would fill up and block snakemake
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT)
+    # the copy runs its own code, not the installed checkout's: an editable install points at
+    # the checkout the environment was made from, and a job can import roundtrip from there
+    # before its scripts/_bootstrap.py puts the copy's src/ first (seen with a worktree)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(Path(work) / "src"), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT, env=env)
     ps, peak_pss, peak_rss, at_peak, main_cpu = psutil.Process(proc.pid), 0, 0, [], 0.0
     while interval and proc.poll() is None:
         try:
