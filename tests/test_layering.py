@@ -129,7 +129,7 @@ def test_no_import_cycle():
 
 
 def test_a_cycle_would_be_found(monkeypatch):
-    """The cycle check can fail: a planted back edge core.imaging -> core.pairs is caught."""
+    """The cycle check can fail: a planted back edge core.imaging -> core.recon_items is caught."""
     monkeypatch.setitem(GRAPH, "roundtrip.core.imaging",
                         GRAPH["roundtrip.core.imaging"] | {"roundtrip.core.recon_items"})
     with pytest.raises(AssertionError):
