@@ -54,12 +54,17 @@ DTYPES = ("fp32", "bf16")
 def one_setting(vae, torch, dtype, batch: int, side: int, warmup: int, repeats: int) -> dict:
     """Time ``repeats`` round trips of a ``[batch, 3, side, side]`` input after ``warmup``."""
     device = torch.device("cuda")
+
+    def peak_mb(stat) -> float:
+        return round(stat(device) / 2**20, 1)
+
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(device)
     x = None
     try:
         generator = torch.Generator(device).manual_seed(0)
-        x = torch.rand(batch, 3, side, side, device=device, generator=generator, dtype=dtype) * 2 - 1
+        x = torch.rand(batch, 3, side, side, device=device, generator=generator, dtype=dtype)
+        x = x * 2 - 1
         with torch.inference_mode():
             for _ in range(warmup):
                 vae.decode(vae.encode(x).latent_dist.mode()).sample
@@ -73,12 +78,12 @@ def one_setting(vae, torch, dtype, batch: int, side: int, warmup: int, repeats: 
         return {"batch_size": batch, "oom": False,
                 "images_per_s": round(batch * repeats / seconds, 3),
                 "s_per_batch": round(seconds / repeats, 4),
-                "max_memory_allocated_mb": round(torch.cuda.max_memory_allocated(device) / 2**20, 1),
-                "max_memory_reserved_mb": round(torch.cuda.max_memory_reserved(device) / 2**20, 1)}
+                "max_memory_allocated_mb": peak_mb(torch.cuda.max_memory_allocated),
+                "max_memory_reserved_mb": peak_mb(torch.cuda.max_memory_reserved)}
     except torch.cuda.OutOfMemoryError as exc:
         return {"batch_size": batch, "oom": True,
                 "error": " ".join(str(exc).split())[:300],
-                "max_memory_allocated_mb": round(torch.cuda.max_memory_allocated(device) / 2**20, 1)}
+                "max_memory_allocated_mb": peak_mb(torch.cuda.max_memory_allocated)}
     finally:
         del x
         gc.collect()

@@ -68,7 +68,7 @@ import numpy as np
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from default_run import REPO, fresh_checkout, job_count, rule_times  # noqa: E402 - sibling benchmark
+from default_run import REPO, fresh_checkout, job_count, rule_times  # noqa: E402 - sibling
 
 sys.path.insert(1, str(REPO / "src"))  # this checkout's roundtrip, as the Snakefile's jobs use
 
