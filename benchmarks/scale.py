@@ -11,8 +11,8 @@ For each N in ``--sizes`` (default 100 1000 10000), in a fresh copy of the repos
    (default: one per core) and two models: ``jpeg`` (quality 75, a codec) and ``small``, the
    small VQ tokenizer (``roundtrip.models.small``, default architecture) with random weights.
    ``type: small`` is always trained by the workflow, so ``small`` is the same network loaded
-   through ``type: state_dict`` from a weights file written here (``scale_small.py``, put on
-   the runs' ``PYTHONPATH``): no training job runs. LPIPS and FID are switched off; the run
+   through ``type: state_dict`` from a weights file written here (``scale_small.py``, copied
+   to a folder on the runs' ``PYTHONPATH``): no training job runs. LPIPS and FID are switched off; the run
    reconstructs and scores PSNR/SSIM (VTBench's per-item image quality).
 3. Snakemake (``--cores``, default all) runs, each timed on its own: the set's build
    (``results/datasets/scale/manifest.csv``), then each model's image quality
@@ -58,6 +58,7 @@ import io
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -306,9 +307,12 @@ def run_size(n: int, work: Path, args) -> tuple[dict, list[dict]]:
     weights = save_random(data / "small_vq.pt", small_arch(), seed=args.seed)
     config = scale_config(data / "shards", weights, args.jobs, args.batch_size)
     (work / CONFIG_NAME).write_text(yaml.safe_dump(config, sort_keys=False))
+    # the jobs import scale_small from a folder of its own (benchmarks/ holds other modules)
+    (data / "python").mkdir()
+    shutil.copy(work / "benchmarks/scale_small.py", data / "python")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(work / "benchmarks"), env.get("PYTHONPATH")) if p)
+        p for p in (str(data / "python"), env.get("PYTHONPATH")) if p)
 
     build = snakemake(work, [f"results/datasets/{DATASET}/manifest.csv"], args.cores, env,
                       args.interval)

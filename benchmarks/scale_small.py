@@ -6,8 +6,8 @@ benchmark runs the same network through the ``state_dict`` model type instead:
 :class:`SmallModule` is :class:`roundtrip.models.small.SmallAutoencoder` (same layers, same
 state-dict keys) with ``encode``/``decode`` in the shape that type expects (a latent dict in,
 a latent dict out), and :func:`save_random` writes random weights for it. The scale benchmark
-puts this folder on the ``PYTHONPATH`` of its Snakemake runs, so the jobs import
-``scale_small:SmallModule``. Speed does not depend on the weights.
+copies this file into a folder of its own and puts that on the ``PYTHONPATH`` of its Snakemake
+runs, so the jobs import ``scale_small:SmallModule``. Speed does not depend on the weights.
 """
 from __future__ import annotations
 
