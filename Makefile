@@ -2,19 +2,21 @@
 #   make run    install everything, then run the workflow on config.yaml
 #               (make run CONFIG=my.yaml: check my.yaml, YAML line numbers included, then run it)
 #   make test   install everything, then run the test suite
+#   make bench-scale [SIZES="100 1000"]   time the workflow on N generated images (benchmarks/scale.py)
 # Installs Debian packages (as root, or prints the apt-get line to run) and a Python venv in .venv.
 
 VENV        ?= .venv
 PYTHON      ?= python3
 CORES       ?= all
 CONFIG      ?=
+SIZES       ?=
 PY          := $(VENV)/bin/python
 APT_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-jpn \
                 tesseract-ocr-kor tesseract-ocr-hin poppler-utils fonts-liberation \
                 fonts-dejavu-core fonts-noto-core fonts-noto-cjk texlive-xetex \
                 fonts-crosextra-caladea fonts-dancingscript fonts-wqy-microhei
 
-.PHONY: run test setup system-deps lint bench clean report
+.PHONY: run test setup system-deps lint bench bench-scale clean report
 
 run: setup
 ifdef CONFIG
@@ -35,6 +37,9 @@ lint: setup
 
 bench: setup
 	$(PY) benchmarks/default_run.py
+
+bench-scale: setup
+	$(PY) benchmarks/scale.py $(if $(SIZES),--sizes $(SIZES))
 
 setup: system-deps $(VENV)/.installed
 
