@@ -1,4 +1,6 @@
 """The harness: per-item outcomes, failure isolation, resume after a crash, stale-output guard."""
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -111,3 +113,61 @@ def test_wrong_output_shape_is_an_error(dataset, tmp_path):
     model.name = "cropper"
     st = reconstruct_shard(model, dataset, tmp_path / "r").set_index("item_id")
     assert st.loc["astronaut", "status"] == "error" and "shape" in st.loc["astronaut", "reason"]
+
+
+def _streamed(rows, root, batch_size, max_pending_bytes=1 << 30):
+    """The batches of :func:`prepared_batches` over ``rows`` and the rows read before each."""
+    from roundtrip.stages import reconstruct as R
+
+    read = []
+
+    def counting():  # a manifest frame that records how far it has been read
+        for i, r in rows.iterrows():
+            read.append(r["item_id"])
+            yield i, r
+
+    frame = rows.copy()
+    frame.iterrows = counting
+    out = []
+    for batch in R.prepared_batches(build_model("identity", {"type": "identity"}), frame,
+                                    Path(root), lambda *a: None, "native", None, batch_size,
+                                    max_pending_bytes):
+        out.append(([item_id for item_id, _, _ in batch], len(read)))
+    return out
+
+
+def test_batches_stream_and_equal_the_grouped_set(tmp_path):
+    """Items of one size run as soon as a batch is full, the rest at the end; the batches are
+    those of grouping the whole set by size and cutting each group in manifest order."""
+    images = ["astronaut", "camera", "coins", "chelsea", "coffee", "moon", "page", "text"]
+    build_dataset("s", {"type": "skimage", "images": images}, tmp_path)
+    m = read_manifest(tmp_path / "manifest.csv")
+    sizes = {r["item_id"]: (r["height"], r["width"]) for _, r in m.iterrows()}
+    expected = {}
+    for item in m["item_id"]:
+        expected.setdefault(sizes[item], []).append(item)
+    want = sorted(group[k:k + 2] for group in expected.values() for k in range(0, len(group), 2))
+    got = _streamed(m, tmp_path, batch_size=2)
+    assert sorted(batch for batch, _ in got) == want
+    # astronaut and camera are both 512 x 512: their batch runs after two rows are read, not
+    # after the whole manifest
+    assert got[0] == (["astronaut", "camera"], 2)
+    # a tiny budget runs every item at once: nothing waits, memory holds one item
+    tight = _streamed(m, tmp_path, batch_size=8, max_pending_bytes=1)
+    assert [n for _, n in tight] == list(range(1, len(m) + 1))
+    assert sorted(i for batch, _ in tight for i in batch) == sorted(m["item_id"])
+
+
+def test_code_extraction_streams_and_keeps_manifest_order(dataset, tmp_path):
+    """extract_codes batches by input size (astronaut and camera together, coins alone) but
+    writes codes.csv and latents.npz in manifest order, the error item included."""
+    from roundtrip.stages.codes import extract_codes
+
+    df = extract_codes(build_model("identity", {"type": "identity"}), dataset, tmp_path / "c",
+                       batch_size=2)
+    assert list(df["item_id"]) == list(read_manifest(dataset)["item_id"])
+    assert df.set_index("item_id").loc["lost", "status"] == "error"
+    assert df.set_index("item_id").loc["coins", "latent_shape"] == "3x303x384"
+    latents = np.load(tmp_path / "c" / "latents.npz")
+    assert list(latents) == ["astronaut", "coins", "chelsea", "camera"]
+    assert latents["camera"].shape == (3, 512, 512)

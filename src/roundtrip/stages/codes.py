@@ -19,7 +19,7 @@ import torch
 
 from roundtrip.core.manifest import read_manifest
 from roundtrip.models import Adapter
-from roundtrip.stages.reconstruct import load_and_group
+from roundtrip.stages.reconstruct import prepared_batches
 
 log = logging.getLogger(__name__)
 
@@ -36,27 +36,30 @@ def extract_codes(model: Adapter, manifest_path: str | Path, out_dir: str | Path
     def record(item_id, status, reason):
         rows[item_id] = (status, reason)
 
-    groups = load_and_group(model, read_manifest(manifest_path), manifest_path.parent, record,
-                            protocol, size)
-    for members in groups.values():
-        for start in range(0, len(members), batch_size):
-            batch = members[start:start + batch_size]
-            x = torch.from_numpy(np.stack([p.x for _, _, p in batch])).permute(0, 3, 1, 2)
-            try:
-                with torch.no_grad():
-                    latent = model.encode((x * 2 - 1).to(model.device))
-                    tok, lat = model.tokens(latent), model.latent_tensor(latent)
-            except Exception as exc:  # noqa: BLE001 - recorded per item
-                for item_id, _, _ in batch:
-                    rows[item_id] = ("error", f"{type(exc).__name__}: {exc}")
-                continue
-            for k, (item_id, _, _) in enumerate(batch):
-                if tok is not None:
-                    tokens[item_id] = tok[k].cpu().numpy().astype(np.int32)
-                if lat is not None:
-                    latents[item_id] = lat[k].float().cpu().numpy().astype(np.float16)
-                rows[item_id] = ("ok", "" if tok is not None else
-                                 f"{info.family} model: no discrete tokens")
+    manifest = read_manifest(manifest_path)
+    for batch in prepared_batches(model, manifest, manifest_path.parent, record, protocol, size,
+                                  batch_size):
+        x = torch.from_numpy(np.stack([p.x for _, _, p in batch])).permute(0, 3, 1, 2)
+        try:
+            with torch.no_grad():
+                latent = model.encode((x * 2 - 1).to(model.device))
+                tok, lat = model.tokens(latent), model.latent_tensor(latent)
+        except Exception as exc:  # noqa: BLE001 - recorded per item
+            for item_id, _, _ in batch:
+                rows[item_id] = ("error", f"{type(exc).__name__}: {exc}")
+            continue
+        for k, (item_id, _, _) in enumerate(batch):
+            if tok is not None:
+                tokens[item_id] = tok[k].cpu().numpy().astype(np.int32)
+            if lat is not None:
+                latents[item_id] = lat[k].float().cpu().numpy().astype(np.float16)
+            rows[item_id] = ("ok", "" if tok is not None else
+                             f"{info.family} model: no discrete tokens")
+    # manifest order (batches run by input size, errors are recorded as they are met)
+    order = list(manifest["item_id"])
+    rows = {i: rows[i] for i in order if i in rows}
+    tokens = {i: tokens[i] for i in order if i in tokens}
+    latents = {i: latents[i] for i in order if i in latents}
     np.savez_compressed(out_dir / "tokens.npz", **tokens)
     np.savez_compressed(out_dir / "latents.npz", **latents)
     df = pd.DataFrame([{"item_id": i, "status": s, "reason": why,

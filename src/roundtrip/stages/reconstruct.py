@@ -2,7 +2,8 @@
 
 For each manifest item: load, map to ``[-1, 1]``, ``model.reconstruct``, write
 ``{item_id}.png`` at the source bit depth, and record ``ok | unsupported | error`` with the reason
-and the seconds spent. Items of equal size are batched.
+and the seconds spent. Items of equal size are batched, and read one at a time: a batch runs
+as soon as it is full (:func:`prepared_batches`), so memory holds a few batches, not the shard.
 
 Crash safety: each finished item is appended (and flushed) to ``shards/{k}-of-{n}.journal.csv``;
 a rerun skips items already journaled whose image exists, so completed work is never recomputed.
@@ -15,8 +16,7 @@ import csv
 import json
 import logging
 import time
-from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -141,11 +141,10 @@ def reconstruct_shard(model: Adapter | Callable[[], Adapter], manifest_path: str
         todo = _pending(rows, journal, out_dir)
         if len(todo) and not isinstance(model, Adapter):
             model = model()
-        groups = load_and_group(model, todo, manifest_path.parent,
-                                lambda i, st, why: journal.record(i, st, why, 0.0), protocol, size)
-        for (h, w), members in groups.items():
-            for start in range(0, len(members), batch_size):
-                _run_batch(model, members[start:start + batch_size], out_dir, journal)
+        for batch in prepared_batches(model, todo, manifest_path.parent,
+                                      lambda i, st, why: journal.record(i, st, why, 0.0),
+                                      protocol, size, batch_size):
+            _run_batch(model, batch, out_dir, journal)
     finally:
         journal.close()
     status = pd.DataFrame([journal.done[i] for i in rows["item_id"]], columns=STATUS_COLUMNS)
@@ -197,34 +196,70 @@ def _pending(rows: pd.DataFrame, journal: Journal, out_dir: Path) -> pd.DataFram
     return rows[keep]
 
 
-def load_and_group(model: Adapter, rows: pd.DataFrame, root: Path, record, protocol: str,
-                   size: int | None) -> dict[tuple[int, int], list]:
-    """Read manifest ``rows``, apply the protocol and group the items by model-input size.
+#: Prepared inputs (float32) waiting for their batch, at most; past it the oldest unfinished
+#: group runs as a smaller batch (:func:`prepared_batches`).
+MAX_PENDING_BYTES = 1 << 30
+
+
+def prepared_batches(model: Adapter, rows: pd.DataFrame, root: Path, record, protocol: str,
+                     size: int | None, batch_size: int,
+                     max_pending_bytes: int = MAX_PENDING_BYTES) -> Iterator[list]:
+    """Read manifest ``rows`` one at a time, apply the protocol and yield batches of items of
+    equal model-input size, so that memory holds a few batches, not the set.
+
+    A batch is yielded as soon as its size group holds ``batch_size`` items; the groups left
+    unfinished are yielded at the end, in the order their sizes first appeared. The batches
+    are those of grouping the whole set by size and cutting each group into ``batch_size``
+    pieces in manifest order. Only when the waiting inputs pass ``max_pending_bytes`` (a set of
+    many distinct sizes, as native-resolution photographs are) does the oldest unfinished group
+    run early, as a smaller batch.
 
     Items that cannot be processed are passed to ``record(item_id, status, reason)`` (status
     ``error`` or ``unsupported``) and left out. Shared by reconstruction and code extraction.
 
-    Returns:
-        ``(H, W) -> [(item_id, source dtype, Prepared), ...]``.
+    Yields:
+        ``[(item_id, source dtype, Prepared), ...]``, 1 to ``batch_size`` items of one size.
     """
-    groups: dict[tuple[int, int], list] = defaultdict(list)
+    groups: dict[tuple[int, int], list] = {}
+    pending = 0
     info = model.info() if len(rows) else None
     for _, r in rows.iterrows():
-        item_id = r["item_id"]
-        if r["status"] != "ok":
-            record(item_id, "error", f"dataset: {r['reason']}")
+        item = _prepared(r, root, record, protocol, info, size)
+        if item is None:
             continue
-        try:
-            img = read_image(root / r["path"])
-        except ImageReadError as exc:
-            record(item_id, "error", str(exc))
-            continue
-        prep = prepare(img, protocol, info, size)
-        if isinstance(prep, str):
-            record(item_id, "unsupported", prep)
-            continue
-        groups[prep.x.shape[:2]].append((item_id, img.dtype, prep))
-    return groups
+        group = groups.setdefault(item[2].x.shape[:2], [])
+        group.append(item)
+        pending += item[2].x.nbytes
+        if len(group) == batch_size:
+            pending -= _nbytes(group)
+            yield groups.pop(item[2].x.shape[:2])
+        while pending > max_pending_bytes and groups:
+            oldest = next(iter(groups))
+            pending -= _nbytes(groups[oldest])
+            yield groups.pop(oldest)
+    yield from groups.values()
+
+
+def _prepared(r, root: Path, record, protocol: str, info, size: int | None):
+    """``(item_id, source dtype, Prepared)`` of one manifest row, or None (recorded why)."""
+    item_id = r["item_id"]
+    if r["status"] != "ok":
+        record(item_id, "error", f"dataset: {r['reason']}")
+        return None
+    try:
+        img = read_image(root / r["path"])
+    except ImageReadError as exc:
+        record(item_id, "error", str(exc))
+        return None
+    prep = prepare(img, protocol, info, size)
+    if isinstance(prep, str):
+        record(item_id, "unsupported", prep)
+        return None
+    return item_id, img.dtype, prep
+
+
+def _nbytes(group: list) -> int:
+    return sum(p.x.nbytes for _, _, p in group)
 
 
 def _run_batch(model: Adapter, batch, out_dir: Path, journal: Journal) -> None:
