@@ -311,8 +311,9 @@ def run_size(n: int, work: Path, args) -> tuple[dict, list[dict]]:
     (data / "python").mkdir()
     shutil.copy(work / "benchmarks/scale_small.py", data / "python")
     env = dict(os.environ)
+    # the copy's own code first (as default_run.py), then scale_small
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(data / "python"), env.get("PYTHONPATH")) if p)
+        p for p in (str(work / "src"), str(data / "python"), env.get("PYTHONPATH")) if p)
 
     build = snakemake(work, [f"results/datasets/{DATASET}/manifest.csv"], args.cores, env,
                       args.interval)
