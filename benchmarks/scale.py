@@ -216,8 +216,9 @@ def snakemake(work: Path, targets: list[str], cores: str, env: dict, interval: f
     Raises:
         RuntimeError: Snakemake failed (the end of its output attached).
     """
-    cmd = [sys.executable, "-m", "snakemake", "--cores", cores, "--configfile", CONFIG_NAME,
-           *targets]
+    # targets first: --configfile takes every argument after it
+    cmd = [sys.executable, "-m", "snakemake", *targets, "--cores", cores,
+           "--configfile", CONFIG_NAME]
     log = tempfile.TemporaryFile()  # a pipe would fill up and block snakemake
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=work, stdout=log, stderr=subprocess.STDOUT, env=env)
