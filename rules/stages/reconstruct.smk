@@ -1,6 +1,7 @@
 # Reconstruction: one job per (model, dataset) reconstructs every image and runs the
 # reconstruction scorers of the evaluations that cover the dataset (roundtrip.workflow.recon_job),
-# so that a (model, dataset) pays one start-up: image quality, LPIPS/FID, CHD/CMMS, OCR with CER/WER, latent utility.
+# so that a (model, dataset) pays one start-up: image quality, LPIPS/FID, CHD/CMMS, OCR with
+# CER/WER, latent utility.
 # A rule's outputs are fixed, so there is one rule per distinct set of scorers
 # (ReconJobs.variants: reconstruct, reconstruct_tokens, reconstruct_text, ...).
 # Volume sets: rules/evals/medibench.smk.

@@ -44,7 +44,8 @@ class Evaluation:
     """Base class of an evaluation's spec: override the attributes and methods that apply.
 
     ``plan`` arguments are the run's :class:`roundtrip.workflow.plan.Plan` (datasets by role,
-    models, (model, dataset) combinations, resources); a spec reads the config through ``plan.config``.
+    models, (model, dataset) combinations, resources); a spec reads the config through
+    ``plan.config``.
 
     Attributes:
         key: registry name and report section key (``[a-z0-9_]+``).
@@ -62,7 +63,8 @@ class Evaluation:
             (:func:`roundtrip.workflow.checks.validate_config`). None: any mapping.
         recon_scorers: reconstruction scorer name -> ``"module:function"``; the function takes
             ``(ctx: roundtrip.core.recon_items.ReconContext, options: dict)`` and returns
-            ``{output name: DataFrame}``, each written to the reconstruction rule's output of that name
+            ``{output name: DataFrame}``, each written to the reconstruction rule's output of
+            that name
             (``results/metrics/{model}/{dataset}/{name}.csv``, see :meth:`recon_outputs`).
         report_tables: table names (or prefixes ending in ``_``) its report section shows, in
             order.
@@ -112,20 +114,20 @@ class Evaluation:
         return []
 
     def scorers_for(self, plan, dataset: str) -> dict[str, dict]:
-        """Reconstruction scorers (names of any registered evaluation's ``recon_scorers``) that must run
-        on the reconstructions of ``dataset``, with their options (JSON-able)."""
+        """Reconstruction scorers (names of any registered evaluation's ``recon_scorers``) that
+        must run on the reconstructions of ``dataset``, with their options (JSON-able)."""
         return {}
 
     def recon_outputs(self, plan, scorer: str, datasets: list[str]) -> dict[str, str]:
-        """Output name -> file pattern (in ``{model}``, ``{dataset}``) of a reconstruction scorer it
-        registers, for a reconstruction rule covering ``datasets``; default: one frame written to
-        ``results/metrics/{model}/{dataset}/{scorer}.csv``."""
+        """Output name -> file pattern (in ``{model}``, ``{dataset}``) of a reconstruction
+        scorer it registers, for a reconstruction rule covering ``datasets``; default: one frame
+        written to ``results/metrics/{model}/{dataset}/{scorer}.csv``."""
         return {scorer: f"results/metrics/{{model}}/{{dataset}}/{scorer}.csv"}
 
     def recon_inputs(self, plan, scorer: str, datasets: list[str]) -> dict[str, str | list[str]]:
-        """Input name -> file(s) a reconstruction scorer it registers reads beside the manifest and
-        the model's weights (patterns in ``{dataset}``), for a reconstruction rule covering ``datasets``;
-        default none."""
+        """Input name -> file(s) a reconstruction scorer it registers reads beside the manifest
+        and the model's weights (patterns in ``{dataset}``), for a reconstruction rule covering
+        ``datasets``; default none."""
         return {}
 
     def dataset_roles(self, config: dict) -> dict[str, str]:

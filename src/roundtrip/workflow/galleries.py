@@ -35,8 +35,9 @@ class Galleries:
         return p.table_ocr if p.table_ocr in engines else (engines[0] if engines else None)
 
     def inputs(self) -> dict[str, list[str]]:
-        """Manifests, the reconstruction jobs' status files (the reconstructions are written with them)
-        and the OCR files of the text sets, by input name: the files of :meth:`paths`."""
+        """Manifests, the reconstruction jobs' status files (the reconstructions are written
+        with them) and the OCR files of the text sets, by input name: the files of
+        :meth:`paths`."""
         out = {"manifests": [], "status": [], "ocr": []}
         for d in self.datasets:
             paths = self.paths(d)

@@ -4,8 +4,8 @@
 of their own and the answers are unit-tested (``tests/test_plan.py``):
 
 - **datasets by role** (images, text, medical 2D, volumes, chain inputs; roundtrip.datasets);
-- **model_datasets**: the (model, dataset) combinations that run (``datasets.<name>.models``) and, for the
-  others, the reason their table cells read n/a; their jobs and reconstruction scorers in a view
+- **model_datasets**: the (model, dataset) combinations that run (``datasets.<name>.models``)
+  and, for the others, the reason their table cells read n/a; their jobs and reconstruction scorers in a view
   (:attr:`Plan.recon_jobs`);
 - **model specs**: the checkpoint a trained model gets, its training settings, every
   checkpoint of the run;
@@ -156,13 +156,13 @@ class Plan:
         return [e for e in self.ocr_engines
                 if dataset in (engines[e].get("datasets") or [dataset])]
 
-    # -- (model, dataset) -----------------------------------------------------------------------------------
+    # -- (model, dataset) ------------------------------------------------------------------------
     def models_on(self, dataset: str) -> list[str]:
         """Models run on ``dataset`` (``datasets.<name>.models``, default all)."""
         return self.config["datasets"][dataset].get("models") or self.models
 
     def model_datasets(self, datasets: list[str], models: list[str] | None = None
-              ) -> list[tuple[str, str]]:
+                       ) -> list[tuple[str, str]]:
         """``(model, dataset)`` combinations that run, dataset-major, models in config order."""
         models = self.models if models is None else models
         return [(m, d) for d in datasets for m in models if m in self.models_on(d)]
@@ -173,7 +173,8 @@ class Plan:
         return [pattern.format(model=m, dataset=d) for m, d in self.model_datasets(datasets, models)]
 
     def not_run(self, datasets: list[str]) -> dict[tuple[str, str], str]:
-        """``(model, dataset) -> reason`` of the combinations excluded by ``datasets.<name>.models``."""
+        """``(model, dataset) -> reason`` of the combinations excluded by
+        ``datasets.<name>.models``."""
         return {(m, d): f"not run on this dataset (datasets.{d}.models)" for d in datasets
                 for m in self.models if m not in self.models_on(d)}
 
@@ -247,8 +248,8 @@ class Plan:
         return int(self.config["datasets"][dataset].get("shards", 1))
 
     def shard_files(self, model: str, dataset: str) -> list[str]:
-        """The shard status files the reconstruction of a (model, dataset) merges: none when the dataset
-        is one shard (the reconstruction job does it all), else one per shard."""
+        """The shard status files the reconstruction of a (model, dataset) merges: none when
+        the dataset is one shard (the reconstruction job does it all), else one per shard."""
         n = self.shards(dataset)
         if n == 1:
             return []

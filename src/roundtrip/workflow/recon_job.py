@@ -1,10 +1,10 @@
 """The job of one (model, dataset): reconstruct every image, then score the reconstructions.
 
-Everything that reads the same reconstructions runs in this one process, so that a (model, dataset) costs
-one Python and torch start-up, not one per metric: the reconstruction stage
+Everything that reads the same reconstructions runs in this one process, so that a (model,
+dataset) costs one Python and torch start-up, not one per metric: the reconstruction stage
 (:func:`roundtrip.stages.reconstruct.reconstruct_dataset`, resumable, so a rerun for a new metric
 reconstructs nothing) and then every reconstruction scorer the plan assigns to the dataset
-(:meth:`roundtrip.workflow.plan.Plan.recon_scorers`). Scorers belong to their evaluation: each
+(:meth:`roundtrip.workflow.recon_jobs.ReconJobs.scorers`). Scorers belong to their evaluation: each
 evaluation's spec declares ``recon_scorers`` (name -> ``module:function``,
 :class:`roundtrip.core.evaluation.Evaluation`); a scorer function takes ``(ctx: ReconContext,
 options)`` and returns ``{output name: frame}``, and each frame is written to the rule's output
@@ -74,7 +74,7 @@ def run_recon_job(model: str, spec: dict, manifest: str | Path, outputs: dict[st
                                  fingerprint={"model": model, "spec": dict(spec)}, **reconstruct)
     log.info("status counts: %s", status["status"].value_counts().to_dict())
     ctx = ReconContext(model, Path(manifest), Path(outputs["status"]), recon_dir,
-                      resolve_device(device), load, threads)
+                       resolve_device(device), load, threads)
     for name, options in scorers.items():
         for key, frame in scorer(targets[name])(ctx, options).items():
             frame.to_csv(outputs[key], index=False)

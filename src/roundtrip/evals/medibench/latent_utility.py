@@ -171,8 +171,8 @@ def _classify(kind, settings, model, baselines, data, y, multilabel, folds,
 
 
 def score_reconstructions(ctx: ReconContext, options: dict) -> dict[str, pd.DataFrame]:
-    """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): ``latent_utility``, the classifier rows
-    of the job's model (:func:`latent_utility`) on a labeled 2D medical set.
+    """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): ``latent_utility``, the
+    classifier rows of the job's model (:func:`latent_utility`) on a labeled 2D medical set.
 
     Args:
         options: ``kind`` (``image``), ``settings`` (``medical.latent_utility`` with the set's

@@ -67,8 +67,8 @@ class MedicalPlan:
         Returns:
             ``{"manifests": {dataset: manifest.csv}, "quality" / "structure" / "latent":
             {(model, dataset): image_quality.csv / structure.csv / latent_utility.csv}}`` for
-            the (model, dataset) combinations that run, dataset-major; ``latent`` ends with the image baselines'
-            ``("original", dataset)`` files.
+            the (model, dataset) combinations that run, dataset-major; ``latent`` ends with the
+            image baselines' ``("original", dataset)`` files.
         """
         def model_dataset_files(name: str, datasets: list[str]) -> dict[tuple[str, str], str]:
             return {(m, d): f"results/metrics/{m}/{d}/{name}.csv"

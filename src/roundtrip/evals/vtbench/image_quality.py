@@ -48,14 +48,14 @@ def score_image_quality(manifest_path: str | Path, status_path: str | Path,
         row.update(item_id=item.item_id, status=item.status, reason=item.reason)
         if item.status == "ok":
             try:
-                row.update(_score_reconstructions(item.reference, item.reconstruction, released))
+                row.update(_score_item(item.reference, item.reconstruction, released))
             except (ImageReadError, ValueError) as exc:
                 row.update(status="error", reason=f"scoring: {exc}")
         rows.append(row)
     return pd.DataFrame(rows, columns=IMAGE_QUALITY_COLUMNS)
 
 
-def _score_reconstructions(orig_path: Path, recon_path: Path, released: ReleasedPSNR | None) -> dict:
+def _score_item(orig_path: Path, recon_path: Path, released: ReleasedPSNR | None) -> dict:
     x, y = to_unit(read_image(orig_path)), to_unit(read_image(recon_path))
     m = mse(x, y)
     tx = torch.from_numpy(x).permute(2, 0, 1)[None]

@@ -117,8 +117,8 @@ def text_dataset_kinds(manifests: dict[str, str | Path], default_langs: dict[str
 
 
 def score_reconstructions(ctx: ReconContext, options: dict) -> dict[str, pd.DataFrame]:
-    """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): for every OCR engine, the OCR of the
-    reconstructions (``ocr_{engine}``) and their CER/WER (``text_{engine}``).
+    """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): for every OCR engine, the
+    OCR of the reconstructions (``ocr_{engine}``) and their CER/WER (``text_{engine}``).
 
     Args:
         options: ``engines`` (``ocr.engines``: name -> spec), ``ocr_original`` (name -> the
