@@ -54,6 +54,10 @@ class DatasetType:
         fingerprint: ``module:function`` taking the spec and returning a digest of the files the
             set is read from (a Snakemake param: a changed file rebuilds the set); ``""``: the
             files under ``path`` (:func:`dataset_fingerprint`).
+        check_source: ``module:function`` taking ``(name, spec)`` that resolves the files
+            ``path`` names (a brace pattern or glob of shards, parquet files) before any job,
+            raising ``FileNotFoundError`` or ``ValueError`` whose message starts with
+            ``datasets.<name>.path``; ``""``: the config check looks at ``path`` itself.
         packaged: built from data shipped inside installed packages, a few dozen items at
             most (no user ``path``). Such sets are reconstructed in one job per model
             (:meth:`roundtrip.workflow.recon_jobs.ReconJobs.batched`): their jobs are
@@ -63,6 +67,7 @@ class DatasetType:
     role: str
     rendered: bool = False
     fingerprint: str = ""
+    check_source: str = ""
     packaged: bool = False
 
 
@@ -78,9 +83,11 @@ DATASET_TYPES: dict[str, DatasetType] = {
     "folder": DatasetType("roundtrip.datasets.folder:build", IMAGES,
                           fingerprint="roundtrip.datasets.folder:fingerprint"),
     "webdataset": DatasetType("roundtrip.datasets.webdataset_shards:build", IMAGES,
-                              fingerprint="roundtrip.datasets.webdataset_shards:fingerprint"),
+                              fingerprint="roundtrip.datasets.webdataset_shards:fingerprint",
+                              check_source="roundtrip.datasets.webdataset_shards:check_source"),
     "hf_dataset": DatasetType("roundtrip.datasets.hf_dataset:build", IMAGES,
-                              fingerprint="roundtrip.datasets.hf_dataset:fingerprint"),
+                              fingerprint="roundtrip.datasets.hf_dataset:fingerprint",
+                              check_source="roundtrip.datasets.hf_dataset:check_source"),
     "abstracts": _RENDERED,
     "posters": _RENDERED,
     "vista_questions": _RENDERED,
@@ -185,8 +192,29 @@ def dataset_fingerprint(spec: dict) -> str:
     func = DATASET_TYPES[spec["type"]].fingerprint
     if not func:
         return path_fingerprint(spec.get("path"))
-    module, name = func.split(":")
-    return getattr(importlib.import_module(module), name)(spec)
+    return _function(func)(spec)
+
+
+def check_source(name: str, spec: dict) -> bool:
+    """Resolve the files ``datasets.<name>.path`` names with the type's own
+    ``check_source`` (shards, parquet files); returns False for a type without one.
+
+    Raises:
+        FileNotFoundError, ValueError: nothing matches, or a malformed pattern; the message
+            starts with ``datasets.<name>.path``.
+        KeyError: unknown type.
+    """
+    func = DATASET_TYPES[spec["type"]].check_source
+    if func:
+        _function(func)(name, spec)
+    return bool(func)
+
+
+def _function(target: str):
+    """The function at ``"module:function"`` of a registry entry, imported when it is first
+    needed (building a folder of photographs imports no MONAI)."""
+    module, name = target.split(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def expected_item_count(spec: dict) -> int | None:
@@ -232,10 +260,8 @@ def build_dataset(name: str, spec: dict, out_dir: str | Path) -> pd.DataFrame:
     limits = spec.get("limits") or {}  # config limits: checked before any file is decoded
     set_max_pixels(limits.get("max_pixels") or DEFAULT_MAX_PIXELS)
     set_max_voxels(limits.get("max_voxels") or DEFAULT_MAX_VOXELS)
-    module, func = DATASET_TYPES[kind].builder.split(":")
-    if is_volume_spec(spec):  # a medmnist set with dims: 3
-        module, func = _VOLUME.builder.split(":")
-    built = getattr(importlib.import_module(module), func)(name, spec, out_dir)
+    builder = _VOLUME.builder if is_volume_spec(spec) else DATASET_TYPES[kind].builder
+    built = _function(builder)(name, spec, out_dir)  # is_volume_spec: medmnist with dims: 3
     if isinstance(built, pd.DataFrame):  # volume sets write their own manifest
         return built
     if spec.get("lang"):

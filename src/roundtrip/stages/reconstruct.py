@@ -227,12 +227,12 @@ def prepared_batches(model: Adapter, rows: pd.DataFrame, root: Path, record, pro
         item = _prepared(r, root, record, protocol, info, size)
         if item is None:
             continue
-        group = groups.setdefault(item[2].x.shape[:2], [])
-        group.append(item)
+        key = item[2].x.shape[:2]  # the model-input size
+        groups.setdefault(key, []).append(item)
         pending += item[2].x.nbytes
-        if len(group) == batch_size:
-            pending -= _nbytes(group)
-            yield groups.pop(item[2].x.shape[:2])
+        if len(groups[key]) == batch_size:
+            pending -= _nbytes(groups[key])
+            yield groups.pop(key)
         while pending > max_pending_bytes and groups:
             oldest = next(iter(groups))
             pending -= _nbytes(groups[oldest])

@@ -221,10 +221,6 @@ def _check_ocr_datasets(config: dict, built: dict) -> None:
 #: Dataset types whose ``path`` is a folder of files, and what the folder must hold.
 _FOLDER_TYPES = {"folder": "image files", "nifti": ".nii/.nii.gz files", "bids": "a BIDS tree",
                  "brats": "BraTS case folders"}
-#: Dataset types whose ``path`` may be a pattern (shards, parquet files): their module's
-#: ``check_source(name, spec)`` resolves it, raising with the key to fix.
-_SOURCE_TYPES = {"webdataset": "roundtrip.datasets.webdataset_shards",
-                 "hf_dataset": "roundtrip.datasets.hf_dataset"}
 
 
 def _check_bundled_names(name: str, spec: dict) -> None:
@@ -248,21 +244,32 @@ def _check_path(name: str, spec: dict) -> None:
     job runs (otherwise its build job fails late, without naming the key)."""
     from pathlib import Path
 
+    from roundtrip.datasets import check_source
+
     path = spec.get("path")
     if not path:
         return
-    p = Path(path)
-    if spec["type"] in _SOURCE_TYPES:
-        import importlib
+    try:  # a type whose path may be a pattern (shards, parquet files) resolves it itself
+        resolved = check_source(name, spec)
+    except (FileNotFoundError, ValueError) as exc:  # the message names the key
+        raise ConfigError(str(exc)) from exc
+    if not resolved:
+        _check_plain_path(name, spec["type"], path)
+    labels = spec.get("labels_csv")
+    if labels and not Path(labels).is_file():
+        raise ConfigError(f"datasets.{name}.labels_csv: {labels} does not exist")
 
-        try:
-            importlib.import_module(_SOURCE_TYPES[spec["type"]]).check_source(name, spec)
-        except (FileNotFoundError, ValueError) as exc:  # the message names the key
-            raise ConfigError(str(exc)) from exc
-    elif spec["type"] in _FOLDER_TYPES:
+
+def _check_plain_path(name: str, kind: str, path: str) -> None:
+    """``datasets.<name>.path`` of type ``kind``: a non-empty folder for the folder types,
+    else a file or folder that exists."""
+    from pathlib import Path
+
+    p = Path(path)
+    if kind in _FOLDER_TYPES:
         if not p.is_dir():
             raise ConfigError(f"datasets.{name}.path: {path} is not a directory")
-        if spec["type"] == "folder":
+        if kind == "folder":
             from roundtrip.datasets.folder import list_image_files
 
             if not list_image_files(p):
@@ -270,12 +277,9 @@ def _check_path(name: str, spec: dict) -> None:
                                   "(.png, .jpg, .tif, .bmp, .webp, .gif)")
         elif not any(p.iterdir()):
             raise ConfigError(f"datasets.{name}.path: {path} is empty (expected "
-                              f"{_FOLDER_TYPES[spec['type']]})")
+                              f"{_FOLDER_TYPES[kind]})")
     elif not p.exists():
         raise ConfigError(f"datasets.{name}.path: {path} does not exist")
-    labels = spec.get("labels_csv")
-    if labels and not Path(labels).is_file():
-        raise ConfigError(f"datasets.{name}.labels_csv: {labels} does not exist")
 
 
 def _check_api(config: dict) -> None:

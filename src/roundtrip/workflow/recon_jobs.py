@@ -47,7 +47,8 @@ class ReconJobs:
         return out
 
     def targets(self, scorers) -> dict[str, str]:
-        """``name -> "module:function"`` of reconstruction scorers, for the reconstruction job to import.
+        """``name -> "module:function"`` of reconstruction scorers, for the reconstruction job
+        to import.
 
         Raises:
             KeyError: no registered evaluation registers a scorer (names the known ones).
@@ -59,16 +60,17 @@ class ReconJobs:
 
     def inputs(self, scorers: tuple[str, ...], datasets: list[str]
                ) -> dict[str, str | list[str]]:
-        """Inputs the scorers add to the job of a reconstruction rule covering ``datasets``, beside the
-        manifest and model weights."""
+        """Inputs the scorers add to the job of a reconstruction rule covering ``datasets``,
+        beside the manifest and model weights."""
         out: dict[str, str | list[str]] = {}
         for name in scorers:
             out |= self.owners[name].recon_inputs(self.plan, name, datasets)
         return out
 
     def outputs(self, scorers: tuple[str, ...], datasets: list[str]) -> dict[str, str]:
-        """Files the job of a reconstruction rule covering ``datasets`` writes (patterns in ``{model}``,
-        ``{dataset}``): ``status`` and every frame of the scorers, by output name."""
+        """Files the job of a reconstruction rule covering ``datasets`` writes (patterns in
+        ``{model}``, ``{dataset}``): ``status`` and every frame of the scorers, by output
+        name."""
         out = {"status": "results/recon/{model}/{dataset}/status.csv"}
         for name in scorers:
             out |= self.owners[name].recon_outputs(self.plan, name, datasets)
@@ -145,23 +147,24 @@ class ReconJobs:
             out.append((name, models, list(datasets)))
         return out
 
+    def _input_patterns(self, scorer: str, dataset: str) -> list[str]:
+        """The files ``scorer`` reads on ``dataset`` (:meth:`inputs`), one list, in
+        ``{dataset}`` patterns."""
+        values = self.owners[scorer].recon_inputs(self.plan, scorer, [dataset]).values()
+        return [f for v in values for f in ([v] if isinstance(v, str) else v)]
+
     def _run_wide_inputs(self, scorer: str, dataset: str) -> set[str]:
         """Inputs of ``scorer`` made by this run and not of ``dataset`` alone (metric weights
         in the user's cache are there from the start: they make nobody wait)."""
-        values = self.owners[scorer].recon_inputs(self.plan, scorer, [dataset]).values()
-        return {f for v in values for f in ([v] if isinstance(v, str) else v)
+        return {f for f in self._input_patterns(scorer, dataset)
                 if "{dataset}" not in f and f.startswith("results/")}
 
     def batch_inputs(self, datasets: list[str]) -> list[str]:
         """The files the scorers of a batched job read, beside the manifests and the model's
         weights (each dataset's :meth:`inputs`, formatted), without repeats."""
-        files: list[str] = []
-        for d in datasets:
-            for value in self.inputs(tuple(self.scorers(d)), [d]).values():
-                for f in ([value] if isinstance(value, str) else value):
-                    if (f := f.format(dataset=d)) not in files:
-                        files.append(f)
-        return files
+        files = [f.format(dataset=d) for d in datasets for s in self.scorers(d)
+                 for f in self._input_patterns(s, d)]
+        return list(dict.fromkeys(files))
 
     def batch_outputs(self, datasets: list[str]) -> list[str]:
         """Every file a batched job writes (patterns in ``{model}``): each dataset's
