@@ -11,8 +11,11 @@ they add to a run and names no evaluation itself:
   (model, dataset), on the reconstructions the job has just made;
 - :meth:`Evaluation.tables`, :meth:`Evaluation.figures`: its final files (``rule all``, the
   report), each table written by one of its rules with a provenance record;
-- ``title``, ``paper``, ``report_tables``, ``report_figures``, ``definitions``: its section of
-  the PDF report; :meth:`Evaluation.summary` and :meth:`Evaluation.why_not` the cover's lines;
+- ``title``, ``paper``, ``report_tables``, ``report_columns``, ``report_figures``,
+  ``definitions``: its section of the PDF report (every other table of its goes to the
+  appendix, all columns); :meth:`Evaluation.summary` and :meth:`Evaluation.why_not` the front
+  page's lines; :meth:`Evaluation.findings` its sentences there and
+  :meth:`Evaluation.headline_figure` its figure on the pages after;
 - :meth:`Evaluation.check`: its cross-key config checks, run before any job;
 - ``config_section`` and ``schema``: the top-level config key it reads and that section's JSON
   schema (the built-ins' in ``evals/<name>/config.schema.yaml``), checked and filled in with
@@ -67,7 +70,10 @@ class Evaluation:
             that name
             (``results/metrics/{model}/{dataset}/{name}.csv``, see :meth:`recon_outputs`).
         report_tables: table names (or prefixes ending in ``_``) its report section shows, in
-            order.
+            order; its other tables (long listings) go to the report's appendix.
+        report_columns: table name -> the column names (the part after ``group: `` in the
+            Markdown header) the report's body shows of it; the table then appears in full,
+            every column, in the appendix. Tables not named here are shown whole.
         report_figures: figure paths under ``results/figures/`` (``*`` patterns) it shows.
         definitions: ``(metric, definition, source)`` rows of its report section.
         weight_folders: the Hugging Face model folders it loads
@@ -85,6 +91,7 @@ class Evaluation:
     schema: dict | Path | None = None
     recon_scorers: dict[str, str] = {}
     report_tables: tuple[str, ...] = ()
+    report_columns: dict[str, tuple[str, ...]] = {}
     report_figures: tuple[str, ...] = ()
     definitions: tuple[tuple[str, str, str], ...] = ()
     # HubFolder entries; not imported for the annotation: roundtrip.core.weights reads this
@@ -112,6 +119,31 @@ class Evaluation:
     def figures(self, plan) -> list[str]:
         """Paths of the figures it writes (``results/figures/...``)."""
         return []
+
+    def findings_inputs(self, plan) -> list[str]:
+        """Per-item files (beyond its tables) its :meth:`findings` read, e.g. the per-item
+        metric CSVs a paired comparison needs; they become inputs of the report job. Default
+        none."""
+        return []
+
+    def findings(self, results) -> list[str]:
+        """Two to four sentences with numbers for the report's first page, generated from the
+        run's tables (``results``: :class:`roundtrip.report.findings.RunResults`): the best and
+        worst model on its headline metric with their 95 % CIs, the best against the runner-up
+        as a paired difference, and the comparison its paper makes. Default none."""
+        return []
+
+    def headline_figure(self, results, path: Path) -> str | None:
+        """Draw its headline figure from ``results`` (:class:`roundtrip.report.findings
+        .RunResults`) into the PNG ``path`` (:func:`roundtrip.report.style.figure` sizes it for
+        print) and return its caption; None where this run's tables hold nothing to draw (the
+        report then says so in the figure's place). Evaluations that leave this method alone
+        have no headline figure."""
+        return None
+
+    def has_headline_figure(self) -> bool:
+        """Whether the spec overrides :meth:`headline_figure`."""
+        return type(self).headline_figure is not Evaluation.headline_figure
 
     def scorers_for(self, plan, dataset: str) -> dict[str, dict]:
         """Reconstruction scorers (names of any registered evaluation's ``recon_scorers``) that

@@ -315,8 +315,22 @@ class Plan:
         registered evaluation, in order."""
         return [{"key": ev.key, "title": ev.title, "paper": ev.paper,
                  "tables": tuple(ev.report_tables), "figures": tuple(ev.report_figures),
+                 "columns": {t: tuple(c) for t, c in ev.report_columns.items()},
+                 "all_tables": tuple(ev.tables(self)) if ev in self.active else (),
                  "definitions": tuple(tuple(d) for d in ev.definitions)}
                 for ev in self.evaluations.values()]
+
+    @cached_property
+    def headline_figures(self) -> dict[str, str]:
+        """Evaluation key -> its headline figure (``results/figures/headline/{key}.png``, drawn
+        by the report job), for the active evaluations that draw one."""
+        return {ev.key: f"results/figures/headline/{ev.key}.png" for ev in self.active
+                if ev.has_headline_figure()}
+
+    @cached_property
+    def findings_inputs(self) -> list[str]:
+        """The per-item files the active evaluations' findings read (inputs of the report)."""
+        return list(dict.fromkeys(f for ev in self.active for f in ev.findings_inputs(self)))
 
     # -- targets ---------------------------------------------------------------------------------
     @cached_property

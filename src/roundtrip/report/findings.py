@@ -1,0 +1,164 @@
+"""The report's first page: what each evaluation found, in sentences generated from its tables.
+
+An evaluation writes its sentences in :meth:`roundtrip.core.evaluation.Evaluation.findings`
+from a :class:`RunResults` (its tables as data frames, the per-item files it declared). The
+helpers here make the sentences every evaluation shares read the same way: best and worst model
+on the headline metric with the 95 % CI of each, and the best against the runner-up as a paired
+difference over the items both were measured on (:func:`roundtrip.metrics.stats
+.paired_bootstrap_diff`), "indistinguishable" where that interval spans 0.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from roundtrip.metrics.stats import Summary, bootstrap_mean, paired_bootstrap_diff
+
+
+@dataclass
+class RunResults:
+    """What one evaluation's findings and headline figure read.
+
+    Attributes:
+        tables: table name -> its CSV (``results/tables/{name}.csv``) for every table of the run.
+        files: the per-item files the evaluation declared
+            (:meth:`~roundtrip.core.evaluation.Evaluation.findings_inputs`).
+        models: the run's models in config order (colours follow this order).
+        bootstrap: ``samples``, ``confidence``, ``seed`` of the config's ``tables.bootstrap``.
+        published: ``True`` where the config asks for the papers' published numbers
+            (``report.published``).
+    """
+    tables: dict[str, Path]
+    files: list[Path] = field(default_factory=list)
+    models: list[str] = field(default_factory=list)
+    bootstrap: dict = field(default_factory=dict)
+    published: bool = True
+
+    _frames: dict = field(default_factory=dict, repr=False)
+
+    def table(self, name: str) -> pd.DataFrame | None:
+        """The table's CSV as a frame (numbers as floats, empty cells NaN), or None where the
+        run did not write it. Read once; callers must not modify it."""
+        if name not in self.tables:
+            return None
+        if name not in self._frames:
+            self._frames[name] = pd.read_csv(self.tables[name])
+        return self._frames[name]
+
+    def summary(self, values) -> Summary:
+        """Mean and bootstrap CI of ``values`` with the run's bootstrap settings."""
+        return bootstrap_mean(values, **self._boot)
+
+    def paired(self, a, b) -> Summary:
+        """Paired bootstrap of ``a - b`` with the run's bootstrap settings."""
+        return paired_bootstrap_diff(a, b, **self._boot)
+
+    @property
+    def _boot(self) -> dict:
+        b = self.bootstrap or {}
+        return {"n_boot": int(b.get("samples", 1000)), "confidence": float(b.get("confidence",
+                                                                               0.95)),
+                "seed": int(b.get("seed", 0))}
+
+
+def number(value: float, digits: int = 2) -> str:
+    """``value`` with ``digits`` decimals; ``inf``/``nan`` spelled out."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.{digits}f}"
+
+
+def with_ci(s: Summary, digits: int = 2) -> str:
+    """``mean [low, high]``; the interval is left out where it is undefined (fewer than 2
+    items)."""
+    if math.isnan(s.ci_low):
+        return number(s.mean, digits)
+    return f"{number(s.mean, digits)} [{number(s.ci_low, digits)}, {number(s.ci_high, digits)}]"
+
+
+@dataclass
+class Ranking:
+    """Models ranked on one per-item metric.
+
+    Attributes:
+        metric: its name as printed (``PSNR (dB)``).
+        order: ``(model, Summary)`` best first.
+        diff: best minus runner-up over the items both have (paired bootstrap), or None with
+            fewer than two models.
+        shared: how many items the two have in common.
+    """
+    metric: str
+    order: list[tuple[str, Summary]]
+    diff: Summary | None
+    shared: int
+
+    def sentences(self, digits: int = 2, where: str = "") -> list[str]:
+        """Two sentences: the best and worst model with their CIs, and the best against the
+        runner-up (say "indistinguishable" where the paired interval spans 0)."""
+        if not self.order:
+            return [f"No model has a {self.metric} value{where}."]
+        (best, b), (worst, w) = self.order[0], self.order[-1]
+        where = f" {where}" if where else ""
+        if len(self.order) == 1:
+            return [f"{best} is the only model with a {self.metric}{where}: {with_ci(b, digits)}."]
+        first = (f"On {self.metric}{where}, {best} is best ({with_ci(b, digits)}) and {worst} "
+                 f"worst ({with_ci(w, digits)}), of {len(self.order)} models.")
+        runner = self.order[1][0]
+        d = self.diff
+        if d is None or d.n == 0:
+            return [first, f"{best} and {runner} share no item to compare on."]
+        spread = (f"{'+' if d.mean >= 0 else ''}{number(d.mean, digits)} "
+                  f"[{number(d.ci_low, digits)}, {number(d.ci_high, digits)}]")
+        if math.isnan(d.ci_low) or d.ci_low <= 0 <= d.ci_high:
+            verdict = (f"{best} and the runner-up {runner} are indistinguishable: the paired "
+                       f"difference over their {d.n} shared items is {spread}, which spans 0")
+        else:
+            verdict = (f"{best} beats the runner-up {runner} by {spread} "
+                       f"(paired bootstrap over {d.n} shared items)")
+        return [first, verdict + "."]
+
+
+def rank(results: RunResults, per_item: pd.DataFrame, metric: str, higher_is_better: bool
+         ) -> Ranking:
+    """Rank models on a per-item metric.
+
+    Args:
+        per_item: one row per (model, item) with columns ``model``, ``item_id``, ``value``
+            (float; NaN rows are dropped, infinite values count in the mean but not in the
+            paired difference).
+        metric: printed name; higher_is_better: the metric's direction.
+    """
+    df = per_item.dropna(subset=["value"])
+    order = []
+    for model, g in df.groupby("model", sort=False):
+        order.append((model, results.summary(g["value"].to_numpy())))
+    sign = -1 if higher_is_better else 1
+    order.sort(key=lambda ms: (sign * ms[1].mean if not math.isnan(ms[1].mean) else math.inf,
+                               ms[0]))
+    if len(order) < 2:
+        return Ranking(metric, order, None, 0)
+    a = df[df["model"] == order[0][0]].set_index("item_id")["value"]
+    b = df[df["model"] == order[1][0]].set_index("item_id")["value"]
+    shared = a.index.intersection(b.index)
+    diff = results.paired(a.loc[shared].to_numpy(), b.loc[shared].to_numpy())
+    return Ranking(metric, order, diff, len(shared))
+
+
+def rank_table(table: pd.DataFrame, label: str, column: str, metric: str,
+               higher_is_better: bool) -> list[tuple[str, float, float, float]]:
+    """Rows of a summary table ranked on ``column`` (with ``column.ci_low``/``.ci_high`` where
+    the table has them): ``[(label, mean, ci_low, ci_high)]`` best first, NaN rows last."""
+    out = []
+    for _, row in table.iterrows():
+        v = float(row[column]) if pd.notna(row.get(column)) else math.nan
+        lo = float(row.get(f"{column}.ci_low", math.nan))
+        hi = float(row.get(f"{column}.ci_high", math.nan))
+        out.append((str(row[label]), v, lo, hi))
+    sign = -1 if higher_is_better else 1
+    return sorted(out, key=lambda r: (math.isnan(r[1]), sign * r[1] if not math.isnan(r[1])
+                                      else 0, r[0]))
