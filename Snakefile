@@ -36,6 +36,11 @@ validate_config(config, _SCHEMA)
 resolve_data_root(config)
 
 
+# The front page of `snakemake --report report.html`: the run's findings (results/summary.rst,
+# written with the PDF report).
+report: "report/workflow.rst"
+
+
 # The plan (roundtrip.workflow.plan) and the helpers every rule file uses.
 include: "rules/common.smk"
 # Pipeline stages shared by the evaluations.

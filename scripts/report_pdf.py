@@ -10,11 +10,14 @@ import yaml
 
 from roundtrip.api.client import USAGE_LEDGER, summarize_usage
 from roundtrip.core import weights
+from roundtrip.core.evaluation import load_evaluations
 from roundtrip.core.compute import provenance_fields
 from roundtrip.core.hashing import sha256_file
 from roundtrip.core.logs import setup_logging
 from roundtrip.core.manifest import read_manifest
+from roundtrip.report.assemble import findings_of, headline_of, published_of, summary_rst
 from roundtrip.report.document import ReportInputs, build_report, source_date
+from roundtrip.report.findings import RunResults
 from roundtrip.report.fonts import register
 from roundtrip.report.sections import Section
 from roundtrip.tables.provenance import canonical_hash
@@ -40,6 +43,21 @@ present = [(w.filename, sha256_file(path)[:16]) for name, w in weights.REGISTRY.
            if (path := weights.path_of(name, p.weights_cache)).is_file()]
 present += [(str(f), sha256_file(f)[:16])  # checkpoints trained by this workflow
             for f in smk.input.checkpoints]
+config = dict(p.config)
+plugins = config.get("evaluations") or {}
+registry = load_evaluations(plugins.get("plugins") or (), plugins.get("paths") or ())
+csv = {n: Path(f) for n, f in zip(p.tables, smk.input.csv)}
+findings, headlines, published = {}, [], {}
+for key, files in p.findings_files.items():
+    results = RunResults(csv, files=[Path(f) for f in files], models=list(config["models"]),
+                         bootstrap=config["tables"]["bootstrap"],
+                         published=config["report"]["published"], config=config)
+    findings[key] = findings_of(registry[key], results)
+    if key in p.headlines:
+        figure = Path(p.headlines[key])
+        headlines.append((key, figure, headline_of(registry[key], results, figure)))
+    published[key] = published_of(registry[key], results)
+
 ran, not_ran = p.ran
 config_sha256 = canonical_hash(dict(p.config))
 epoch, date = source_date(config_sha256)
@@ -50,6 +68,8 @@ inputs = ReportInputs(
     cover={"title": "roundtrip: what survives a round trip", "date": date,
            "version": metadata.version("roundtrip"), "commit": p.commit,
            "config_sha256": config_sha256, "ran": ran, "not_ran": not_ran,
+           "config_name": p.config_name, "models": list(config["models"]),
+           "datasets": list(config["datasets"]),
            "compute": provenance_fields(dict(p.config))},
     appendix={"packages": next(iter(records.values()))["packages"] if records else {},
               "seeds": seeds, "checksums": checksums, "weights": present,
@@ -58,6 +78,9 @@ inputs = ReportInputs(
               "api": sorted({(r["endpoint"], r["base_url"]) for r in summarize_usage(USAGE_LEDGER)}),
               "config": yaml.safe_dump(dict(p.config), sort_keys=False, allow_unicode=True)},
     notes=register()[1],
-    sections=[Section(**s) for s in p.sections])
-pages = build_report(smk.output[0], inputs, epoch)
-log.info("report: %d pages, %d tables, %d figures", pages, len(inputs.tables), len(inputs.figures))
+    sections=[Section(**s) for s in p.sections],
+    findings=findings, headlines=headlines, published=published)
+Path(smk.output.summary).write_text(summary_rst(inputs), encoding="utf-8")
+pages = build_report(smk.output.pdf, inputs, epoch)
+log.info("report: %d pages (body %d, appendix %d), %d tables, %d figures", pages, pages.body,
+         pages.appendix, len(inputs.tables), len(inputs.figures))

@@ -37,12 +37,22 @@ rule report_pdf:
         lines="results/figures/gallery/lines.csv",
         manifests=PLAN.galleries.inputs()["manifests"],
         checkpoints=PLAN.checkpoints,
+        findings=PLAN.findings_inputs,
     output:
-        report("results/report.pdf", caption=caption("report_pdf"), category="Report"),
+        pdf=report("results/report.pdf", caption=caption("report_pdf"), category="Report"),
+        # the findings as reST: the front page of `snakemake --report` (report/workflow.rst)
+        summary="results/summary.rst",
+        headlines=[
+            report(f, caption=caption("headline_figure"), category="Summary")
+            for f in PLAN.headline_figures.values()
+        ],
     params:
         tables=PLAN.tables,
         ran=PLAN.evaluations_run(),
         sections=PLAN.report_sections(),
+        findings_files={ev.key: ev.findings_inputs(PLAN) for ev in PLAN.active},
+        headlines=PLAN.headline_figures,
+        config_name=", ".join(Path(f).name for f in workflow.configfiles) or "config.yaml",
         commit=git_commit(),
         config=config,
         weights_cache=config["metrics"]["weights_cache"],

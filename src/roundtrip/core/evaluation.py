@@ -141,6 +141,20 @@ class Evaluation:
         have no headline figure."""
         return None
 
+    def published_cells(self, results):
+        """This run's numbers for cells of its paper's published tables, where the run used the
+        paper's own data and protocol (then they are printed in the same table as the published
+        rows): a frame with the columns ``table``, ``row_group``, ``row``, ``column_group``,
+        ``column``, ``printed`` (formatted to the paper's precision), or None (default: the
+        published tables are shown as a reference on other data)."""
+        return None
+
+    @property
+    def package(self) -> str:
+        """The package the spec lives in (its ``published/`` folder holds the paper's numbers,
+        :mod:`roundtrip.tables.published`)."""
+        return type(self).__module__.rpartition(".")[0]
+
     def has_headline_figure(self) -> bool:
         """Whether the spec overrides :meth:`headline_figure`."""
         return type(self).headline_figure is not Evaluation.headline_figure

@@ -1,11 +1,19 @@
-"""The PDF report (reportlab): a cover, one section per evaluation (metric definitions, its
-tables with their notes, its figures, the reconstruction galleries with their OCR lines as text),
-and an appendix with the provenance of the run.
+"""The PDF report (reportlab), written for a reader first:
 
-Tables come from the Markdown files (formatted as the reader sees them); a table wider than the
-page is split into column parts that each repeat the row labels, never cut. Every string goes
-through :func:`.fonts.markup`, so CJK and Devanagari ground truth and OCR lines are in the text
-layer.
+1. the front page: what ran and, for every evaluation, what it found (sentences with numbers
+   from its tables, :meth:`roundtrip.core.evaluation.Evaluation.findings`); what did not run and
+   why;
+2. the headline figures, one per evaluation;
+3. one section per evaluation: its tables in its paper's layout and order, the papers' published
+   numbers beside them, its figures and the reconstruction galleries with their OCR lines;
+4. the appendix: every table the body leaves out or shows in part, whole; metric definitions;
+   the provenance of the run.
+
+Tables come from the Markdown files (formatted as the reader sees them). A table wider than the
+page has its column groups (``group: column`` headers: one per dataset or category) stacked as
+blocks of rows under one header; only where that still does not fit is it split into column
+parts that each repeat the row labels. No cell is cut. Every string goes through
+:func:`.fonts.markup`, so CJK and Devanagari ground truth and OCR lines are in the text layer.
 """
 from __future__ import annotations
 
@@ -17,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from roundtrip.report.fonts import markup, register
-from roundtrip.report.sections import Section, tables_of
-from roundtrip.report.tables import column_widths, label_columns, read_markdown, split_columns
-
-CELL_PT = 6.5  # table font size
+from roundtrip.report.sections import Section, appendix_tables, tables_of
+from roundtrip.report.style import CELL_PT, paragraph_styles
+from roundtrip.report.tables import (MdTable, column_widths, keep_columns, label_columns,
+                                     read_markdown, split_columns, stack_groups)
 
 #: The span of the dates derived from a config hash: the year 2000, which no real build has, so
 #: the date inside a PDF built without ``SOURCE_DATE_EPOCH`` is never read as a build date.
@@ -80,6 +88,11 @@ class ReportInputs:
             time: rule times are in ``results/benchmarks/``, not in the report.
         notes: remarks printed on the cover (fonts not found, ...).
         sections: one per evaluation, in order (the registered evaluations' report parts).
+        findings: evaluation key -> its sentences for the front page.
+        headlines: ``(evaluation key, figure PNG, caption)`` in section order.
+        published: evaluation key -> its papers' published tables (:class:`.tables.MdTable`,
+            rows from this run first where it ran the paper's data, published rows in
+            ``MdTable.marked``).
     """
     tables: dict[str, Path]
     figures: list[Path]
@@ -88,29 +101,13 @@ class ReportInputs:
     appendix: dict
     notes: list[str] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
+    findings: dict[str, list[str]] = field(default_factory=dict)
+    headlines: list[tuple[str, Path, str]] = field(default_factory=list)
+    published: dict[str, list[MdTable]] = field(default_factory=dict)
 
 
 def _styles():
-    from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
-
-    faces, _ = register()
-    base = getSampleStyleSheet()
-    st = {
-        "title": ParagraphStyle("t", parent=base["Title"], fontName=faces["bold"], fontSize=20),
-        "h1": ParagraphStyle("h1", parent=base["Heading1"], fontName=faces["bold"], fontSize=14),
-        "h2": ParagraphStyle("h2", parent=base["Heading2"], fontName=faces["bold"], fontSize=10.5),
-        "body": ParagraphStyle("b", parent=base["BodyText"], fontName=faces["latin"],
-                               fontSize=8.5, leading=11),
-        "small": ParagraphStyle("s", parent=base["BodyText"], fontName=faces["latin"],
-                                fontSize=6.5, leading=8),
-        "cell": ParagraphStyle("c", parent=base["BodyText"], fontName=faces["latin"],
-                               fontSize=CELL_PT, leading=CELL_PT + 1.5),
-        "head": ParagraphStyle("hd", parent=base["BodyText"], fontName=faces["bold"],
-                               fontSize=CELL_PT, leading=CELL_PT + 1.5),
-        "mono": ParagraphStyle("m", parent=base["Code"], fontName=faces["mono"], fontSize=6,
-                               leading=7.2),
-    }
-    return st
+    return paragraph_styles()
 
 
 def _p(text, style):
@@ -119,30 +116,60 @@ def _p(text, style):
     return Paragraph(markup(text), style)
 
 
-def table_flowables(name: str, md: Path, st: dict, page_width: float) -> list:
-    """A table's title, its column parts (split to fit ``page_width``) and its notes."""
+def fit_table(t: MdTable, page_width: float) -> tuple[MdTable, int, list[int], list[list[int]]]:
+    """How a table is laid out on a page of ``page_width`` points: as it is where it fits, else
+    its column groups stacked as blocks of rows (:func:`.tables.stack_groups`), and only where
+    that is still too wide, split into column parts that repeat the label columns.
+
+    Returns:
+        ``(table, label columns, first row of each block, column index parts)``.
+    """
+    widths = column_widths(t, CELL_PT * 0.55)
+    labels, starts = label_columns(t.header), []
+    if sum(widths) > page_width and (stacked := stack_groups(t)) is not None:
+        t, labels, starts = stacked
+        widths = column_widths(t, CELL_PT * 0.55)
+    return t, labels, starts, split_columns(widths, labels, page_width)
+
+
+def table_flowables(name: str, md: Path | MdTable, st: dict, page_width: float,
+                    columns: tuple[str, ...] = (), title: str | None = None) -> list:
+    """A table's title, the table laid out to fit ``page_width`` (:func:`fit_table`) and its
+    notes. ``columns``: show only these grouped columns (:func:`.tables.keep_columns`)."""
     from reportlab.lib import colors
     from reportlab.platypus import KeepTogether, Spacer, Table, TableStyle
 
-    t = read_markdown(md)
+    t = md if isinstance(md, MdTable) else read_markdown(md)
+    if columns:
+        t = keep_columns(t, columns)
+    shown = len(t.header)
+    t, labels, starts, parts = fit_table(t, page_width)
     widths = column_widths(t, CELL_PT * 0.55)
-    labels = label_columns(t.header)
-    parts = split_columns(widths, labels, page_width)
-    out = [_p(f"{t.title} ({name})", st["h2"])]
+    heading = title or f"{t.title} ({name})"
+    out = [_p(heading, st["h2"])]
+    if columns:
+        out.append(_p(f"Shown here: {shown} columns of the table; the appendix has all of them.",
+                      st["small"]))
+    if starts:
+        out.append(_p("One block of rows per column group (the paper's per-dataset layout), "
+                      "the header repeated on every page.", st["small"]))
     for k, cols in enumerate(parts):
         data = [[_p(t.header[j], st["head"]) for j in cols]]
-        data += [[_p(r[j], st["cell"]) for j in cols] for r in t.rows]
+        data += [[_p(r[j], st["published"] if i in t.marked else st["cell"]) for j in cols]
+                 for i, r in enumerate(t.rows)]
         scale = min(1.0, page_width / sum(widths[j] for j in cols))
         table = Table(data, colWidths=[widths[j] * scale for j in cols], repeatRows=1)
-        table.setStyle(TableStyle([
-            ("LINEBELOW", (0, 0), (-1, 0), 0.5, colors.black),
-            ("ROWBACKGROUNDS", (0, 1), (-1, -1), [colors.white, colors.HexColor("#f2f2f2")]),
-            ("VALIGN", (0, 0), (-1, -1), "TOP"),
-            ("LEFTPADDING", (0, 0), (-1, -1), 2), ("RIGHTPADDING", (0, 0), (-1, -1), 2)]))
+        style = [("LINEBELOW", (0, 0), (-1, 0), 0.5, colors.black),
+                 ("ROWBACKGROUNDS", (0, 1), (-1, -1), [colors.white, colors.HexColor("#f2f2f2")]),
+                 ("VALIGN", (0, 0), (-1, -1), "TOP"),
+                 ("LEFTPADDING", (0, 0), (-1, -1), 2), ("RIGHTPADDING", (0, 0), (-1, -1), 2)]
+        style += [("LINEABOVE", (0, s0 + 1), (-1, s0 + 1), 0.4, colors.grey) for s0 in starts[1:]]
+        table.setStyle(TableStyle(style))
         if len(parts) > 1:
-            shown = [j + 1 for j in cols[labels:]]
-            out.append(_p(f"part {k + 1} of {len(parts)}: columns {shown[0]}-{shown[-1]} of "
-                          f"{len(t.header)} (row labels repeated)", st["small"]))
+            shown_cols = [j + 1 for j in cols[labels:]]
+            out.append(_p(f"part {k + 1} of {len(parts)}: columns {shown_cols[0]}-"
+                          f"{shown_cols[-1]} of {len(t.header)} (row labels repeated)",
+                          st["small"]))
         out.append(table)
         out.append(Spacer(1, 4))
     notes = [_p(n, st["small"]) for n in t.notes]
@@ -179,37 +206,139 @@ def _gallery(dataset: str, entry, st, width: float) -> list:
     return out + [Spacer(1, 8)]
 
 
-def _cover(inputs: ReportInputs, st: dict) -> list:
+def _labelled(label: str, value, style):
+    """A paragraph ``label: value`` with the label in bold."""
+    from xml.sax.saxutils import escape
+
+    from reportlab.platypus import Paragraph
+
+    bold = register()[0]["bold"]
+    return Paragraph(f'<font name="{bold}">{escape(label)}</font>: {markup(value)}', style)
+
+
+def _front_page(inputs: ReportInputs, st: dict) -> list:
+    """Page 1: the run in a few lines, then what each evaluation found, then what did not run."""
     from reportlab.platypus import PageBreak, Spacer
 
     c = inputs.cover
-    out = [Spacer(1, 40), _p(c.get("title", "roundtrip report"), st["title"]), Spacer(1, 12)]
-    for label, key in (("Date", "date"), ("roundtrip version", "version"), ("Commit", "commit"),
+    out = [_p(c.get("title", "roundtrip report"), st["title"]), Spacer(1, 4)]
+    for label, key in (("Config", "config_name"), ("Models", "models"), ("Datasets", "datasets"),
+                       ("Commit", "commit"), ("roundtrip version", "version"), ("Date", "date"),
                        ("Config SHA-256", "config_sha256")):
-        out.append(_p(f"{label}: {c.get(key, 'unknown')}", st["body"]))
+        if key in c:
+            value = ", ".join(c[key]) if isinstance(c[key], (list, tuple)) else c[key]
+            out.append(_labelled(label, value, st["body"]))
+    out.append(_labelled("Time", "each job's wall time and memory are in results/benchmarks/ "
+                         "(not in this file, so that a rebuild writes the same bytes)",
+                         st["body"]))
+    out += [Spacer(1, 6), _p("Findings", st["h1"])]
+    ran = dict(c.get("ran", []))
+    for section in inputs.sections:
+        label = section.name or section.key
+        if label not in ran:
+            continue
+        out.append(_p(f"{label} ({ran[label]})" if ran[label] else label, st["h2"]))
+        sentences = inputs.findings.get(section.key) or [
+            "This evaluation states no findings; its tables follow."]
+        out += [_p(f"• {x}", st["finding"]) for x in sentences]
+    out.append(_p("What did not run, and why", st["h2"]))
+    out += [_p(f"{name}: {why}", st["body"]) for name, why in c.get("not_ran", [])] or \
+        [_p("everything configured ran", st["body"])]
     compute = c.get("compute")
     if compute:
         gpu = compute.get("gpu")
         where = f"; GPU {gpu['name']}, CUDA {gpu['cuda']}, cuDNN {gpu['cudnn']}" if gpu else ""
         out.append(_p(f"Reproducibility: {compute['reproducibility']} (CPU kernels "
                       f"{compute['cpu_capability']}, threads {compute['threads']}{where}): "
-                      f"{compute['promise']}", st["body"]))
-    out.append(Spacer(1, 10))
-    out.append(_p("What ran", st["h2"]))
-    out += [_p(f"{name}: {why}", st["body"]) for name, why in c.get("ran", [])]
-    out.append(_p("What did not run, and why", st["h2"]))
-    out += [_p(f"{name}: {why}", st["body"]) for name, why in c.get("not_ran", [])] or \
-        [_p("everything configured ran", st["body"])]
+                      f"{compute['promise']}", st["small"]))
     for note in inputs.notes:
         out.append(_p(f"Note: {note}", st["small"]))
     return out + [PageBreak()]
+
+
+def _headline_pages(inputs: ReportInputs, st: dict, width: float) -> list:
+    """The headline figures, one per evaluation, three to a page."""
+    from reportlab.platypus import KeepTogether, PageBreak, Spacer
+
+    if not inputs.headlines:
+        return []
+    titles = {s.key: s.title for s in inputs.sections}
+    out = [_p("Headline figures", st["h1"])]
+    for key, png, caption in inputs.headlines:
+        out.append(KeepTogether([_p(titles.get(key, key), st["h2"]), _image(Path(png), width, 230),
+                                 _p(caption, st["small"]), Spacer(1, 6)]))
+    return out + [PageBreak()]
+
+
+def _section(section: Section, inputs: ReportInputs, st: dict, width: float) -> list:
+    """One evaluation's body: its tables (in its order, fitted to the page), the published
+    tables, its figures and galleries."""
+    from reportlab.platypus import PageBreak
+
+    names = tables_of(section, list(inputs.tables))
+    figures = _figures_of(section, inputs.figures)
+    published = inputs.published.get(section.key, [])
+    if not names and not figures:
+        return []
+    out = [_p(section.title, st["h1"]), _p(f"Reproduces: {section.paper}. Metric definitions "
+                                           "are in the appendix.", st["body"])]
+    for name in names:
+        out += table_flowables(name, inputs.tables[name], st, width,
+                               columns=tuple(section.columns.get(name, ())))
+    for table in (t for t in published if t.marked):
+        out += table_flowables("published", table, st, width, title=table.title)
+    if any(not t.marked for t in published):
+        out.append(_p("The paper's published numbers on its own data are in appendix B.",
+                      st["small"]))
+    for fig in figures:
+        if "gallery/" in fig.as_posix():
+            dataset = fig.stem
+            if dataset in inputs.galleries:
+                out += _gallery(dataset, inputs.galleries[dataset], st, width)
+            continue
+        out += [_p(fig.name, st["small"]), _image(fig, width, 420)]
+    return out + [PageBreak()]
+
+
+def _appendix_tables(inputs: ReportInputs, st: dict, width: float) -> list:
+    """Appendix A: every table the body leaves out or shows only in part, with all columns;
+    B: the papers' published tables on their own data; C: each evaluation's metric
+    definitions."""
+    out = []
+    for section in inputs.sections:
+        names = appendix_tables(section, list(inputs.tables))
+        if names:
+            out.append(_p(f"{section.title}: tables in full", st["h2"]))
+            for name in names:
+                out += table_flowables(name, inputs.tables[name], st, width)
+    if out:
+        out.insert(0, _p("Appendix A: tables in full", st["h1"]))
+    others = [(s, t) for s in inputs.sections for t in inputs.published.get(s.key, [])
+              if not t.marked]
+    if others:
+        out.append(_p("Appendix B: published results, other data", st["h1"]))
+        out.append(_p("The papers' numbers as printed, for reference: measured on the papers' "
+                      "data, not on this run's; this run did not use the paper's data and "
+                      "protocol for these tables.", st["body"]))
+        for section, table in others:
+            out += table_flowables("published", table, st, width,
+                                   title=f"{section.title}: {table.title}")
+    defined = [s for s in inputs.sections if s.definitions and
+               (tables_of(s, list(inputs.tables)) or _figures_of(s, inputs.figures))]
+    if defined:
+        out.append(_p("Appendix C: metric definitions", st["h1"]))
+        for section in defined:
+            out.append(_p(section.title, st["h2"]))
+            out += [_p(f"{metric}: {definition} ({source}).", st["small"])
+                    for metric, definition, source in section.definitions]
+    return out
 
 
 def _appendix(inputs: ReportInputs, st: dict, width: float) -> list:
     from reportlab.platypus import PageBreak, Preformatted, Spacer, Table
 
     a = inputs.appendix
-    out = [PageBreak(), _p("Appendix: provenance", st["h1"])]
+    out = [PageBreak(), _p("Appendix D: provenance", st["h1"])]
 
     def grid(rows, header):
         data = [[_p(h, st["head"]) for h in header]] + [[_p(str(v), st["cell"]) for v in r]
@@ -234,8 +363,30 @@ def _appendix(inputs: ReportInputs, st: dict, width: float) -> list:
     return out
 
 
-def build_report(path: str | Path, inputs: ReportInputs, epoch: int | None = None) -> int:
-    """Write the PDF; returns its page count.
+class PageCount(int):
+    """The PDF's page count, with ``body`` (front page to the last evaluation section) and
+    ``appendix`` pages."""
+    body: int
+    appendix: int
+
+
+def _page_mark(marks: list):
+    """A flowable that records the page it lands on in ``marks``."""
+    from reportlab.platypus import Flowable
+
+    class Mark(Flowable):
+        def wrap(self, *args):
+            return 0, 0
+
+        def draw(self):
+            marks.append(self.canv.getPageNumber())
+
+    return Mark()
+
+
+def build_report(path: str | Path, inputs: ReportInputs, epoch: int | None = None) -> PageCount:
+    """Write the PDF; returns its page count (:class:`PageCount`: also the body's and the
+    appendix's).
 
     Args:
         epoch: the PDF's creation time in Unix seconds (:func:`source_date`); with it the file
@@ -256,32 +407,23 @@ def build_report(path: str | Path, inputs: ReportInputs, epoch: int | None = Non
                             author="roundtrip", creator="roundtrip (reportlab)",
                             invariant=int(epoch is not None))
     width = doc.width
-    story = _cover(inputs, st)
+    story = _front_page(inputs, st) + _headline_pages(inputs, st, width)
     for section in inputs.sections:
-        names = tables_of(section, list(inputs.tables))
-        figures = _figures_of(section, inputs.figures)
-        if not names and not figures:
-            continue
-        story += [_p(section.title, st["h1"]), _p(f"Reproduces: {section.paper}", st["body"])]
-        for metric, definition, source in section.definitions:
-            story.append(_p(f"{metric}: {definition} ({source}).", st["small"]))
-        for name in names:
-            story += table_flowables(name, inputs.tables[name], st, width)
-        for fig in figures:
-            if "gallery/" in fig.as_posix():
-                dataset = fig.stem
-                if dataset in inputs.galleries:
-                    story += _gallery(dataset, inputs.galleries[dataset], st, width)
-                continue
-            story += [_p(fig.name, st["small"]), _image(fig, width, 420)]
-        story.append(PageBreak())
+        story += _section(section, inputs, st, width)
+    marks: list[int] = []
+    story.append(_page_mark(marks))
+    story += _appendix_tables(inputs, st, width)
     story += _appendix(inputs, st, width)
-    pages = []
+    pages: list[int] = []
     if epoch is None:
         doc.build(story, onLaterPages=lambda c, d: pages.append(d.page),
                   onFirstPage=lambda c, d: pages.append(d.page))
-        return len(pages)
-    with _fixed_timestamp(epoch):
-        doc.build(story, onLaterPages=lambda c, d: pages.append(d.page),
-                  onFirstPage=lambda c, d: pages.append(d.page))
-    return len(pages)
+    else:
+        with _fixed_timestamp(epoch):
+            doc.build(story, onLaterPages=lambda c, d: pages.append(d.page),
+                      onFirstPage=lambda c, d: pages.append(d.page))
+    count = PageCount(len(pages))
+    # the mark sits after the last section's page break: the appendix starts on its page
+    count.body = (marks[0] - 1) if marks else len(pages)
+    count.appendix = len(pages) - count.body
+    return count

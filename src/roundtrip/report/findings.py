@@ -30,12 +30,14 @@ class RunResults:
         bootstrap: ``samples``, ``confidence``, ``seed`` of the config's ``tables.bootstrap``.
         published: ``True`` where the config asks for the papers' published numbers
             (``report.published``).
+        config: the run's config (filled in), for what a finding must know of the setup.
     """
     tables: dict[str, Path]
     files: list[Path] = field(default_factory=list)
     models: list[str] = field(default_factory=list)
     bootstrap: dict = field(default_factory=dict)
     published: bool = True
+    config: dict = field(default_factory=dict)
 
     _frames: dict = field(default_factory=dict, repr=False)
 

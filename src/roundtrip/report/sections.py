@@ -12,6 +12,7 @@ class Section:
 
     Attributes:
         key: evaluation key; title: heading; paper: the paper it reproduces.
+        name: the evaluation's name on the front page (what ran, what did not).
         tables: table-name prefixes (or full names) its body shows, in order.
         columns: table name -> the column names the body shows of it (the table appears whole
             in the appendix).
@@ -28,6 +29,7 @@ class Section:
     columns: dict = field(default_factory=dict)
     all_tables: tuple[str, ...] = ()
     definitions: tuple[tuple[str, str, str], ...] = field(default=())
+    name: str = ""
 
 
 def tables_of(section: Section, available: list[str]) -> list[str]:

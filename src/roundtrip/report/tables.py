@@ -9,16 +9,21 @@ from pathlib import Path
 
 #: Column headers that label rows; repeated in every part of a split table.
 LABEL_HEADERS = {"model", "dataset", "reader", "chain", "direction", "backbone", "generation",
-                 "form", "modality", "kind", "engine", "item"}
+                 "form", "modality", "kind", "engine", "item", "block", "row"}
 
 
 @dataclass
 class MdTable:
-    """A table as written to ``results/tables/{name}.md``."""
+    """A table as written to ``results/tables/{name}.md``.
+
+    Attributes:
+        marked: indices of rows printed in grey (published numbers beside the run's own).
+    """
     title: str
     header: list[str]
     rows: list[list[str]]
     notes: list[str] = field(default_factory=list)
+    marked: set[int] = field(default_factory=set)
 
 
 def _cells(line: str) -> list[str]:
@@ -92,3 +97,103 @@ def split_columns(widths: list[float], labels: int, page_width: float) -> list[l
     if current or not parts:
         parts.append(list(range(labels)) + current)
     return parts
+
+
+def column_groups(table: MdTable, labels: int) -> list[tuple[str | None, str]]:
+    """``(group, column)`` of each column after the ``labels`` label columns: our Markdown
+    headers name a grouped column ``group: column`` (e.g. ``posters: CER``); the group is the
+    part before the last ``": "``, None for a column of its own."""
+    out = []
+    for h in table.header[labels:]:
+        group, sep, column = h.rpartition(": ")
+        out.append((group, column) if sep else (None, h))
+    return out
+
+
+def keep_columns(table: MdTable, columns: tuple[str, ...] | list[str]) -> MdTable:
+    """The table with only the label columns, the ungrouped ones and the grouped columns whose
+    name is in ``columns`` (notes kept; a note may then speak of a column left out, which the
+    appendix shows)."""
+    labels = label_columns(table.header)
+    wanted = set(columns)
+    keep = list(range(labels)) + [labels + j for j, (g, c) in
+                                  enumerate(column_groups(table, labels))
+                                  if g is None or c in wanted]
+    return MdTable(table.title, [table.header[j] for j in keep],
+                   [[r[j] for j in keep] for r in table.rows], list(table.notes),
+                   set(table.marked))
+
+
+def stack_groups(table: MdTable) -> tuple[MdTable, int, list[int]] | None:
+    """The column groups of a wide table as blocks of rows: one row per (group, row), headed by
+    the label columns, the ungrouped columns, ``group`` and the group's columns (the union over
+    groups, in order; ``–`` where a group lacks one). This is the "split by dataset with a
+    repeated header" layout of a paper's table, in one table.
+
+    Returns:
+        ``(stacked table, its label column count, index of the first row of each block)``, or
+        None where the table has fewer than two groups.
+    """
+    labels = label_columns(table.header)
+    groups = column_groups(table, labels)
+    names = list(dict.fromkeys(g for g, _ in groups if g is not None))
+    if len(names) < 2:
+        return None
+    own = [labels + j for j, (g, _) in enumerate(groups) if g is None]
+    columns = list(dict.fromkeys(c for g, c in groups if g is not None))
+    where = {(g, c): labels + j for j, (g, c) in enumerate(groups) if g is not None}
+    header = table.header[:labels] + [table.header[j] for j in own] + ["group"] + columns
+    rows, starts, marked = [], [], set()
+    for name in names:
+        starts.append(len(rows))
+        for i, r in enumerate(table.rows):
+            if i in table.marked:
+                marked.add(len(rows))
+            rows.append(r[:labels] + [r[j] for j in own] + [name] +
+                        [r[where[(name, c)]] if (name, c) in where else "–" for c in columns])
+    stacked = MdTable(table.title, header, rows, list(table.notes), marked)
+    return stacked, labels + len(own) + 1, starts
+
+
+def published_table(cells, title: str, run_cells=None) -> MdTable:
+    """A paper's published table, laid out as printed: one row per (row group, row), one column
+    per (column group, column), each cell the number as the paper prints it.
+
+    Args:
+        cells: the table's published cells (:func:`roundtrip.tables.published.read_published`
+            rows: ``row_group``, ``row``, ``column_group``, ``column``, ``printed``).
+        title: the heading.
+        run_cells: this run's numbers for the same cells where it ran the paper's data and
+            protocol (same columns; ``printed`` formatted as the paper's precision); their rows
+            come first, the published rows after them, greyed (``marked``) and labelled
+            ``(published)``.
+
+    Returns:
+        The table; grouped columns are headed ``column group: column`` (so a wide one stacks).
+    """
+    frames = [(run_cells, False)] if run_cells is not None and len(run_cells) else []
+    frames.append((cells, bool(frames)))
+    blocks = any((f["row_group"].fillna("") != "").any() for f, _ in frames)
+    columns: list[tuple[str, str]] = []
+    rows: list[tuple[tuple, dict]] = []
+    for frame, published in frames:
+        frame = frame.fillna("")
+        index: dict[tuple, dict] = {}
+        for _, c in frame.iterrows():
+            key = (c["row_group"], c["row"] + (" (published)" if published else ""), published)
+            if key not in index:
+                index[key] = {}
+                rows.append((key, index[key]))
+            col = (c["column_group"], c["column"])
+            if col not in columns:
+                columns.append(col)
+            index[key][col] = str(c["printed"])
+    header = (["block", "row"] if blocks else ["row"]) + [
+        f"{g}: {c}" if g else c for g, c in columns]
+    body, marked = [], set()
+    for (group, row, published), values in rows:
+        if published:
+            marked.add(len(body))
+        body.append(([group] if blocks else []) + [row] +
+                    [values.get(col, "–") for col in columns])
+    return MdTable(title, header, body, [], marked)

@@ -313,7 +313,7 @@ class Plan:
     def report_sections(self) -> list[dict]:
         """The report's sections (:class:`roundtrip.report.sections.Section` fields), one per
         registered evaluation, in order."""
-        return [{"key": ev.key, "title": ev.title, "paper": ev.paper,
+        return [{"key": ev.key, "name": ev.label, "title": ev.title, "paper": ev.paper,
                  "tables": tuple(ev.report_tables), "figures": tuple(ev.report_figures),
                  "columns": {t: tuple(c) for t, c in ev.report_columns.items()},
                  "all_tables": tuple(ev.tables(self)) if ev in self.active else (),

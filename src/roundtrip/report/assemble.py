@@ -1,0 +1,121 @@
+"""What the report job asks of each evaluation: its findings, its headline figure, its papers'
+published tables. An evaluation's failure here costs only its own part: the report says what
+went wrong in its place and goes on."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from roundtrip.report.findings import RunResults
+from roundtrip.report.tables import MdTable, published_table
+
+log = logging.getLogger(__name__)
+
+
+def findings_of(evaluation, results: RunResults) -> list[str]:
+    """The evaluation's sentences (:meth:`~roundtrip.core.evaluation.Evaluation.findings`);
+    an error becomes one sentence that names it."""
+    try:
+        return [str(x) for x in evaluation.findings(results)]
+    except Exception as exc:  # a plugin's bug must not cost the whole report
+        log.exception("findings of %s failed", evaluation.key)
+        return [f"The findings could not be computed: {type(exc).__name__}: {exc}"]
+
+
+def headline_of(evaluation, results: RunResults, path: Path) -> str:
+    """Draw the evaluation's headline figure into ``path`` and return its caption. Where it
+    draws nothing (or fails), ``path`` holds a figure that says why, so the file always exists
+    (it is a declared output of the report job)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        caption = evaluation.headline_figure(results, path)
+        why = None if caption else "this run's tables hold nothing to draw"
+    except Exception as exc:
+        log.exception("headline figure of %s failed", evaluation.key)
+        caption, why = None, f"the figure could not be drawn: {type(exc).__name__}: {exc}"
+    if why is None and path.is_file():
+        return caption
+    _placeholder(path, f"{evaluation.label}: no headline figure ({why})")
+    return f"No headline figure: {why}."
+
+
+def _placeholder(path: Path, text: str) -> None:
+    from roundtrip.report.style import figure, save
+
+    fig, axes = figure(1, 1, height_in=0.8)
+    ax = axes[0, 0]
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True)
+    save(fig, path)
+
+
+def published_of(evaluation, results: RunResults) -> list[MdTable]:
+    """The evaluation's papers' published tables (its package's ``published/`` CSVs), with this
+    run's rows in the same table where it ran the paper's data
+    (:meth:`~roundtrip.core.evaluation.Evaluation.published_cells`); none where the config
+    says ``report.published: false`` or the package ships none."""
+    from roundtrip.tables.published import PublishedError, read_published
+
+    if not results.published:
+        return []
+    try:
+        cells = read_published(evaluation.package)
+    except (PublishedError, ModuleNotFoundError):
+        return []
+    try:
+        mine = evaluation.published_cells(results)
+    except Exception:
+        log.exception("published_cells of %s failed", evaluation.key)
+        mine = None
+    out = []
+    for table, group in cells.groupby("table", sort=False):
+        source = group["source"].iat[0]
+        run = None if mine is None else mine[mine["table"] == table]
+        if run is not None and len(run):
+            title = (f"{table} of the paper, this run's rows beside the published ones "
+                     f"(published rows grey; source: {source})")
+        else:
+            run = None
+            title = (f"Published results, other data: {table} of the paper as printed "
+                     f"(source: {source}); not measured on this run's data")
+        out.append(published_table(group, title, run))
+    return out
+
+
+def summary_rst(inputs) -> str:
+    """The front page as reStructuredText (``results/summary.rst``): what ran and what each
+    evaluation found, for the front page of Snakemake's HTML report (``report/workflow.rst``
+    includes it) and for anyone who reads the run without a PDF viewer.
+
+    Args:
+        inputs: the report's :class:`roundtrip.report.document.ReportInputs`.
+    """
+    c = inputs.cover
+
+    def esc(text) -> str:  # reST inline markup characters, so numbers and names read as text
+        return "".join("\\" + ch if ch in "*`_|\\" else ch for ch in str(text))
+
+    lines = ["What this run found", "-" * 19, ""]
+    for label, key in (("Config", "config_name"), ("Models", "models"), ("Datasets", "datasets"),
+                       ("Commit", "commit")):
+        if key in c:
+            value = ", ".join(c[key]) if isinstance(c[key], (list, tuple)) else c[key]
+            lines.append(f"- **{label}**: {esc(value)}")
+    lines.append("")
+    ran = dict(c.get("ran", []))
+    for section in inputs.sections:
+        label = section.name or section.key
+        if label not in ran:
+            continue
+        lines += [f"**{esc(label)}** ({esc(ran[label])})" if ran[label] else f"**{esc(label)}**",
+                  ""]
+        lines += [f"- {esc(x)}" for x in inputs.findings.get(section.key, [])] or [
+            "- no findings stated"]
+        lines.append("")
+    if c.get("not_ran"):
+        lines += ["**Not run**", ""]
+        lines += [f"- {esc(name)}: {esc(why)}" for name, why in c["not_ran"]]
+        lines.append("")
+    lines.append("The PDF report (results/report.pdf) has the headline figures, every table and "
+                 "the provenance of each number.")
+    return "\n".join(lines) + "\n"

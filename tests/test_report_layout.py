@@ -1,0 +1,240 @@
+"""The report written for readers: paired comparisons, the sentences of the front page, wide
+tables stacked by column group instead of cut into fragments, published tables laid out as
+printed (this run's rows beside them), and a PDF whose page 1 holds the findings, page 2 the
+headline figures and whose appendix holds every table the body shortens."""
+import math
+import shutil
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from roundtrip.core.evaluation import Evaluation
+from roundtrip.metrics.stats import bootstrap_mean, paired_bootstrap_diff
+from roundtrip.report.assemble import findings_of, headline_of, published_of, summary_rst
+from roundtrip.report.document import ReportInputs, build_report
+from roundtrip.report.findings import RunResults, rank
+from roundtrip.report.sections import Section
+from roundtrip.report.style import FIGURE_WIDTH_IN, colours, figure, save
+from roundtrip.report.tables import (MdTable, keep_columns, published_table, read_markdown,
+                                     stack_groups)
+from roundtrip.tables.published import read_published
+
+requires_poppler = pytest.mark.skipif(not shutil.which("pdftotext"), reason="poppler-utils missing")
+
+
+# -- paired bootstrap ---------------------------------------------------------------------------
+def test_paired_bootstrap_matches_scipy_and_is_narrower_than_unpaired():
+    rng = np.random.default_rng(0)
+    hardness = rng.normal(30, 5, 200)  # items differ a lot; the two systems alike on each
+    a = hardness + 0.5 + rng.normal(0, 0.3, 200)
+    b = hardness + rng.normal(0, 0.3, 200)
+    d = paired_bootstrap_diff(a, b, n_boot=4000, seed=1)
+    ref = stats.bootstrap((a, b), lambda x, y: np.mean(x - y), paired=True, vectorized=False,
+                          n_resamples=4000, method="percentile", random_state=1)
+    assert d.mean == pytest.approx(np.mean(a - b))
+    assert d.ci_low == pytest.approx(ref.confidence_interval.low, abs=0.01)
+    assert d.ci_high == pytest.approx(ref.confidence_interval.high, abs=0.01)
+    unpaired = (bootstrap_mean(a, seed=1), bootstrap_mean(b, seed=1))
+    assert d.ci_high - d.ci_low < 0.2 * (unpaired[0].ci_high - unpaired[0].ci_low)
+    assert d.ci_low > 0  # the 0.5 gain is resolved, though the unpaired intervals overlap
+    assert unpaired[0].ci_low < unpaired[1].ci_high
+
+
+def test_paired_bootstrap_drops_infinite_items_and_checks_lengths():
+    d = paired_bootstrap_diff([1.0, math.inf, 3.0, 5.0], [0.0, 2.0, 1.0, math.nan])
+    assert d.n == 2 and d.mean == pytest.approx(1.5)
+    with pytest.raises(ValueError, match="differ in length"):
+        paired_bootstrap_diff([1.0, 2.0], [1.0])
+
+
+# -- ranking sentences ----------------------------------------------------------------------------
+def _per_item(values: dict[str, list[float]]) -> pd.DataFrame:
+    return pd.DataFrame([{"model": m, "item_id": f"i{k}", "value": v}
+                         for m, vs in values.items() for k, v in enumerate(vs)])
+
+
+def test_ranking_names_best_worst_and_the_paired_difference():
+    results = RunResults({}, bootstrap={"samples": 500, "seed": 0})
+    values = {"a": [30.0, 31.0, 29.0, 33.0, 30.5], "b": [28.0, 29.5, 27.0, 31.0, 28.0],
+              "c": [20.0, 21.0, 19.0, 22.0, 20.5]}
+    r = rank(results, _per_item(values), "PSNR (dB)", higher_is_better=True)
+    assert [m for m, _ in r.order] == ["a", "b", "c"]
+    first, second = r.sentences()
+    assert f"a is best ({np.mean(values['a']):.2f} [" in first
+    assert f"c worst ({np.mean(values['c']):.2f} [" in first
+    diff = np.mean(np.subtract(values["a"], values["b"]))
+    assert f"a beats the runner-up b by +{diff:.2f} [" in second and "5 shared items" in second
+    # lower is better reverses the order
+    assert [m for m, _ in rank(results, _per_item(values), "CER", False).order] == ["c", "b", "a"]
+
+
+def test_ranking_says_indistinguishable_when_the_interval_spans_zero():
+    results = RunResults({}, bootstrap={"samples": 500, "seed": 0})
+    values = {"a": [30.0, 20.0, 31.0, 19.0], "b": [20.0, 30.0, 19.0, 31.0]}
+    values["a"][0] += 0.1
+    _, second = rank(results, _per_item(values), "PSNR", True).sentences()
+    assert "indistinguishable" in second and "spans 0" in second
+
+
+def test_a_changed_table_changes_the_sentence(tmp_path):
+    """Findings are read from the files, not remembered: edit the file, the sentence follows."""
+    csv = tmp_path / "t.csv"
+    pd.DataFrame({"model": ["a", "b"], "score": [0.9, 0.5]}).to_csv(csv, index=False)
+
+    class Toy(Evaluation):
+        key = "toy"
+
+        def findings(self, results):
+            t = results.table("t")
+            best = t.loc[t["score"].idxmax()]
+            return [f"{best['model']} scores highest ({best['score']:.2f})."]
+
+    assert findings_of(Toy(), RunResults({"t": csv})) == ["a scores highest (0.90)."]
+    pd.DataFrame({"model": ["a", "b"], "score": [0.9, 0.95]}).to_csv(csv, index=False)
+    assert findings_of(Toy(), RunResults({"t": csv})) == ["b scores highest (0.95)."]
+
+
+def test_a_failing_evaluation_costs_only_its_own_findings_and_figure(tmp_path):
+    class Broken(Evaluation):
+        key = "broken"
+
+        def findings(self, results):
+            raise KeyError("psnr")
+
+        def headline_figure(self, results, path):
+            return None
+
+    assert findings_of(Broken(), RunResults({})) == [
+        "The findings could not be computed: KeyError: 'psnr'"]
+    png = tmp_path / "h" / "broken.png"
+    caption = headline_of(Broken(), RunResults({}), png)
+    assert png.is_file() and caption.startswith("No headline figure: this run's tables")
+    assert Broken().has_headline_figure() and not Evaluation().has_headline_figure()
+
+
+# -- layout --------------------------------------------------------------------------------------
+def _grouped() -> MdTable:
+    header = ["model", "Params", "natural: PSNR", "natural: SSIM", "text: PSNR", "text: CER"]
+    rows = [["a", "10", "30.1", "0.91", "25.0", "0.10"], ["b", "20", "28.2", "0.88", "24.0", "0.20"]]
+    return MdTable("t", header, rows, ["[1] a note"])
+
+
+def test_stacking_puts_each_group_in_a_block_and_keeps_every_cell_once():
+    stacked, labels, starts = stack_groups(_grouped())
+    assert stacked.header == ["model", "Params", "group", "PSNR", "SSIM", "CER"]
+    assert labels == 3 and starts == [0, 2]
+    assert stacked.rows == [["a", "10", "natural", "30.1", "0.91", "–"],
+                            ["b", "20", "natural", "28.2", "0.88", "–"],
+                            ["a", "10", "text", "25.0", "–", "0.10"],
+                            ["b", "20", "text", "24.0", "–", "0.20"]]
+    assert stacked.notes == ["[1] a note"]
+    assert stack_groups(MdTable("t", ["model", "x: a"], [["m", "1"]])) is None  # one group
+
+
+def test_keeping_columns_keeps_labels_and_ungrouped_columns():
+    kept = keep_columns(_grouped(), ("PSNR",))
+    assert kept.header == ["model", "Params", "natural: PSNR", "text: PSNR"]
+    assert kept.rows[1] == ["b", "20", "28.2", "24.0"]
+
+
+def test_published_table_as_printed_with_this_runs_rows_first():
+    cells = read_published("roundtrip.evals.telephone")
+    table = published_table(cells, "Table 3")
+    assert table.header[0] == "row" and "Text-First: α" in table.header
+    bagel = next(r for r in table.rows if r[0] == "Bagel")
+    cell = cells[(cells["row"] == "Bagel") & (cells["column_group"] == "Text-First")
+                 & (cells["column"] == "α")]
+    assert bagel[table.header.index("Text-First: α")] == cell["printed"].iat[0]
+    assert len(table.rows) == cells["row"].nunique() and not table.marked
+    mine = pd.DataFrame([{"table": "Table 3", "row_group": "", "row": "my pair",
+                          "column_group": "Text-First", "column": "α", "printed": "0.5000"}])
+    merged = published_table(cells, "Table 3", mine)
+    assert merged.rows[0][:2] == ["my pair", "0.5000"]
+    assert merged.rows[1][0] == "Bagel (published)" and merged.marked == set(
+        range(1, len(merged.rows)))
+
+
+def test_published_tables_follow_the_config_switch():
+    class Tel(Evaluation):
+        key = "telephone"
+
+    Tel.__module__ = "roundtrip.evals.telephone.spec"
+    shown = published_of(Tel(), RunResults({}, published=True))
+    assert len(shown) == 1 and shown[0].title.startswith("Published results, other data")
+    assert published_of(Tel(), RunResults({}, published=False)) == []
+
+
+def test_figures_are_drawn_at_print_width_with_one_colour_per_model(tmp_path):
+    from PIL import Image
+
+    assert colours(["a", "b", "a", "c"]) == {"a": "#0072B2", "b": "#E69F00", "c": "#009E73"}
+    fig, axes = figure(1, 2)
+    axes[0, 0].plot([0, 1], [0, 1])
+    save(fig, tmp_path / "f.png")
+    width = Image.open(tmp_path / "f.png").size[0]
+    assert abs(width - FIGURE_WIDTH_IN * 200) <= 2
+
+
+def _md(path, title, header, rows):
+    text = [f"### {title}", "", "| " + " | ".join(header) + " |",
+            "|" + "|".join("---" for _ in header) + "|"]
+    text += ["| " + " | ".join(r) + " |" for r in rows]
+    path.write_text("\n".join(text) + "\n")
+    return path
+
+
+@requires_poppler
+def test_report_front_page_headlines_body_and_appendix(tmp_path):
+    groups = [f"set{k}" for k in range(12)]
+    header = ["model"] + [f"{g}: {m}" for g in groups for m in ("PSNR", "SSIM", "CER")]
+    rows = [[m] + [f"{k + 0.125:.4f} [{k:.4f}, {k + 1:.4f}]" for k in range(36)]
+            for m in ("alpha", "beta")]
+    wide = _md(tmp_path / "ev_wide.md", "A wide table", header, rows)
+    listing = _md(tmp_path / "ev_listing.md", "A long listing", ["model", "x"],
+                  [[f"m{k}", f"{k}.5"] for k in range(40)])
+    fig, axes = figure(1, 2)
+    axes[0, 0].bar(["alpha", "beta"], [1, 2])
+    save(fig, tmp_path / "headline.png")
+    cells = read_published("roundtrip.evals.telephone")
+    inputs = ReportInputs(
+        tables={"ev_wide": wide, "ev_listing": listing}, figures=[], galleries={},
+        sections=[Section("ev", "Toy evaluation", "a paper", ("ev_wide",), name="Toy",
+                          columns={"ev_wide": ("PSNR", "CER")},
+                          all_tables=("ev_wide", "ev_listing"))],
+        cover={"title": "test report", "ran": [("Toy", "2 models")],
+               "not_ran": [("Other", "not configured")], "models": ["alpha", "beta"]},
+        appendix={"packages": {"numpy": "2"}, "config": "a: 1\n"},
+        findings={"ev": ["alpha is best (1.00 [0.50, 1.50]) and beta worst."]},
+        headlines=[("ev", tmp_path / "headline.png", "The toy's headline figure.")],
+        published={"ev": [published_table(cells, "Published results, other data: Table 3")]})
+    pages = build_report(tmp_path / "r.pdf", inputs)
+    assert pages == pages.body + pages.appendix and pages.appendix >= 1
+
+    def page(k):
+        return subprocess.run(["pdftotext", "-f", str(k), "-l", str(k), str(tmp_path / "r.pdf"),
+                               "-"], capture_output=True, text=True, check=True).stdout
+
+    assert "Findings" in page(1) and "alpha is best (1.00 [0.50, 1.50])" in page(1)
+    assert "Other: not configured" in page(1)
+    assert "Headline figures" in page(2) and "The toy's headline figure." in page(2)
+    body = "".join(page(k) for k in range(3, pages.body + 1))
+    appendix = "".join(page(k) for k in range(pages.body + 1, pages + 1))
+    assert "One block of rows per column group" in body and "part 2 of" not in body
+    assert "set11" in body and "SSIM" not in body.split("A wide table")[1].split("appendix")[1]
+    assert "Appendix A: tables in full" in appendix and "m39" in appendix
+    assert "SSIM" in appendix and "11.1250" in appendix  # every column of the wide table
+    assert "Appendix B: published results, other data" in appendix and "Bagel" in appendix
+    rst = summary_rst(inputs)
+    assert "**Toy** (2 models)" in rst and "- alpha is best (1.00 [0.50, 1.50]) and beta worst." \
+        in rst and "- Other: not configured" in rst
+
+
+def test_markdown_tables_of_a_real_run_stack(tmp_path):
+    t = read_markdown(_md(tmp_path / "x.md", "x", ["Reader", "arithmetic: VT", "arithmetic: Text",
+                                                   "Overall: VT", "Overall: Text"],
+                          [["r1", "0.5", "0.6", "0.55", "0.65"]]))
+    stacked, labels, starts = stack_groups(t)
+    assert [r[1] for r in stacked.rows] == ["arithmetic", "Overall"] and labels == 2
