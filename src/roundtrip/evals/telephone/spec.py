@@ -39,7 +39,13 @@ class Telephone(Evaluation):
     rules = Path(__file__).resolve().parents[4] / "rules/evals/telephone.smk"
     config_section = "telephone"
     schema = Path(__file__).with_name("config.schema.yaml")
-    report_tables = tuple(TABLES)
+    # the paper's order: Table 3 (SDR), MCD, MGG per task, MGG per generation (Fig. 8); the long
+    # listings (every fit, every S(g) point) go to the appendix
+    report_tables = ("telephone_sdr", "telephone_mcd", "telephone_mgg", "telephone_mgg_grid")
+    # all 12 parameter columns need ~800 pt at the cell size; the body shows Table 3's six, the
+    # appendix the table with roundtrip's "(all experiments)" averages
+    report_columns = {"telephone_sdr": ("model", "dataset", *(
+        f"{chain} {p}" for chain in ("text-first", "image-first") for p in ("α", "β", "γ")))}
     report_figures = tuple(Path(f).name for f in FIGURES)
     weight_folders = WEIGHT_FOLDERS
     definitions = (
@@ -72,6 +78,25 @@ class Telephone(Evaluation):
         return [(f"telephone.pairs.{name}", spec, {"t2i_prompt": "telephone_t2i",
                                                    "i2t_prompt": "telephone_i2t"})
                 for name, spec in pairs.items() if spec.get("type") == "api"]
+
+    def findings_inputs(self, plan) -> list[str]:
+        """The per-item similarity files (MCD's CIs and paired comparison)."""
+        from roundtrip.evals.telephone import findings
+
+        return findings.findings_inputs(plan)
+
+    def findings(self, results) -> list[str]:
+        """MCD_avg, SDR and MGG sentences (:func:`roundtrip.evals.telephone.findings.findings`)."""
+        from roundtrip.evals.telephone import findings
+
+        return findings.findings(results)
+
+    def headline_figure(self, results, path: Path) -> str | None:
+        """S(g) with the fitted SDR curves per chain order
+        (:func:`roundtrip.evals.telephone.findings.headline_figure`)."""
+        from roundtrip.evals.telephone import findings
+
+        return findings.headline_figure(results, path)
 
     def checkpoints(self, plan) -> list[str]:
         t = self.view(plan)
