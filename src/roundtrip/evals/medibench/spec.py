@@ -25,7 +25,11 @@ class MediBench(Evaluation):
     config_section = "medical"
     schema = Path(__file__).with_name("config.schema.yaml")
     recon_scorers = {"latent_utility": "roundtrip.evals.medibench.latent_utility:score_reconstructions"}
-    report_tables = ("medibench_",)
+    # the paper's Tables 1-5 in order (2D fidelity, 2D latent utility, 3D fidelity, 3D
+    # structure, 3D latent utility); the listing of every classifier (two heads per feature set,
+    # a long reason column) and the latent shapes (Table 6) go to the appendix
+    report_tables = ("medibench_2d_fidelity", "medibench_2d_latent", "medibench_3d_fidelity",
+                     "medibench_3d_structure", "medibench_3d_latent")
     report_figures = ("medical/*.png",)
     definitions = (
         ("Fidelity", "PSNR and SSIM (3D SSIM for volumes)", "MediBench pillar 1"),
@@ -53,6 +57,22 @@ class MediBench(Evaluation):
 
     def figures(self, plan) -> list[str]:
         return [f"results/figures/medical/{d}.png" for d in self.view(plan).datasets]
+
+    def findings_inputs(self, plan) -> list[str]:
+        """The per-image fidelity files of the medical 2D sets (the PSNR ranking's CIs and the
+        paired comparison of the two best models)."""
+        m = self.view(plan)
+        return [f for (_, d), f in m.table_files["quality"].items() if d in m.medical_2d]
+
+    def findings(self, results) -> list[str]:
+        from roundtrip.evals.medibench.findings import findings
+
+        return findings(results)
+
+    def headline_figure(self, results, path: Path) -> str | None:
+        from roundtrip.evals.medibench.findings import headline_figure
+
+        return headline_figure(results, path)
 
     def scorers_for(self, plan, dataset: str) -> dict[str, dict]:
         if plan.roles[dataset] != MEDICAL_2D:

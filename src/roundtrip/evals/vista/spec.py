@@ -6,6 +6,7 @@ from pathlib import Path
 from roundtrip.core.config import ConfigError
 from roundtrip.core.evaluation import Evaluation
 from roundtrip.evals.vista.plan import OCR_READER_TYPES, VistaPlan
+from roundtrip.models import ORIGINAL
 
 #: Table names (roundtrip.evals.vista.tables; one rule writes them all).
 TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
@@ -21,7 +22,15 @@ class Vista(Evaluation):
     rules = Path(__file__).resolve().parents[4] / "rules/evals/vista.smk"
     config_section = "vista"
     schema = Path(__file__).with_name("config.schema.yaml")
-    report_tables = ("vista_",)
+    # Table 1 first, then the sweeps; vista_subfield (one column pair per subfield) is a long
+    # listing and goes to the appendix
+    report_tables = ("vista_accuracy", "vista_font", "vista_rendering_errors", "vista_tokenizers",
+                     "vista_source")
+    # vista_tokenizers is wider than the page with its five columns (and stacking its two
+    # column groups as rows makes it wider still): the body keeps the reconstructions' VT
+    # accuracy, their gap and the change against the originals
+    report_columns = {"vista_tokenizers": ("VT (recon.)", "Gap Text - VT (recon.)",
+                                           "VT recon. - VT orig.")}
     report_figures = ("vista_gap.png",)
     definitions = (
         ("VT, Text accuracy", "share of questions answered right from the rendered image and "
@@ -50,6 +59,22 @@ class Vista(Evaluation):
 
     def figures(self, plan) -> list[str]:
         return ["results/figures/vista_gap.png"]
+
+    def findings_inputs(self, plan) -> list[str]:
+        """The answer files of every reader on the original renders (the paired comparison of
+        the two best readers over their shared questions)."""
+        v = self.view(plan)
+        return [v.answer_file(r, m, d) for r, m, d in v.keys if m == ORIGINAL]
+
+    def findings(self, results) -> list[str]:
+        from roundtrip.evals.vista.findings import findings
+
+        return findings(results)
+
+    def headline_figure(self, results, path: Path) -> str | None:
+        from roundtrip.evals.vista.findings import headline_figure
+
+        return headline_figure(results, path)
 
     def api_uses(self, config: dict) -> list[tuple[str, dict, dict[str, str]]]:
         vista = config.get("vista") or {}

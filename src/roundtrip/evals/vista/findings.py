@@ -1,0 +1,287 @@
+"""VISTA-Bench's findings for the report's first page and its headline figure.
+
+The paper's headline comparison (VISTA-Bench Table 1, Sec. 4.2) is each reader's accuracy on
+visualized text (VT: the question rendered as an image) against pure text, and the modality
+gap ``Acc_Text - Acc_VT`` in points (App. D.1; positive when the reader does worse on pixels).
+Everything here is read from the run's tables (:mod:`roundtrip.evals.vista.tables`), except the
+paired comparison of the two best readers, which needs their per-question answers
+(``results/vista/{reader}/original/{dataset}/answers.csv``).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from roundtrip.metrics.stats import Summary
+from roundtrip.report.findings import Ranking, RunResults, number, with_ci
+
+ORIGINAL = "original"  # the model name of the unmodified renders (roundtrip.models.ORIGINAL)
+ACCURACY = "vista_accuracy"
+TOKENIZERS = "vista_tokenizers"
+VT_METRIC = "VT accuracy (%)"
+WHERE = "(one render per question)"
+
+
+# -- reading the tables -------------------------------------------------------------------------
+def _summary(row: pd.Series, column: str) -> Summary:
+    """The cell ``column`` of a table row (``column``, ``.ci_low``, ``.ci_high``, ``.n``) as a
+    :class:`Summary`; NaN where the table lacks it."""
+    def get(key):
+        v = row.get(key, math.nan)
+        return float(v) if pd.notna(v) else math.nan
+
+    n = get(f"{column}.n")
+    return Summary(get(column), get(f"{column}.ci_low"), get(f"{column}.ci_high"),
+                   0 if math.isnan(n) else int(n))
+
+
+def reader_rows(results: RunResults) -> list[tuple[str, Summary, Summary, Summary]]:
+    """``(row label, VT, Text, Gap)`` of every row of ``vista_accuracy`` (VISTA-Bench Table 1,
+    Overall columns; accuracies in %, the gap Text - VT in points, each with its bootstrap CI
+    over questions), in table order; rows without an overall VT accuracy are left out. Empty
+    where the run wrote no such table."""
+    table = results.table(ACCURACY)
+    if table is None or table.empty or "overall.vt_accuracy" not in table:
+        return []
+    out = []
+    for _, row in table.iterrows():
+        vt = _summary(row, "overall.vt_accuracy")
+        if math.isnan(vt.mean):
+            continue
+        out.append((str(row.iloc[0]), vt, _summary(row, "overall.text_accuracy"),
+                    _summary(row, "overall.modality_gap")))
+    return out
+
+
+# -- per-question answers for the paired comparison ---------------------------------------------
+def _file_parts(path: Path) -> tuple[str, str, str]:
+    """``(reader, model, dataset)`` of ``results/vista/{reader}/{model}/{dataset}/answers.csv``."""
+    return path.parts[-4], path.parts[-3], path.parts[-2]
+
+
+def _include_failed_audit(results: RunResults) -> bool:
+    """``vista.include_failed_audit`` of the run's config, where the results carry it (the
+    tables leave out renders that failed the render audit unless it is set, App. B.3)."""
+    config = getattr(results, "config", None) or {}
+    return bool((config.get("vista") or {}).get("include_failed_audit", False))
+
+
+def per_question_vt(results: RunResults) -> pd.DataFrame:
+    """VT hits (100 right / 0 wrong, invalid answers wrong; not scored dropped) of each row of
+    ``vista_accuracy`` on its questions' Table 1 renders (one render per question, App. B.2),
+    from the declared answer files of the original renders.
+
+    Returns:
+        columns ``model`` (the table's row label: the reader, with `` (dataset)`` when several
+        question sets ran), ``item_id`` (``dataset/question_id``), ``value``; empty without
+        files.
+    """
+    from roundtrip.evals.vista.tables import admitted, read_answers, table1_rows
+
+    files = [Path(f) for f in results.files if Path(f).name == "answers.csv"
+             and _file_parts(Path(f))[1] == ORIGINAL]
+    many = len({_file_parts(f)[2] for f in files}) > 1
+    frames = []
+    for f in files:
+        reader, _, dataset = _file_parts(f)
+        df, _ = admitted(read_answers(f), _include_failed_audit(results))
+        df = table1_rows(df)
+        vt = df[(df["mode"] == "vt") & df["hit"].notna()]
+        frames.append(pd.DataFrame({
+            "model": f"{reader} ({dataset})" if many else reader,
+            "item_id": dataset + "/" + vt["question_id"].astype(str),
+            "value": 100.0 * vt["hit"].astype(float)}))
+    if not frames:
+        return pd.DataFrame(columns=["model", "item_id", "value"])
+    return pd.concat(frames, ignore_index=True)
+
+
+# -- sentences ----------------------------------------------------------------------------------
+def _signed(s: Summary) -> str:
+    """A difference in points with its sign and CI: ``+40.0 [10.0, 70.0]``."""
+    return f"{'+' if s.mean > 0 else ''}{with_ci(s, 1)}"
+
+
+def gap_sentence(rows, confidence: float = 0.95) -> str:
+    """The paper's comparison (Table 1): VT against Text accuracy and the modality gap, for the
+    one reader, or for the readers with the largest and smallest gap and how many readers' gap
+    interval (at the run's bootstrap ``confidence``) lies above 0."""
+    if len(rows) == 1:
+        name, vt, text, gap = rows[0]
+        return (f"{name} answers {with_ci(vt, 1)} % of {vt.n} questions right as visualized "
+                f"text (one render per question) and {with_ci(text, 1)} % as pure text: a "
+                f"modality gap (Text - VT) of {_signed(gap)} points; it is the run's only "
+                "reader, so readers are not ranked.")
+    known = [r for r in rows if not math.isnan(r[3].mean)]
+    if not known:
+        return f"No modality gap could be computed for the {len(rows)} readers (no question " \
+               "was scored both as text and as visualized text)."
+    known.sort(key=lambda r: -r[3].mean)
+    above = sum(1 for r in known if not math.isnan(r[3].ci_low) and r[3].ci_low > 0)
+    (hi, hvt, htext, hgap), (lo, lvt, ltext, lgap) = known[0], known[-1]
+    return (f"The modality gap (Text - VT, overall) lies above 0 with {100 * confidence:g} % "
+            f"confidence for "
+            f"{above} of {len(known)} readers; it is largest for {hi} ({_signed(hgap)} points: "
+            f"VT {number(hvt.mean, 1)} % vs Text {number(htext.mean, 1)} %) and smallest for "
+            f"{lo} ({_signed(lgap)}: VT {number(lvt.mean, 1)} % vs Text "
+            f"{number(ltext.mean, 1)} %).")
+
+
+def _as_readers(sentence: str) -> str:
+    """The ranking helper speaks of models; VISTA-Bench ranks readers."""
+    return (sentence.replace(" models.", " readers.").replace("only model ", "only reader ")
+            .replace("No model ", "No reader "))
+
+
+def vt_ranking(results: RunResults, rows) -> list[str]:
+    """Best and worst reader on overall VT accuracy with the table's CIs, and the best against
+    the runner-up as a paired bootstrap difference over the questions both answered (their
+    Table 1 renders), from the answer files."""
+    order = sorted(((name, vt) for name, vt, _, _ in rows), key=lambda r: (-r[1].mean, r[0]))
+    per_q = per_question_vt(results)
+    have = set(per_q["model"])
+    best, runner = order[0][0], order[1][0]
+    if best not in have or runner not in have:
+        ranking = Ranking(VT_METRIC, order, None, 0)
+        first = _as_readers(ranking.sentences(1, WHERE)[0])
+        return [first, f"{best} and {runner} are not compared question by question: their "
+                       "answer files are not among the report's inputs."]
+    a = per_q[per_q["model"] == best].set_index("item_id")["value"]
+    b = per_q[per_q["model"] == runner].set_index("item_id")["value"]
+    shared = a.index.intersection(b.index)
+    diff = results.paired(a.loc[shared].to_numpy(), b.loc[shared].to_numpy())
+    ranking = Ranking(VT_METRIC, order, diff, len(shared))
+    return [_as_readers(s) for s in ranking.sentences(1, WHERE)]
+
+
+def tokenizer_sentence(results: RunResults) -> str | None:
+    """The tokenizer axis (``vista_tokenizers``): the (reader, model) rows whose reconstructions
+    cost the least and the most VT accuracy against the original renders (paired per render,
+    points, with CIs); None where the table is missing or has no such value."""
+    table = results.table(TOKENIZERS)
+    if table is None or table.empty or "recon.delta_vt" not in table:
+        return None
+    deltas = [(str(row.iloc[0]), _summary(row, "recon.delta_vt")) for _, row in table.iterrows()]
+    deltas = sorted((d for d in deltas if not math.isnan(d[1].mean)), key=lambda d: -d[1].mean)
+    if not deltas:
+        return None
+    (top, t), (bottom, b) = deltas[0], deltas[-1]
+    if len(deltas) == 1:
+        return (f"Read from the model's reconstructions, {top} changes VT accuracy by "
+                f"{_signed(t)} points against the original renders.")
+    return (f"Read from reconstructions instead of the original renders, VT accuracy holds up "
+            f"best for {top} ({_signed(t)} points) and worst for {bottom} "
+            f"({_signed(b)} points), of {len(deltas)} reader / model pairs.")
+
+
+def findings(results: RunResults) -> list[str]:
+    """Two to four sentences: VT against Text accuracy and the modality gap per reader
+    (VISTA-Bench Table 1), the best and worst reader on VT accuracy with the best against the
+    runner-up over their shared questions, and the tokenizer axis. Says what is missing where
+    ``vista_accuracy`` was not written or holds no reader."""
+    rows = reader_rows(results)
+    if not rows:
+        why = ("the run wrote no vista_accuracy table" if results.table(ACCURACY) is None
+               else "vista_accuracy holds no reader with an overall VT accuracy")
+        return [f"VISTA-Bench's accuracies could not be reported: {why}."]
+    out = [gap_sentence(rows, float((results.bootstrap or {}).get("confidence", 0.95)))]
+    if len(rows) > 1:
+        out += vt_ranking(results, rows)
+    tok = tokenizer_sentence(results)
+    if tok:
+        out.append(tok)
+    return out[:4]
+
+
+# -- headline figure ----------------------------------------------------------------------------
+def _narrow(ax, groups: int) -> None:
+    """Keep bars of a few groups from filling the panel: room for at least three groups."""
+    pad = max(0.0, (3 - groups) / 2)
+    ax.set_xlim(-0.6 - pad, groups - 0.4 + pad)
+
+
+def _bars(ax, rows, colour: dict) -> None:
+    """VT (filled) and Text (outlined) accuracy per reader with CI whiskers, the gap written
+    above each pair."""
+    x = np.arange(len(rows))
+    w = 0.38
+    for i, (name, vt, text, gap) in enumerate(rows):
+        c = colour[name]
+        for dx, s, fill in ((-w / 2, vt, c), (w / 2, text, "white")):
+            err = ([[s.mean - s.ci_low], [s.ci_high - s.mean]]
+                   if not math.isnan(s.ci_low) else None)
+            ax.bar(x[i] + dx, s.mean, w, color=fill, edgecolor=c, linewidth=1.2, yerr=err,
+                   ecolor="#333333", capsize=2, error_kw={"linewidth": 0.8})
+        top = max(v for v in (vt.ci_high, text.ci_high, vt.mean, text.mean) if not math.isnan(v))
+        ax.text(x[i], min(top + 3, 109), f"gap {_signed(Summary(gap.mean, math.nan, 0, 0))}",
+                ha="center", va="bottom", fontsize=7.5)
+    ax.set_xticks(x, [r[0] for r in rows], rotation=20 if len(rows) > 3 else 0,
+                  ha="right" if len(rows) > 3 else "center")
+    _narrow(ax, len(rows))
+    ax.set_ylim(0, 115)
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title("VT (filled) vs Text (outlined), overall")
+
+
+def _tokenizer_panel(ax, table: pd.DataFrame, models: list[str]) -> None:
+    """VT accuracy on the original renders and on each model's reconstructions, per reader
+    (``vista_tokenizers``; every render counts, not only the Table 1 one)."""
+    from roundtrip.report.style import PUBLISHED_GREY, colours
+
+    split = table.iloc[:, 0].astype(str).str.rsplit(" / ", n=1, expand=True)
+    if split.shape[1] < 2:  # labels without a model: nothing to tell apart
+        split[1] = ""
+    split[1] = split[1].fillna("")
+    # "model (dataset)" where several question sets ran: the model keeps its run colour
+    model_of = {label: label.split(" (")[0] for label in split[1]}
+    readers = list(dict.fromkeys(split[0]))
+    colour = colours(list(models) + [m for m in model_of.values() if m not in models])
+    w = 0.8 / (split[1].nunique() + 1)
+    for i, reader in enumerate(readers):
+        part = table[split[0] == reader]
+        bars = [("original renders", PUBLISHED_GREY,
+                 _summary(part.iloc[0], "original.vt_accuracy"))]
+        bars += [(split.loc[idx, 1], colour[model_of[split.loc[idx, 1]]],
+                  _summary(row, "recon.vt_accuracy")) for idx, row in part.iterrows()]
+        for k, (label, c, s) in enumerate(bars):
+            err = ([[s.mean - s.ci_low], [s.ci_high - s.mean]]
+                   if not math.isnan(s.ci_low) else None)
+            # the group of bars centred on the reader's tick
+            ax.bar(i + (k - (len(bars) - 1) / 2) * w, s.mean, w, color=c, yerr=err,
+                   ecolor="#333333", capsize=2, error_kw={"linewidth": 0.8},
+                   label=label if i == 0 else None)
+    ax.set_xticks(np.arange(len(readers)), readers)
+    _narrow(ax, len(readers))
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("VT accuracy (%)")
+    ax.set_title("Tokenizer axis: reading reconstructions")
+    ax.legend(loc="upper right", frameon=False)
+
+
+def headline_figure(results: RunResults, path: Path) -> str | None:
+    """VT against Text accuracy per reader with the gap written above each pair (VISTA-Bench
+    Table 1), beside the tokenizer axis where ``vista_tokenizers`` has rows; None where
+    ``vista_accuracy`` holds no reader."""
+    from roundtrip.report import style
+
+    rows = reader_rows(results)
+    if not rows:
+        return None
+    tok = results.table(TOKENIZERS)
+    has_tok = (tok is not None and not tok.empty
+               and {"recon.vt_accuracy", "original.vt_accuracy"} <= set(tok.columns))
+    fig, axes = style.figure(1, 2 if has_tok else 1, height_in=2.8)
+    _bars(axes[0, 0], rows, style.colours([r[0] for r in rows]))
+    if has_tok:
+        _tokenizer_panel(axes[0, 1], tok, results.models)
+    style.save(fig, path)
+    caption = ("Overall accuracy (%) of each reader on visualized text (VT, one render per "
+               "question; filled) and on pure text (outlined), 95 % bootstrap CIs; above each "
+               "pair the modality gap Text - VT in points (VISTA-Bench Table 1).")
+    if has_tok:
+        caption += (" Right: VT accuracy over every render, on the original renders (grey) and "
+                    "on each model's reconstructions of them (vista_tokenizers).")
+    return caption
