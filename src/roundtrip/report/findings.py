@@ -93,23 +93,26 @@ class Ranking:
         diff: best minus runner-up over the items both have (paired bootstrap), or None with
             fewer than two models.
         shared: how many items the two have in common.
+        noun: what is ranked, singular (``model``, ``reader``, ``model pair``).
     """
     metric: str
     order: list[tuple[str, Summary]]
     diff: Summary | None
     shared: int
+    noun: str = "model"
 
     def sentences(self, digits: int = 2, where: str = "") -> list[str]:
         """Two sentences: the best and worst model with their CIs, and the best against the
         runner-up (say "indistinguishable" where the paired interval spans 0)."""
         if not self.order:
-            return [f"No model has a {self.metric} value{where}."]
+            return [f"No {self.noun} has a {self.metric} value{where}."]
         (best, b), (worst, w) = self.order[0], self.order[-1]
         where = f" {where}" if where else ""
         if len(self.order) == 1:
-            return [f"{best} is the only model with a {self.metric}{where}: {with_ci(b, digits)}."]
+            return [f"{best} is the only {self.noun} with a {self.metric}{where}: "
+                    f"{with_ci(b, digits)}."]
         first = (f"On {self.metric}{where}, {best} is best ({with_ci(b, digits)}) and {worst} "
-                 f"worst ({with_ci(w, digits)}), of {len(self.order)} models.")
+                 f"worst ({with_ci(w, digits)}), of {len(self.order)} {self.noun}s.")
         runner = self.order[1][0]
         d = self.diff
         if d is None or d.n == 0:
@@ -125,8 +128,8 @@ class Ranking:
         return [first, verdict + "."]
 
 
-def rank(results: RunResults, per_item: pd.DataFrame, metric: str, higher_is_better: bool
-         ) -> Ranking:
+def rank(results: RunResults, per_item: pd.DataFrame, metric: str, higher_is_better: bool,
+         noun: str = "model") -> Ranking:
     """Rank models on a per-item metric.
 
     Args:
@@ -134,6 +137,7 @@ def rank(results: RunResults, per_item: pd.DataFrame, metric: str, higher_is_bet
             (float; NaN rows are dropped, infinite values count in the mean but not in the
             paired difference).
         metric: printed name; higher_is_better: the metric's direction.
+        noun: what the ``model`` column holds, for the sentences (``reader``, ``model pair``).
     """
     df = per_item.dropna(subset=["value"])
     order = []
@@ -143,12 +147,12 @@ def rank(results: RunResults, per_item: pd.DataFrame, metric: str, higher_is_bet
     order.sort(key=lambda ms: (sign * ms[1].mean if not math.isnan(ms[1].mean) else math.inf,
                                ms[0]))
     if len(order) < 2:
-        return Ranking(metric, order, None, 0)
+        return Ranking(metric, order, None, 0, noun)
     a = df[df["model"] == order[0][0]].set_index("item_id")["value"]
     b = df[df["model"] == order[1][0]].set_index("item_id")["value"]
     shared = a.index.intersection(b.index)
     diff = results.paired(a.loc[shared].to_numpy(), b.loc[shared].to_numpy())
-    return Ranking(metric, order, diff, len(shared))
+    return Ranking(metric, order, diff, len(shared), noun)
 
 
 def rank_table(table: pd.DataFrame, label: str, column: str, metric: str,

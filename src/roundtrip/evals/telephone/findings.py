@@ -189,10 +189,8 @@ def mcd_sentences(results) -> list[str]:
         if missing else ""
     per_item = mcd_per_item(results, rows, experiments)
     if per_item is not None:
-        out = rank(results, per_item, metric, higher_is_better=True).sentences(DIGITS)
-        # the shared sentences say "model"; the Telephone Game's rows are pairs
-        out = [s.replace(" models.", " pairs.").replace("only model", "only pair")
-               .replace("No model", "No pair") for s in out]
+        out = rank(results, per_item, metric, higher_is_better=True,
+                   noun="pair").sentences(DIGITS)
         return [out[0] + tail, *out[1:]]
     return _mcd_from_table(rows, column, metric) + ([tail.strip()] if tail else [])
 

@@ -130,12 +130,6 @@ def gap_sentence(rows, confidence: float = 0.95) -> str:
             f"{number(ltext.mean, 1)} %).")
 
 
-def _as_readers(sentence: str) -> str:
-    """The ranking helper speaks of models; VISTA-Bench ranks readers."""
-    return (sentence.replace(" models.", " readers.").replace("only model ", "only reader ")
-            .replace("No model ", "No reader "))
-
-
 def vt_ranking(results: RunResults, rows) -> list[str]:
     """Best and worst reader on overall VT accuracy with the table's CIs, and the best against
     the runner-up as a paired bootstrap difference over the questions both answered (their
@@ -145,16 +139,15 @@ def vt_ranking(results: RunResults, rows) -> list[str]:
     have = set(per_q["model"])
     best, runner = order[0][0], order[1][0]
     if best not in have or runner not in have:
-        ranking = Ranking(VT_METRIC, order, None, 0)
-        first = _as_readers(ranking.sentences(1, WHERE)[0])
+        ranking = Ranking(VT_METRIC, order, None, 0, "reader")
+        first = ranking.sentences(1, WHERE)[0]
         return [first, f"{best} and {runner} are not compared question by question: their "
                        "answer files are not among the report's inputs."]
     a = per_q[per_q["model"] == best].set_index("item_id")["value"]
     b = per_q[per_q["model"] == runner].set_index("item_id")["value"]
     shared = a.index.intersection(b.index)
     diff = results.paired(a.loc[shared].to_numpy(), b.loc[shared].to_numpy())
-    ranking = Ranking(VT_METRIC, order, diff, len(shared))
-    return [_as_readers(s) for s in ranking.sentences(1, WHERE)]
+    return Ranking(VT_METRIC, order, diff, len(shared), "reader").sentences(1, WHERE)
 
 
 def tokenizer_sentence(results: RunResults) -> str | None:
