@@ -66,6 +66,22 @@ class CHD(Evaluation):
         return ["results/figures/token_sensitivity.png"] \
             if self.view(plan).sensitivity_dataset else []
 
+    def findings_inputs(self, plan) -> list[str]:
+        # the per-item CMMS of the first scored set: the paired best vs runner-up
+        from roundtrip.evals.chd.findings import ITEM_PATTERN
+
+        return plan.model_dataset_files(ITEM_PATTERN, self.view(plan).datasets[:1])
+
+    def findings(self, results) -> list[str]:
+        from roundtrip.evals.chd.findings import findings
+
+        return findings(results)
+
+    def headline_figure(self, results, path: Path) -> str | None:
+        from roundtrip.evals.chd.findings import headline_figure
+
+        return headline_figure(results, path)
+
     def scorers_for(self, plan, dataset: str) -> dict[str, dict]:
         t = self.view(plan)
         if dataset not in t.datasets:

@@ -6,6 +6,11 @@ from pathlib import Path
 from roundtrip.core.evaluation import Evaluation
 from roundtrip.datasets import IMAGES, TEXT
 
+#: Table 1's columns the report body shows: the released evaluator's PSNR and SSIM (the
+#: paper's convention) and roundtrip's per-item means, with the input size.
+_RECONSTRUCTION_COLUMNS = ("Image Size", "PSNR (VTBench eval.)", "SSIM (VTBench eval.)",
+                           "PSNR (per-item mean)", "SSIM (per-item mean)")
+
 
 class VTBench(Evaluation):
     key = "vtbench"
@@ -19,10 +24,21 @@ class VTBench(Evaluation):
         "perceptual": "roundtrip.evals.vtbench.perceptual:score_reconstructions",
         "text": "roundtrip.evals.vtbench.text:score_reconstructions",
     }
+    # the paper's order: Table 1 (all settings, then one table per protocol), Table 2 (detail
+    # preservation), Table 3 (text), Table 4 (detail statistics, App. D), Table 5 (OCR
+    # robustness, App. G) and the rank agreement that backs it, then the model card
     report_tables = ("vtbench_table1", "reconstruction_model_size", "reconstruction_1024",
                      "reconstruction_native", "reconstruction_fixed", "reconstruction_detail",
-                     "text_preservation", "ocr_robustness", "ocr_rank_agreement",
-                     "detail_statistics", "model_card")
+                     "text_preservation", "detail_statistics", "ocr_robustness",
+                     "ocr_rank_agreement", "model_card")
+    # the body shows the headline columns, so that the column groups stacked as rows (model,
+    # group, metrics) fit the page; the appendix has every column
+    report_columns = {
+        **{t: _RECONSTRUCTION_COLUMNS for t in ("reconstruction_model_size", "reconstruction_1024",
+                                                "reconstruction_native", "reconstruction_fixed",
+                                                "reconstruction_detail")},
+        "text_preservation": ("PSNR (VTBench eval.)", "CER", "WER"),
+        "ocr_robustness": ("CER",)}
     report_figures = ("gallery/*.png",)
     definitions = (
         ("PSNR (VTBench eval.)", "10 log10(R^2 / MSE) with one MSE over the set and R the range "
@@ -68,6 +84,23 @@ class VTBench(Evaluation):
         if plan.text_datasets:
             names += ["text_preservation", "ocr_robustness", "ocr_rank_agreement"]
         return names
+
+    def findings_inputs(self, plan) -> list[str]:
+        # the per-item PSNR of the first model-size set: the paired best vs runner-up
+        from roundtrip.evals.vtbench.findings import ITEM_PATTERN, MODEL_SIZE_TABLE
+
+        sets = self.reconstruction_tables(plan).get(MODEL_SIZE_TABLE, [])[:1]
+        return plan.model_dataset_files(ITEM_PATTERN, sets)
+
+    def findings(self, results) -> list[str]:
+        from roundtrip.evals.vtbench.findings import findings
+
+        return findings(results)
+
+    def headline_figure(self, results, path: Path) -> str | None:
+        from roundtrip.evals.vtbench.findings import headline_figure
+
+        return headline_figure(results, path)
 
     def scorers_for(self, plan, dataset: str) -> dict[str, dict]:
         out: dict[str, dict] = {}

@@ -1,0 +1,389 @@
+"""VTBench's findings for the report's first page and its headline figure, read from the run's
+tables (:class:`roundtrip.report.findings.RunResults`).
+
+The headline comparison is the paper's Table 1, ImageNet setting (VTBench Sec. 4.1: every image
+center-cropped and resized to each model's input size): PSNR in the released evaluator's
+convention (one MSE over the set, the originals' data range), then SSIM; the text comparison is
+Table 3's CER (App. F, Eq. 3: the OCR of a reconstruction against the OCR of its original).
+Models that reconstruct every item exactly (PSNR = inf, e.g. ``identity``) are references, not
+contenders: they are left out of every best/worst and the sentence names them.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+from roundtrip.metrics.stats import Summary
+from roundtrip.report import style
+from roundtrip.report.findings import Ranking, number, rank_table, with_ci
+
+#: The Table 1 ImageNet-setting table (protocol ``model_size``) and the other tables read.
+MODEL_SIZE_TABLE = "reconstruction_model_size"
+TEXT_TABLE = "text_preservation"
+CARD_TABLE = "model_card"
+#: The per-item image-quality file of a (model, dataset): its ``psnr`` column is the per-item
+#: PSNR (dB, data range 1) behind the tables' "PSNR (per-item mean)" column.
+ITEM_FILE = "image_quality.csv"
+ITEM_PATTERN = "results/metrics/{model}/{dataset}/" + ITEM_FILE
+
+
+def datasets_with(table: pd.DataFrame | None, metric: str) -> list[str]:
+    """Datasets (column prefixes) of ``table`` that have a ``{dataset}.{metric}`` column, in the
+    table's column order (the config's dataset order)."""
+    if table is None:
+        return []
+    suffix = f".{metric}"
+    return [c[: -len(suffix)] for c in table.columns if c.endswith(suffix)]
+
+
+def values(table: pd.DataFrame, column: str) -> dict[str, float]:
+    """``model -> value`` of one table column, NaN (not run, not computed) left out."""
+    out = {}
+    for model, v in zip(table["model"].astype(str), pd.to_numeric(table[column],
+                                                                  errors="coerce")):
+        if not math.isnan(v):
+            out[model] = float(v)
+    return out
+
+
+def exact_models(table: pd.DataFrame | None, datasets: list[str] | None = None) -> list[str]:
+    """Models whose PSNR (VTBench eval.) is ``+inf`` on every one of ``datasets`` (default: every
+    dataset of the table) that they ran on: they reconstructed every item exactly."""
+    if table is None:
+        return []
+    sets = datasets if datasets is not None else datasets_with(table, "psnr_vtbench")
+    seen: dict[str, list[float]] = {}
+    for d in sets:
+        for model, v in values(table, f"{d}.psnr_vtbench").items():
+            seen.setdefault(model, []).append(v)
+    return [m for m, vs in seen.items() if vs and all(v == math.inf for v in vs)]
+
+
+def _names(models: list[str]) -> str:
+    if len(models) <= 1:
+        return "".join(models)
+    return ", ".join(models[:-1]) + " and " + models[-1]
+
+
+def _left_out(models: list[str]) -> str:
+    if not models:
+        return ""
+    verb = "is" if len(models) == 1 else "are"
+    return (f"; {_names(models)} {verb} left out (PSNR = inf: every item reconstructed "
+            f"exactly)")
+
+
+def psnr_order(table: pd.DataFrame, dataset: str) -> list[tuple[str, float]]:
+    """``(model, PSNR (VTBench eval.))`` best first, finite values only (VTBench Sec. 4.1,
+    Table 1; dB)."""
+    vals = values(table, f"{dataset}.psnr_vtbench")
+    finite = [(m, v) for m, v in vals.items() if math.isfinite(v)]
+    return sorted(finite, key=lambda mv: (-mv[1], mv[0]))
+
+
+def per_item_psnr(files: list[Path], dataset: str) -> pd.DataFrame:
+    """The per-item PSNR (dB) of ``dataset`` from the declared ``image_quality.csv`` files
+    (``results/metrics/{model}/{dataset}/image_quality.csv``, rows with status ``ok``): one row
+    per (model, item) with columns ``model``, ``item_id``, ``value``."""
+    frames = []
+    for f in files:
+        f = Path(f)
+        if f.name != ITEM_FILE or f.parent.name != dataset or not f.exists():
+            continue
+        df = pd.read_csv(f)
+        if "psnr" not in df.columns:
+            continue
+        if "status" in df.columns:
+            df = df[df["status"] == "ok"]
+        frames.append(pd.DataFrame({"model": f.parent.parent.name,
+                                    "item_id": df["item_id"].astype(str),
+                                    "value": pd.to_numeric(df["psnr"], errors="coerce")}))
+    if not frames:
+        return pd.DataFrame(columns=["model", "item_id", "value"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def paired_sentence(results, dataset: str, best: str, runner: str) -> str:
+    """The best against the runner-up on per-item PSNR (dB): mean difference over the items
+    both reconstructed, with its paired-bootstrap CI (items where either PSNR is infinite have
+    no finite difference and are dropped)."""
+    items = per_item_psnr(results.files, dataset)
+    a = items[items["model"] == best].set_index("item_id")["value"]
+    b = items[items["model"] == runner].set_index("item_id")["value"]
+    if a.empty or b.empty:
+        missing = [m for m, s in ((best, a), (runner, b)) if s.empty]
+        pattern = ITEM_PATTERN.replace("{dataset}", dataset)
+        return (f"The paired comparison of {best} and the runner-up {runner} could not be "
+                f"computed: no per-item PSNR ({pattern}) for {_names(missing)}.")
+    shared = a.index.intersection(b.index)
+    diff = results.paired(a.loc[shared].to_numpy(), b.loc[shared].to_numpy())
+    if diff.ci_high < 0:  # the pooled PSNR and the per-item mean order the two differently
+        return (f"On per-item PSNR (dB), however, the runner-up {runner} is ahead of {best} by "
+                f"{number(-diff.mean)} [{number(-diff.ci_high)}, {number(-diff.ci_low)}] "
+                f"(paired bootstrap over {diff.n} shared items): the set-level and per-item "
+                f"conventions rank the two differently.")
+    ranking = Ranking("per-item PSNR", [(best, results.summary(a.to_numpy())),
+                                        (runner, results.summary(b.to_numpy()))],
+                      diff, len(shared))
+    return "On per-item PSNR (dB), " + ranking.sentences(2)[1]
+
+
+def psnr_sentences(results) -> list[str]:
+    """Best and worst model on PSNR (VTBench eval.) at the model's input size (Table 1,
+    ImageNet setting), and the best against the runner-up, paired over per-item PSNR."""
+    table = results.table(MODEL_SIZE_TABLE)
+    sets = datasets_with(table, "psnr_vtbench")
+    if not sets:
+        return [f"PSNR at the model's input size could not be computed: the run wrote no "
+                f"{MODEL_SIZE_TABLE} table with a PSNR column (no dataset with protocol "
+                f"model_size)."]
+    d = sets[0]
+    order = psnr_order(table, d)
+    exact = exact_models(table, [d])
+    where = f"At the model's input size ({d}, VTBench Table 1's ImageNet setting)"
+    if not order:
+        return [f"{where} no model has a finite PSNR (VTBench eval.){_left_out(exact)}."]
+    (best, b), (worst, w) = order[0], order[-1]
+    if len(order) == 1:
+        return [f"{where} {best} is the only model with a finite PSNR (VTBench eval.): "
+                f"{number(b)} dB{_left_out(exact)}; there is no runner-up to compare with."]
+    first = (f"{where}, {best} has the highest PSNR (VTBench eval.), {number(b)} dB, and "
+             f"{worst} the lowest, {number(w)} dB, of {len(order)} models{_left_out(exact)}.")
+    return [first, paired_sentence(results, d, best, order[1][0])]
+
+
+def ssim_sentence(results) -> str | None:
+    """Best and worst model on SSIM (VTBench eval.) at the model's input size, with the 95 %
+    CIs of the table (Table 1's second metric), and whether PSNR names the same two."""
+    table = results.table(MODEL_SIZE_TABLE)
+    sets = datasets_with(table, "ssim_vtbench")
+    if not sets:
+        return None
+    d = sets[0]
+    exact = exact_models(table, [d])
+    rows = table[~table["model"].astype(str).isin(exact)]
+    ranked = [r for r in rank_table(rows, "model", f"{d}.ssim_vtbench", "SSIM", True)
+              if not math.isnan(r[1])]
+    if len(ranked) < 2:
+        return None
+    (best, *b), (worst, *w) = ranked[0], ranked[-1]
+    psnr = psnr_order(table, d)
+    same = bool(psnr) and psnr[0][0] == best and psnr[-1][0] == worst
+    tail = "the same two as PSNR" if same else "a different order from PSNR"
+    return (f"On SSIM (VTBench eval.) on {d}, {best} is highest ({_ci(b, 4)}) and {worst} "
+            f"lowest ({_ci(w, 4)}), {tail}.")
+
+
+def _ci(mean_lo_hi, digits: int) -> str:
+    m, lo, hi = mean_lo_hi
+    return with_ci(Summary(m, lo, hi, 2), digits)
+
+
+def cer_columns(table: pd.DataFrame | None) -> list[str]:
+    """The text sets with a CER column (``{set}.cer``: OCR of the reconstruction vs OCR of the
+    original as they are, VTBench App. F Eq. 3), in the table's order; the multilingual block
+    has one per language set."""
+    return datasets_with(table, "cer")
+
+
+def cer_extremes(table: pd.DataFrame, exact: list[str]
+                 ) -> dict[str, tuple[list[str], float, list[str], float]]:
+    """Per text set with at least two models compared: ``(lowest models, lowest CER, highest
+    models, highest CER)`` (ties all listed), the exact models left out."""
+    out = {}
+    for s in cer_columns(table):
+        vals = {m: v for m, v in values(table, f"{s}.cer").items()
+                if m not in exact and math.isfinite(v)}
+        if len(vals) < 2:
+            continue
+        lo, hi = min(vals.values()), max(vals.values())
+        out[s] = ([m for m, v in vals.items() if v == lo], lo,
+                  [m for m, v in vals.items() if v == hi], hi)
+    return out
+
+
+def _most(counts: Counter) -> tuple[list[str], int]:
+    top = max(counts.values())
+    return [m for m, c in counts.items() if c == top], top
+
+
+def _spread(ext: dict, models: list[str], k: int) -> str:
+    """The CER values (``k``: 0 lowest, 2 highest) of the sets where ``models`` hold that
+    place, as a value or a range."""
+    v = [ext[s][k + 1] for s in ext if set(models) & set(ext[s][k])]
+    lo, hi = number(min(v), 4), number(max(v), 4)
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def cer_sentence(results) -> str:
+    """Which model has the lowest and which the highest CER on the most text sets (VTBench
+    Table 3, App. F Eq. 3; a tie counts for every tied model), with its CER on those sets."""
+    table = results.table(TEXT_TABLE)
+    if table is None or not cer_columns(table):
+        return "CER was not computed: the run has no text set (table text_preservation)."
+    exact = exact_models(table)
+    ext = cer_extremes(table, exact)
+    if not ext:
+        return ("CER was not compared: no text set has two models with a CER "
+                f"(of {len(cer_columns(table))} text sets).")
+    low, high = Counter(), Counter()
+    for lows, _, highs, _ in ext.values():
+        low.update(lows)
+        high.update(highs)
+    (best, nb), (worst, nw) = _most(low), _most(high)
+    ties = any(len(e[0]) > 1 or len(e[2]) > 1 for e in ext.values())
+    notes = ([f"{_names(exact)} left out as exact"] * bool(exact)
+             + ["a tie counts for every tied model"] * ties)
+    return (f"On CER over {len(ext)} text sets (OCR of each reconstruction against the OCR of "
+            f"its original, lower is better; VTBench Table 3), {_names(best)} "
+            f"{'is' if len(best) == 1 else 'are'} lowest on {nb} (CER {_spread(ext, best, 0)}) "
+            f"and {_names(worst)} highest on {nw} (CER {_spread(ext, worst, 2)})"
+            f"{'; ' + '; '.join(notes) if notes else ''}.")
+
+
+def findings(results) -> list[str]:
+    """VTBench's sentences: PSNR best/worst at the model's input size, the paired best vs
+    runner-up, SSIM best/worst, and CER on the text sets (2 to 4 sentences)."""
+    out = psnr_sentences(results)
+    ssim = ssim_sentence(results)
+    if ssim:
+        out.append(ssim)
+    return [*out, cer_sentence(results)][:4]
+
+
+# -- the headline figure: rate-distortion --------------------------------------------------------
+#: Marker shapes of the text sets in the CER panel, in table order.
+SET_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "p", "*")
+AXIS_RATIO = "compression ratio (latent / input elements)"
+#: Horizontal step (a factor, on the log axis) between the text sets' markers at one ratio.
+DODGE = 1.05
+
+
+def ratios(results) -> dict[str, float]:
+    """``model -> compression ratio`` at 256 x 256 (latent elements / input elements, model
+    card ``ratio_256``, MediBench Table 6's definition); codecs without a fixed ratio
+    (variable-length bitstreams: an empty cell) left out."""
+    card = results.table(CARD_TABLE)
+    if card is None or "ratio_256" not in card.columns:
+        return {}
+    return {m: v for m, v in values(card, "ratio_256").items() if v > 0 and math.isfinite(v)}
+
+
+def psnr_points(results, ratio: dict[str, float]) -> tuple[str | None, dict[str, float],
+                                                            list[str]]:
+    """``(dataset, model -> PSNR (VTBench eval.) in dB, models with PSNR = inf)`` of the first
+    model-size set, for the models with a ratio."""
+    table = results.table(MODEL_SIZE_TABLE)
+    sets = datasets_with(table, "psnr_vtbench")
+    if not sets:
+        return None, {}, []
+    vals = {m: v for m, v in values(table, f"{sets[0]}.psnr_vtbench").items() if m in ratio}
+    return (sets[0], {m: v for m, v in vals.items() if math.isfinite(v)},
+            [m for m, v in vals.items() if not math.isfinite(v)])
+
+
+def cer_points(results, ratio: dict[str, float]) -> dict[str, dict[str, float]]:
+    """``text set -> model -> CER`` for the models with a ratio (sets without one left out)."""
+    table = results.table(TEXT_TABLE)
+    out = {}
+    for s in cer_columns(table):
+        vals = {m: v for m, v in values(table, f"{s}.cer").items()
+                if m in ratio and math.isfinite(v)}
+        if vals:
+            out[s] = vals
+    return out
+
+
+def _empty(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def ratio_label(r: float) -> str:
+    """A ratio as the fraction it is (``1/24``) where its inverse is a whole number, else 3
+    significant digits."""
+    inv = 1 / r
+    return f"1/{round(inv)}" if r < 1 and abs(inv - round(inv)) < 1e-6 else f"{r:.3g}"
+
+
+def _ratio_axis(ax, shown: list[float]) -> None:
+    """Log x axis ticked at the ratios drawn (labelled as fractions); a tick closer to the
+    previous one than a tenth of the axis (in log units) is dropped, so labels do not collide."""
+    from matplotlib.ticker import NullLocator
+
+    lo, hi = min(shown) / 1.5, max(shown) * 1.5
+    gap = 0.1 * math.log(hi / lo)
+    ticks = []
+    for r in sorted(set(shown)):
+        if not ticks or math.log(r / ticks[-1]) > gap:
+            ticks.append(r)
+    ax.set_xscale("log")
+    ax.set_xticks(ticks, [ratio_label(r) for r in ticks])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel(AXIS_RATIO)
+
+
+def headline_figure(results, path) -> str | None:
+    """Rate against distortion: PSNR (VTBench eval., model-size protocol; Table 1) and CER on
+    each text set (Table 3) against the compression ratio at 256 x 256 (model card), two
+    panels, one colour per model (:func:`roundtrip.report.style.colours` of the run's models),
+    one marker shape per text set. Returns the caption, or None where no model has both a
+    fixed ratio and a finite PSNR or a CER."""
+    ratio = ratios(results)
+    dataset, psnr, inf_models = psnr_points(results, ratio)
+    cer = cer_points(results, ratio)
+    if not psnr and not cer:
+        return None
+    colours = style.colours([*results.models, *ratio])
+    fig, axes = style.figure(1, 2, height_in=3.0)
+    left, right = axes[0]
+    if psnr:
+        for m, v in psnr.items():
+            left.scatter(ratio[m], v, color=colours[m], s=30, zorder=3)
+        _ratio_axis(left, [ratio[m] for m in psnr])
+        left.set(ylabel="PSNR (VTBench eval.), dB",
+                 title=f"Reconstruction at model size ({dataset})")
+    else:
+        _empty(left, "no model-size set with a finite PSNR")
+    if cer:
+        for k, ((s, vals), marker) in enumerate(zip(cer.items(), SET_MARKERS * 4)):
+            dodge = DODGE ** (k - (len(cer) - 1) / 2)  # sets side by side at one ratio
+            for m, v in vals.items():
+                right.scatter(ratio[m] * dodge, v, color=colours[m], marker=marker, s=24,
+                              alpha=0.85, zorder=3)
+            right.scatter([], [], color="#555555", marker=marker, s=24, label=s)
+        _ratio_axis(right, [ratio[m] for vals in cer.values() for m in vals])
+        right.set(ylabel="CER (lower is better)", title="Text preservation (marker: text set)")
+        right.legend(loc="best", frameon=False, ncol=2 if len(cer) > 4 else 1)
+    else:
+        _empty(right, "no text set in this run")
+    # one model legend for both panels: every model drawn in either
+    drawn = [m for m in colours if m in psnr or any(m in v for v in cer.values())]
+    handles = [left.scatter([], [], color=colours[m], s=30, label=m) for m in drawn]
+    left.legend(handles=handles, loc="best", frameon=False, ncol=2)
+    style.save(fig, path)
+    return _caption(results, ratio, dataset, inf_models)
+
+
+def _caption(results, ratio: dict, dataset: str | None, inf_models: list[str]) -> str:
+    card = results.table(CARD_TABLE)
+    no_ratio = [m for m in card["model"].astype(str) if m not in ratio] if card is not None else []
+    where = f" ({dataset})" if dataset else ""
+    parts = [f"Rate against distortion (VTBench Tables 1 and 3). Left: PSNR in the released "
+             f"evaluator's convention at each model's input size{where}. Right: CER of the OCR of "
+             "each reconstruction against the OCR of its original, one marker shape per text "
+             "set (the sets of one model drawn side by side around its ratio). x: compression "
+             "ratio at 256 x 256 (latent elements / input elements, model card), log scale; one "
+             "colour per model."]
+    if no_ratio:
+        parts.append(f"Left out: {_names(no_ratio)} (no fixed compression ratio: a "
+                     "variable-length bitstream).")
+    if inf_models:
+        parts.append(f"Not in the PSNR panel: {_names(inf_models)} (PSNR = inf, exact "
+                     "reconstruction).")
+    return " ".join(parts)
