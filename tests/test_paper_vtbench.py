@@ -148,8 +148,8 @@ def test_table1_is_one_table_with_params_type_resolution():
     row = shown.iloc[0]
     assert (row["Params"], row["Type"], row["Resolution"]) == ("72.0M", "VQ", "256x256")
     heads = [c for c in shown.columns if ":" in c]
-    assert heads[0].startswith("ImageNet: imagenet PSNR (VTBench eval.)")
-    assert heads[-1].startswith("Varying Resolution: div2k SSIM (VTBench eval.)")
+    assert heads[0].startswith("ImageNet (imagenet): PSNR (VTBench eval.)")
+    assert heads[-1].startswith("Varying Resolution (div2k): SSIM (VTBench eval.)")
     assert not any("per-item" in c for c in shown.columns)  # roundtrip's stay per setting
     assert numbers.iloc[0][heads[0]] == 21.0  # the cell after Image Size
     # a per-setting cell's footnote (exact reconstructions: PSNR inf) follows it into Table 1

@@ -377,7 +377,7 @@ def table1_frame(tables: dict, card, first_note: int = 1) -> tuple:
                 if col.metric not in TABLE1_METRICS:
                     continue
                 cell = table.cells[(model, j)]
-                key = f"{setting}: {col.dataset} {col.label}"
+                key = f"{setting} ({col.dataset}): {col.label}"
                 row[key] = "–" if cell.dash else \
                     format_value(cell.summary.mean, col.digits) + marks(cell)
                 num[key] = cell.summary.mean
