@@ -134,10 +134,15 @@ def test_stacking_puts_each_group_in_a_block_and_keeps_every_cell_once():
     assert stack_groups(MdTable("t", ["model", "x: a"], [["m", "1"]])) is None  # one group
 
 
-def test_keeping_columns_keeps_labels_and_ungrouped_columns():
-    kept = keep_columns(_grouped(), ("PSNR",))
+def test_keeping_columns_keeps_labels_ungrouped_columns_and_the_notes_still_needed():
+    table = _grouped()
+    table.rows[0][5] = "0.10 [2]"
+    table.notes = ["Cells: means.", "[1] a note", "[2] on a CER cell"]
+    table.rows[1][2] = "28.2 [1]"
+    kept = keep_columns(table, ("PSNR",))
     assert kept.header == ["model", "Params", "natural: PSNR", "text: PSNR"]
-    assert kept.rows[1] == ["b", "20", "28.2", "24.0"]
+    assert kept.rows[1] == ["b", "20", "28.2 [1]", "24.0"]
+    assert kept.notes == ["Cells: means.", "[1] a note"]  # [2] marks a CER cell, left out
 
 
 def test_published_table_as_printed_with_this_runs_rows_first():

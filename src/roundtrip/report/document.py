@@ -5,9 +5,10 @@
    why;
 2. the headline figures, one per evaluation;
 3. one section per evaluation: its tables in its paper's layout and order, the papers' published
-   numbers beside them, its figures and the reconstruction galleries with their OCR lines;
-4. the appendix: every table the body leaves out or shows in part, whole; metric definitions;
-   the provenance of the run.
+   numbers beside them where the run used the paper's data, its figures;
+4. the appendix: every table the body leaves out or shows in part, whole; the published tables
+   on the papers' own data; metric definitions; the reconstruction galleries; the provenance
+   of the run.
 
 Tables come from the Markdown files (formatted as the reader sees them). A table wider than the
 page has its column groups (``group: column`` headers: one per dataset or category) stacked as
@@ -222,28 +223,29 @@ def _front_page(inputs: ReportInputs, st: dict) -> list:
 
     c = inputs.cover
     out = [_p(c.get("title", "roundtrip report"), st["title"]), Spacer(1, 4)]
-    for label, key in (("Config", "config_name"), ("Models", "models"), ("Datasets", "datasets"),
-                       ("Commit", "commit"), ("roundtrip version", "version"), ("Date", "date"),
-                       ("Config SHA-256", "config_sha256")):
+    for label, key in (("Config", "config_name"), ("Models", "models"), ("Datasets", "datasets")):
         if key in c:
             value = ", ".join(c[key]) if isinstance(c[key], (list, tuple)) else c[key]
             out.append(_labelled(label, value, st["body"]))
-    out.append(_labelled("Time", "each job's wall time and memory are in results/benchmarks/ "
-                         "(not in this file, so that a rebuild writes the same bytes)",
-                         st["body"]))
-    out += [Spacer(1, 6), _p("Findings", st["h1"])]
+    out.append(_labelled("Commit", f"{c.get('commit', 'unknown')} (roundtrip "
+                         f"{c.get('version', 'unknown')}); config SHA-256 "
+                         f"{c.get('config_sha256', 'unknown')}", st["small"]))
+    out.append(_labelled("Date", f"{c.get('date', 'unknown')}. Each job's wall time and memory "
+                         "are in results/benchmarks/, not in this file, so that a rebuild writes "
+                         "the same bytes", st["small"]))
+    out += [Spacer(1, 4), _p("Findings", st["h1"])]
     ran = dict(c.get("ran", []))
     for section in inputs.sections:
         label = section.name or section.key
         if label not in ran:
             continue
-        out.append(_p(f"{label} ({ran[label]})" if ran[label] else label, st["h2"]))
+        out.append(_p(f"{label} ({ran[label]})" if ran[label] else label, st["h3"]))
         sentences = inputs.findings.get(section.key) or [
             "This evaluation states no findings; its tables follow."]
         out += [_p(f"• {x}", st["finding"]) for x in sentences]
-    out.append(_p("What did not run, and why", st["h2"]))
-    out += [_p(f"{name}: {why}", st["body"]) for name, why in c.get("not_ran", [])] or \
-        [_p("everything configured ran", st["body"])]
+    out.append(_p("What did not run, and why", st["h3"]))
+    out += [_p(f"{name}: {why}", st["finding"]) for name, why in c.get("not_ran", [])] or \
+        [_p("everything configured ran", st["finding"])]
     compute = c.get("compute")
     if compute:
         gpu = compute.get("gpu")
@@ -272,16 +274,18 @@ def _headline_pages(inputs: ReportInputs, st: dict, width: float) -> list:
 
 def _section(section: Section, inputs: ReportInputs, st: dict, width: float) -> list:
     """One evaluation's body: its tables (in its order, fitted to the page), the published
-    tables, its figures and galleries."""
-    from reportlab.platypus import PageBreak
+    tables on the run's own data, its figures. It starts on a new page only where less than a
+    third of the current one is left."""
+    from reportlab.lib.units import cm
+    from reportlab.platypus import CondPageBreak
 
     names = tables_of(section, list(inputs.tables))
-    figures = _figures_of(section, inputs.figures)
+    figures = [f for f in _figures_of(section, inputs.figures) if "gallery/" not in f.as_posix()]
     published = inputs.published.get(section.key, [])
     if not names and not figures:
         return []
-    out = [_p(section.title, st["h1"]), _p(f"Reproduces: {section.paper}. Metric definitions "
-                                           "are in the appendix.", st["body"])]
+    out = [CondPageBreak(9 * cm), _p(section.title, st["h1"]),
+           _p(f"Reproduces: {section.paper}. Metric definitions are in appendix C.", st["body"])]
     for name in names:
         out += table_flowables(name, inputs.tables[name], st, width,
                                columns=tuple(section.columns.get(name, ())))
@@ -290,20 +294,25 @@ def _section(section: Section, inputs: ReportInputs, st: dict, width: float) -> 
     if any(not t.marked for t in published):
         out.append(_p("The paper's published numbers on its own data are in appendix B.",
                       st["small"]))
+    if _galleries_of(section, inputs):
+        out.append(_p("The reconstruction galleries, with each model's OCR lines, are in "
+                      "appendix D.", st["small"]))
     for fig in figures:
-        if "gallery/" in fig.as_posix():
-            dataset = fig.stem
-            if dataset in inputs.galleries:
-                out += _gallery(dataset, inputs.galleries[dataset], st, width)
-            continue
-        out += [_p(fig.name, st["small"]), _image(fig, width, 420)]
-    return out + [PageBreak()]
+        out += [_p(fig.name, st["small"]), _image(fig, width, 280)]
+    return out
+
+
+def _galleries_of(section: Section, inputs: ReportInputs) -> list[str]:
+    """The datasets of the section's gallery figures that have a gallery in this run."""
+    return [f.stem for f in _figures_of(section, inputs.figures)
+            if "gallery/" in f.as_posix() and f.stem in inputs.galleries]
 
 
 def _appendix_tables(inputs: ReportInputs, st: dict, width: float) -> list:
     """Appendix A: every table the body leaves out or shows only in part, with all columns;
     B: the papers' published tables on their own data; C: each evaluation's metric
-    definitions."""
+    definitions; D: the reconstruction galleries with their OCR lines (E, the provenance, is
+    :func:`_appendix`'s)."""
     out = []
     for section in inputs.sections:
         names = appendix_tables(section, list(inputs.tables))
@@ -323,6 +332,7 @@ def _appendix_tables(inputs: ReportInputs, st: dict, width: float) -> list:
         for section, table in others:
             out += table_flowables("published", table, st, width,
                                    title=f"{section.title}: {table.title}")
+    galleries = [(s, d) for s in inputs.sections for d in _galleries_of(s, inputs)]
     defined = [s for s in inputs.sections if s.definitions and
                (tables_of(s, list(inputs.tables)) or _figures_of(s, inputs.figures))]
     if defined:
@@ -331,6 +341,10 @@ def _appendix_tables(inputs: ReportInputs, st: dict, width: float) -> list:
             out.append(_p(section.title, st["h2"]))
             out += [_p(f"{metric}: {definition} ({source}).", st["small"])
                     for metric, definition, source in section.definitions]
+    if galleries:
+        out.append(_p("Appendix D: reconstruction galleries", st["h1"]))
+        for _, dataset in galleries:
+            out += _gallery(dataset, inputs.galleries[dataset], st, width)
     return out
 
 
@@ -338,7 +352,7 @@ def _appendix(inputs: ReportInputs, st: dict, width: float) -> list:
     from reportlab.platypus import PageBreak, Preformatted, Spacer, Table
 
     a = inputs.appendix
-    out = [PageBreak(), _p("Appendix D: provenance", st["h1"])]
+    out = [PageBreak(), _p("Appendix E: provenance", st["h1"])]
 
     def grid(rows, header):
         data = [[_p(h, st["head"]) for h in header]] + [[_p(str(v), st["cell"]) for v in r]
@@ -411,7 +425,7 @@ def build_report(path: str | Path, inputs: ReportInputs, epoch: int | None = Non
     for section in inputs.sections:
         story += _section(section, inputs, st, width)
     marks: list[int] = []
-    story.append(_page_mark(marks))
+    story += [PageBreak(), _page_mark(marks)]
     story += _appendix_tables(inputs, st, width)
     story += _appendix(inputs, st, width)
     pages: list[int] = []

@@ -68,7 +68,8 @@ def paragraph_styles() -> dict:
     faces, _ = register()
     base = getSampleStyleSheet()
     st = {
-        "title": ParagraphStyle("t", parent=base["Title"], fontName=faces["bold"], fontSize=20),
+        "title": ParagraphStyle("t", parent=base["Title"], fontName=faces["bold"], fontSize=17,
+                                spaceAfter=4),
         "h1": ParagraphStyle("h1", parent=base["Heading1"], fontName=faces["bold"], fontSize=14),
         "h2": ParagraphStyle("h2", parent=base["Heading2"], fontName=faces["bold"], fontSize=10.5),
         "body": ParagraphStyle("b", parent=base["BodyText"], fontName=faces["latin"],
@@ -82,8 +83,9 @@ def paragraph_styles() -> dict:
         "mono": ParagraphStyle("m", parent=base["Code"], fontName=faces["mono"], fontSize=6,
                                leading=7.2),
         "finding": ParagraphStyle("f", parent=base["BodyText"], fontName=faces["latin"],
-                                  fontSize=8.5, leading=10.5, leftIndent=8, spaceAfter=1),
+                                  fontSize=7.5, leading=8.6, leftIndent=8, spaceAfter=0),
     }
+    st["h3"] = ParagraphStyle("h3", parent=st["h2"], fontSize=9, spaceBefore=3, spaceAfter=1)
     st["published"] = ParagraphStyle("p", parent=st["cell"],
                                      textColor=colors.HexColor(PUBLISHED_GREY))
     return st

@@ -4,6 +4,7 @@ columns where they are wider than the page, the label columns repeated in every 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,16 +113,29 @@ def column_groups(table: MdTable, labels: int) -> list[tuple[str | None, str]]:
 
 def keep_columns(table: MdTable, columns: tuple[str, ...] | list[str]) -> MdTable:
     """The table with only the label columns, the ungrouped ones and the grouped columns whose
-    name is in ``columns`` (notes kept; a note may then speak of a column left out, which the
-    appendix shows)."""
+    name is in ``columns``, and the notes those cells still refer to (the appendix shows the
+    table whole, with every note)."""
     labels = label_columns(table.header)
     wanted = set(columns)
     keep = list(range(labels)) + [labels + j for j, (g, c) in
                                   enumerate(column_groups(table, labels))
                                   if g is None or c in wanted]
-    return MdTable(table.title, [table.header[j] for j in keep],
-                   [[r[j] for j in keep] for r in table.rows], list(table.notes),
+    rows = [[r[j] for j in keep] for r in table.rows]
+    return MdTable(table.title, [table.header[j] for j in keep], rows,
+                   _notes_in(table.notes, [table.header[j] for j in keep] + sum(rows, [])),
                    set(table.marked))
+
+
+def _notes_in(notes: list[str], cells: list[str]) -> list[str]:
+    """The notes a shortened table still needs: those without a footnote number, and numbered
+    ones (``[k] ...``) whose mark is in one of ``cells``."""
+    marks = set(re.findall(r"\[(\d+)\]", " ".join(cells)))
+    out = []
+    for note in notes:
+        m = re.match(r"\[(\d+)\]", note)
+        if m is None or m.group(1) in marks:
+            out.append(note)
+    return out
 
 
 def stack_groups(table: MdTable) -> tuple[MdTable, int, list[int]] | None:
