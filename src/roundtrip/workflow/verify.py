@@ -32,10 +32,14 @@ from pathlib import Path
 #: Top-level entries of the working directory that are the run's state, never linked.
 RUN_STATE = ("results", "logs", ".snakemake")
 
-#: What ``report_pdf`` reads beyond its declared inputs (scripts/report_pdf.py), as globs under
-#: the working directory.
+#: What ``report_pdf`` reads beyond the tables, as globs under the working directory: figures,
+#: manifests, checkpoints, the API ledger, and the per-item files the built-in evaluations'
+#: findings read (any evaluation's are also taken from Snakemake's record of the report's
+#: inputs, :func:`recorded_report_inputs`).
 REPORT_READS = ("results/figures/**/*", "results/datasets/*/manifest.csv",
-                "results/weights/**/model.pt", "results/api/usage.jsonl")
+                "results/weights/**/model.pt", "results/api/usage.jsonl",
+                "results/metrics/*/*/*.csv", "results/vista/*/*/*/answers.csv",
+                "results/telephone/*/*/similarity.csv")
 
 REPORT = "results/report.pdf"
 
@@ -63,6 +67,21 @@ def provenance_records(workdir: Path) -> dict[str, dict]:
     return {f.name.removesuffix(".provenance.json"): json.loads(f.read_text()) for f in files}
 
 
+def recorded_report_inputs(workdir: Path) -> list[str]:
+    """The inputs Snakemake recorded for the report (``.snakemake/metadata``) that are results
+    files of the folder: among them the per-item files the evaluations' findings read
+    (``Evaluation.findings_inputs``), which no table's provenance names. Empty where the folder
+    has no such record (a copied results folder without ``.snakemake``)."""
+    import base64
+
+    record = workdir / ".snakemake/metadata" / base64.urlsafe_b64encode(REPORT.encode()).decode()
+    try:
+        inputs = json.loads(record.read_text()).get("input", [])
+    except (OSError, ValueError):
+        return []
+    return [p for p in inputs if p.startswith("results/") and (workdir / p).is_file()]
+
+
 def mirror(workdir: Path, scratch: Path, records: dict[str, dict]) -> dict[str, int]:
     """Make ``scratch`` a stand-in of ``workdir`` for re-making the artifacts (module docstring,
     step 1); returns ``relative path -> mtime_ns`` of every file copied into ``results/``.
@@ -84,6 +103,7 @@ def mirror(workdir: Path, scratch: Path, records: dict[str, dict]) -> dict[str, 
                and Path(p).parts[:2] == ("results", "datasets")}
     for pattern in REPORT_READS:
         wanted |= {str(p.relative_to(workdir)) for p in workdir.glob(pattern) if p.is_file()}
+    wanted |= set(recorded_report_inputs(workdir))
     copied: dict[str, int] = {}
     for rel in sorted(wanted):
         src, dest = workdir / rel, scratch / rel
