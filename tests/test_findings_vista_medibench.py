@@ -341,3 +341,30 @@ def test_medibench_findings_inputs_are_the_2d_quality_files():
     plan = SimpleNamespace(view=lambda key, cls: view)
     assert MEDIBENCH.findings_inputs(plan) == ["results/metrics/kl/med2d/image_quality.csv"]
     assert "medibench_classifiers" not in MEDIBENCH.report_tables
+
+
+def test_vista_rows_join_the_published_table1_on_the_release(tmp_path):
+    """On the release TSV the run's readers are printed in Table 1 above the published rows;
+    on other questions Table 1 is a reference on other data."""
+    from roundtrip.report.assemble import published_of
+
+    csv = tmp_path / "vista_accuracy.csv"
+    pd.DataFrame({"reader": ["my_vlm"],
+                  "Multimodal Perception.vt_accuracy": [51.24],
+                  "Multimodal Perception.text_accuracy": [70.0],
+                  "overall.vt_accuracy": [48.04], "overall.text_accuracy": [66.0],
+                  "overall.modality_gap": [17.96], "notes": [""]}).to_csv(csv, index=False)
+    release = {"datasets": {"vb": {"type": "vista_release", "path": "x.tsv"}}, "vista": {}}
+    results = RunResults({"vista_accuracy": csv}, config=release)
+    (table,) = published_of(VISTA, results)
+    assert "this run's rows beside the published ones" in table.title
+    first = dict(zip(table.header, table.rows[0]))
+    assert first["row"] == "my_vlm" and first["block"] == "This run"
+    assert first["Multimodal Perception: VT"] == "51.2"  # one decimal, as the paper prints
+    assert first["Overall: Text"] == "66.0" and first["Gap"] == "18.0"
+    assert table.marked == set(range(1, len(table.rows)))
+    assert table.rows[1][1].endswith("(published)")
+    own = RunResults({"vista_accuracy": csv},
+                     config={"datasets": {"q": {"type": "vista_questions"}}, "vista": {}})
+    (reference,) = published_of(VISTA, own)
+    assert reference.title.startswith("Published results, other data") and not reference.marked

@@ -278,3 +278,41 @@ def headline_figure(results: RunResults, path: Path) -> str | None:
         caption += (" Right: VT accuracy over every render, on the original renders (grey) and "
                     "on each model's reconstructions of them (vista_tokenizers).")
     return caption
+
+
+def table1_cells(results: RunResults) -> pd.DataFrame | None:
+    """The readers' rows of VISTA-Bench Table 1 in the published cells' layout
+    (:mod:`roundtrip.tables.published`): VT and Text accuracy per category and Overall, and the
+    gap, to one decimal as the paper prints them; only where every question set of the run is
+    the release (``type: vista_release``), so that the rows measure what the paper's do. Run
+    categories are matched to the paper's column groups by name (case-insensitive); others are
+    left out.
+
+    Returns:
+        ``table, row_group, row, column_group, column, printed`` rows, or None.
+    """
+    datasets = (results.config.get("datasets") or {})
+    names = (results.config.get("vista") or {}).get("datasets") or [
+        d for d, s in datasets.items() if s.get("type") in ("vista_questions", "vista_release")]
+    if not names or any(datasets[d].get("type") != "vista_release" for d in names):
+        return None
+    table = results.table("vista_accuracy")
+    if table is None or table.empty:
+        return None
+    groups = {"multimodal perception", "multimodal reasoning", "multimodal knowledge",
+              "unimodal knowledge", "overall"}
+    rows = []
+    for _, r in table.iterrows():
+        def cell(group, column, value):
+            if pd.notna(value):
+                rows.append({"table": "Table 1", "row_group": "This run", "row": str(r["reader"]),
+                             "column_group": group, "column": column,
+                             "printed": f"{float(value):.1f}"})
+        for col in table.columns:
+            group, _, metric = col.rpartition(".")
+            if group.lower() not in groups or metric not in ("vt_accuracy", "text_accuracy"):
+                continue
+            cell(group.title() if group != "overall" else "Overall",
+                 "VT" if metric == "vt_accuracy" else "Text", r[col])
+        cell("", "Gap", r.get("overall.modality_gap"))
+    return pd.DataFrame(rows) if rows else None

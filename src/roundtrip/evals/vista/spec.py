@@ -76,6 +76,13 @@ class Vista(Evaluation):
 
         return headline_figure(results, path)
 
+    def published_cells(self, results):
+        """Each reader's Table 1 row, where the run read the release's questions (a
+        ``vista_release`` set): the same data and protocol as the paper."""
+        from roundtrip.evals.vista.findings import table1_cells
+
+        return table1_cells(results)
+
     def api_uses(self, config: dict) -> list[tuple[str, dict, dict[str, str]]]:
         vista = config.get("vista") or {}
         uses = [(f"vista.readers.{name}", spec, {})
