@@ -166,10 +166,13 @@ def plot(df: pd.DataFrame, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from roundtrip.report.style import colours
+
+    colour = colours(df["kind"])  # the headline figure's colours
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), dpi=120)
     for kind, g in df.groupby("kind", sort=False):
-        axes[0].plot(g["level"], g["chd"], marker="o", label=kind)
-        axes[1].plot(g["level"], g["cmms"], marker="o", label=kind)
+        axes[0].plot(g["level"], g["chd"], marker="o", label=kind, color=colour[kind])
+        axes[1].plot(g["level"], g["cmms"], marker="o", label=kind, color=colour[kind])
     axes[0].set(xlabel="degradation level", ylabel="CHD vs clean set", title="CHD")
     axes[1].set(xlabel="degradation level", ylabel="mean CMMS", title="CMMS")
     for ax in axes:

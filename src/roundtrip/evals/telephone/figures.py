@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from roundtrip.evals.telephone.tables import ARROWS, experiment_label
+from roundtrip.report.style import colours
 
 
 def _plt():
@@ -44,12 +45,17 @@ def plot_similarity(curve: pd.DataFrame, path) -> None:
     many = curve["dataset"].nunique() > 1
     cols = min(3, len(exps))
     rows = math.ceil(len(exps) / cols)
+    # one colour per pair, the same as in the report's headline figure (roundtrip.report.style)
+    colour = colours(_label(m, ds, many) for m, ds in zip(curve["model"], curve["dataset"]))
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     for ax, (c, d, b) in zip(axes.flat, exps):
         e = curve[(curve["chain"] == c) & (curve["direction"] == d) & (curve["backbone"] == b)]
         for (m, ds), grp in e.groupby(["model", "dataset"], sort=False):
-            ax.plot(grp["generation"], grp["s"], marker="o", ms=3, label=_label(m, ds, many))
-            ax.fill_between(grp["generation"], grp["ci_low"], grp["ci_high"], alpha=0.15)
+            label = _label(m, ds, many)
+            ax.plot(grp["generation"], grp["s"], marker="o", ms=3, label=label,
+                    color=colour[label])
+            ax.fill_between(grp["generation"], grp["ci_low"], grp["ci_high"], alpha=0.15,
+                            color=colour[label])
         ax.set_title(experiment_label(c, d, b), fontsize=9)
         ax.set_xlabel("generation g")
         ax.set_ylabel("S(g)")
@@ -82,6 +88,7 @@ def plot_sdr(curve: pd.DataFrame, sdr: pd.DataFrame, path) -> None:
         return _empty(path, "No SDR curve: no power-law fit succeeded (see telephone_sdr).")
     plt = _plt()
     many = sdr["dataset"].nunique() > 1
+    colour = colours(_label(r["model"], r["dataset"], many) for _, r in usable)
     fig, axes = plt.subplots(1, len(chains), figsize=(5 * len(chains), 3.4), squeeze=False)
     for ax, chain in zip(axes.flat, chains):
         for c, r in usable:
@@ -93,7 +100,7 @@ def plot_sdr(curve: pd.DataFrame, sdr: pd.DataFrame, path) -> None:
             g_max = max(2, int(pts["generation"].max())) if len(pts) else 2
             g = np.linspace(1, g_max, 100)
             label = _label(r["model"], r["dataset"], many)
-            line, = ax.plot(g, alpha * g ** (-beta) + gamma,
+            line, = ax.plot(g, alpha * g ** (-beta) + gamma, color=colour[label],
                             label=f"{label}: β={beta:.3f} ({source})")
             mean = pts.groupby("generation")["s"].mean()
             ax.scatter(mean.index, mean.values, s=10, color=line.get_color())
