@@ -275,7 +275,17 @@ def test_snakemake_report_holds_every_table(run, tmp_path):
     assert len(expected) == 11 and tables == expected
     assert any(n.endswith("token_sensitivity.png") for n in names)
     html = next(n for n in names if n.endswith("report.html"))
-    assert "VTBench" in zipfile.ZipFile(tmp_path / "report.zip").read(html).decode()
+    text = zipfile.ZipFile(tmp_path / "report.zip").read(html).decode()
+    assert "VTBench" in text
+    # the front page is the run's findings (results/summary.rst, written with the PDF), and
+    # the headline figures are in the report
+    assert "What this run found" in text
+    summary = (work / "results/summary.rst").read_text()
+    findings = [line[2:] for line in summary.splitlines()
+                if line.startswith("- ") and not line.startswith("- **")]
+    numbers = re.findall(r"\d+\.\d+ \[\d+\.\d+, \d+\.\d+\]", " ".join(findings))
+    assert numbers and all(n in text for n in numbers[:5])  # a value with its CI
+    assert any(n.endswith("headline/vtbench.png") for n in names)
 
 
 def test_second_run_does_nothing(run):

@@ -52,7 +52,8 @@ class Vista(Evaluation):
 
     def summary(self, plan) -> str:
         v = self.view(plan)
-        return f"{len(v.readers)} readers on {', '.join(v.datasets)}"
+        n = len(v.readers)
+        return f"{n} reader{'' if n == 1 else 's'} on {', '.join(v.datasets)}"
 
     def tables(self, plan) -> list[str]:
         return list(TABLES)
