@@ -243,3 +243,24 @@ def test_markdown_tables_of_a_real_run_stack(tmp_path):
                           [["r1", "0.5", "0.6", "0.55", "0.65"]]))
     stacked, labels, starts = stack_groups(t)
     assert [r[1] for r in stacked.rows] == ["arithmetic", "Overall"] and labels == 2
+
+
+def test_per_item_metric_reads_the_declared_files_and_keeps_ok_rows(tmp_path):
+    from roundtrip.report.findings import per_item_metric
+
+    files = []
+    for model, values in (("a", [30.0, 31.0]), ("b", [20.0, float("nan")])):
+        f = tmp_path / "results/metrics" / model / "natural" / "image_quality.csv"
+        f.parent.mkdir(parents=True)
+        pd.DataFrame({"item_id": ["x", "y"], "psnr": values,
+                      "status": ["ok", "ok" if model == "a" else "error"]}).to_csv(f, index=False)
+        files.append(f)
+    other = tmp_path / "results/metrics/a/textures/image_quality.csv"
+    other.parent.mkdir(parents=True)
+    pd.DataFrame({"item_id": ["z"], "psnr": [9.0]}).to_csv(other, index=False)
+    df = per_item_metric(files + [other, tmp_path / "missing.csv"], "image_quality.csv", "psnr",
+                         datasets=["natural"])
+    assert df.values.tolist() == [["a", "natural", "x", 30.0], ["a", "natural", "y", 31.0],
+                                  ["b", "natural", "x", 20.0]]
+    assert len(per_item_metric(files + [other], "image_quality.csv", "psnr", leave_out=["b"])) == 3
+    assert per_item_metric(files, "image_quality.csv", "ssim").empty  # no such column

@@ -168,3 +168,39 @@ def rank_table(table: pd.DataFrame, label: str, column: str, metric: str,
     sign = -1 if higher_is_better else 1
     return sorted(out, key=lambda r: (math.isnan(r[1]), sign * r[1] if not math.isnan(r[1])
                                       else 0, r[0]))
+
+
+def per_item_metric(files, file_name: str, column: str, datasets=None, leave_out=()
+                    ) -> pd.DataFrame:
+    """One per-item metric from the reconstruction jobs' files
+    (``results/metrics/{model}/{dataset}/{file_name}``, declared by
+    :meth:`~roundtrip.core.evaluation.Evaluation.findings_inputs`).
+
+    Args:
+        files: the declared files; others, missing ones and those without ``column`` are
+            skipped.
+        file_name: e.g. ``image_quality.csv``; column: e.g. ``psnr``.
+        datasets: keep only these datasets (all if None).
+        leave_out: models to drop.
+
+    Returns:
+        ``model``, ``dataset``, ``item_id`` (str), ``value`` (float; NaN where not a number),
+        rows whose ``status`` is not ``ok`` dropped, in file order.
+    """
+    frames = []
+    for f in map(Path, files):
+        model, dataset = f.parent.parent.name, f.parent.name
+        if f.name != file_name or model in leave_out or not f.is_file() or (
+                datasets is not None and dataset not in datasets):
+            continue
+        df = pd.read_csv(f)
+        if column not in df.columns:
+            continue
+        if "status" in df.columns:
+            df = df[df["status"] == "ok"]
+        frames.append(pd.DataFrame({"model": model, "dataset": dataset,
+                                    "item_id": df["item_id"].astype(str),
+                                    "value": pd.to_numeric(df[column], errors="coerce")}))
+    if not frames:
+        return pd.DataFrame(columns=["model", "dataset", "item_id", "value"])
+    return pd.concat(frames, ignore_index=True)

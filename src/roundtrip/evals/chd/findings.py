@@ -19,7 +19,7 @@ import pandas as pd
 
 from roundtrip.metrics.stats import Summary
 from roundtrip.report import style
-from roundtrip.report.findings import number, rank, rank_table, with_ci
+from roundtrip.report.findings import number, per_item_metric, rank, rank_table, with_ci
 
 SPEARMAN_TABLE = "token_sensitivity_spearman"
 CURVES_TABLE = "token_sensitivity"
@@ -144,22 +144,8 @@ def chd_sentence(results) -> str | None:
 def per_item_cmms(files: list[Path], dataset: str, leave_out: list[str]) -> pd.DataFrame:
     """Per-item CMMS of ``dataset`` from the declared ``tokens.csv`` files (rows with status
     ``ok``), ``leave_out`` models dropped: columns ``model``, ``item_id``, ``value``."""
-    frames = []
-    for f in map(Path, files):
-        model = f.parent.parent.name
-        if f.name != ITEM_FILE or f.parent.name != dataset or model in leave_out \
-                or not f.exists():
-            continue
-        df = pd.read_csv(f)
-        if "cmms" not in df.columns:
-            continue
-        if "status" in df.columns:
-            df = df[df["status"] == "ok"]
-        frames.append(pd.DataFrame({"model": model, "item_id": df["item_id"].astype(str),
-                                    "value": pd.to_numeric(df["cmms"], errors="coerce")}))
-    if not frames:
-        return pd.DataFrame(columns=["model", "item_id", "value"])
-    return pd.concat(frames, ignore_index=True)
+    return per_item_metric(files, ITEM_FILE, "cmms", [dataset], leave_out).drop(
+        columns="dataset")
 
 
 def cmms_sentences(results) -> list[str]:

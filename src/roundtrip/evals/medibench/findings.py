@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from roundtrip.report.findings import RunResults, number, rank
+from roundtrip.report.findings import RunResults, number, per_item_metric, rank
 
 FIDELITY_2D = "medibench_2d_fidelity"
 FIDELITY_3D = "medibench_3d_fidelity"
@@ -69,21 +69,10 @@ def missing_parts(results: RunResults) -> list[str]:
 def per_item_psnr(results: RunResults) -> pd.DataFrame:
     """PSNR (dB) of every 2D image: ``model``, ``item_id`` (``dataset/item``), ``value``, from
     the declared ``results/metrics/{model}/{dataset}/image_quality.csv`` files (MediBench Eq. 3,
-    [0, 1] intensities); ``inf`` for exact reconstructions, NaN for failed items."""
-    frames = []
-    for f in map(Path, results.files):
-        if f.name != "image_quality.csv" or not f.is_file():
-            continue
-        model, dataset = f.parts[-3], f.parts[-2]
-        df = pd.read_csv(f)
-        if "psnr" not in df:
-            continue
-        frames.append(pd.DataFrame({"model": model,
-                                    "item_id": dataset + "/" + df["item_id"].astype(str),
-                                    "value": pd.to_numeric(df["psnr"], errors="coerce")}))
-    if not frames:
-        return pd.DataFrame(columns=["model", "item_id", "value"])
-    return pd.concat(frames, ignore_index=True)
+    [0, 1] intensities); ``inf`` for exact reconstructions."""
+    df = per_item_metric(results.files, "image_quality.csv", "psnr")
+    df["item_id"] = df["dataset"] + "/" + df["item_id"]
+    return df.drop(columns="dataset")
 
 
 def _exact(per_item: pd.DataFrame) -> list[str]:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from roundtrip.metrics.stats import Summary
 from roundtrip.report import style
-from roundtrip.report.findings import Ranking, number, rank_table, with_ci
+from roundtrip.report.findings import Ranking, number, per_item_metric, rank_table, with_ci
 
 #: The Table 1 ImageNet-setting table (protocol ``model_size``) and the other tables read.
 MODEL_SIZE_TABLE = "reconstruction_model_size"
@@ -88,22 +88,7 @@ def per_item_psnr(files: list[Path], dataset: str) -> pd.DataFrame:
     """The per-item PSNR (dB) of ``dataset`` from the declared ``image_quality.csv`` files
     (``results/metrics/{model}/{dataset}/image_quality.csv``, rows with status ``ok``): one row
     per (model, item) with columns ``model``, ``item_id``, ``value``."""
-    frames = []
-    for f in files:
-        f = Path(f)
-        if f.name != ITEM_FILE or f.parent.name != dataset or not f.exists():
-            continue
-        df = pd.read_csv(f)
-        if "psnr" not in df.columns:
-            continue
-        if "status" in df.columns:
-            df = df[df["status"] == "ok"]
-        frames.append(pd.DataFrame({"model": f.parent.parent.name,
-                                    "item_id": df["item_id"].astype(str),
-                                    "value": pd.to_numeric(df["psnr"], errors="coerce")}))
-    if not frames:
-        return pd.DataFrame(columns=["model", "item_id", "value"])
-    return pd.concat(frames, ignore_index=True)
+    return per_item_metric(files, ITEM_FILE, "psnr", [dataset]).drop(columns="dataset")
 
 
 def paired_sentence(results, dataset: str, best: str, runner: str) -> str:
