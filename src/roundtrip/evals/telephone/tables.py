@@ -313,6 +313,18 @@ def sdr_frame(curve: pd.DataFrame, backbone_types: dict[str, str] | None = None
     return pd.DataFrame(rows), pd.DataFrame(shown), notes.texts
 
 
+def _grouped_header(column: str) -> str:
+    """``text-first α`` -> ``text-first: α``; ``text-first α (all experiments)`` ->
+    ``text-first (all experiments): α``; other columns unchanged."""
+    for chain in ("text-first", "image-first"):
+        for name in SDR_PARAMS:
+            if column == f"{chain} {name}":
+                return f"{chain}: {name}"
+            if column == f"{chain} {name} (all experiments)":
+                return f"{chain} (all experiments): {name}"
+    return column
+
+
 def sdr_table(curve: pd.DataFrame, out_dir, backbone_types: dict[str, str] | None = None
               ) -> pd.DataFrame:
     """``telephone_sdr`` (Table 3's layout) and ``telephone_sdr_fits`` (every fit, both forms)."""
@@ -323,9 +335,11 @@ def sdr_table(curve: pd.DataFrame, out_dir, backbone_types: dict[str, str] | Non
                      "image→text), as Table 3; '(all experiments)': roundtrip's average over "
                      "every experiment of the chain; every fit, and the exponential of the "
                      "released code: telephone_sdr_fits"]
-    write_frame(shown, "telephone_sdr", "The Telephone Game: Semantic Drift Rate, fitted "
-                "power-law parameters per chain (Sec. 3.2, Table 3)", notes, out_dir,
-                csv_frame=frame)
+    # Markdown and LaTeX head each parameter "chain order: α", so a reader (and the report,
+    # which stacks column groups as blocks of rows) sees one row per pair and chain order
+    write_frame(shown.rename(columns=_grouped_header), "telephone_sdr", "The Telephone Game: "
+                "Semantic Drift Rate, fitted power-law parameters per chain (Sec. 3.2, Table 3)",
+                notes, out_dir, csv_frame=frame)
     fits = sdr_fits_frame(curve)
     fit_notes = ["power: y = alpha * g^(-beta) + gamma (p1, p2, p3 = alpha, beta, gamma; the "
                  "paper, Sec. 3.2); exp: y = a * exp(-b * g) + c (the authors' released code); "
