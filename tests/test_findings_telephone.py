@@ -386,3 +386,25 @@ def test_real_tables_of_the_default_layout_read(tmp_path):
     assert "drifts least" in tf.sdr_sentence(r)
     assert tf.headline_figure(r, tmp_path / "f.png") is not None
     assert Path(tmp_path / "f.png").is_file()
+
+
+def test_table3_rows_beside_the_published_ones_on_the_papers_data(tmp_path):
+    """A pair chained on a set marked paper_data is printed in Table 3 above the published
+    models, with the paper's precision; without the mark Table 3 is a reference."""
+    from roundtrip.report.assemble import published_of
+
+    sdr = tmp_path / "telephone_sdr.csv"
+    pd.DataFrame({"model": ["my_pair"], "dataset": ["nd400"], "text-first α": [0.61234],
+                  "text-first β": [0.05], "text-first γ": [0.0],
+                  "image-first α": [float("nan")], "image-first β": [float("nan")],
+                  "image-first γ": [float("nan")]}).to_csv(sdr, index=False)
+    marked = {"datasets": {"nd400": {"type": "captions", "paper_data": True}}}
+    (table,) = published_of(TELEPHONE, RunResults({"telephone_sdr": sdr}, config=marked))
+    first = dict(zip(table.header, table.rows[0]))
+    assert first["row"] == "my_pair" and first["Text-First: α"] == "0.6123"
+    assert first["Image-First: α"] == "–"  # not fitted: left empty, not invented
+    assert table.marked == set(range(1, len(table.rows)))
+    assert any(r[1] == "Bagel (published)" for r in table.rows)
+    plain = {"datasets": {"nd400": {"type": "captions"}}}
+    (reference,) = published_of(TELEPHONE, RunResults({"telephone_sdr": sdr}, config=plain))
+    assert reference.title.startswith("Published results, other data")

@@ -323,3 +323,29 @@ def test_chd_undefined_rho_is_said(tmp_path):
     t.loc[2, cf.RHO_CMMS] = math.nan  # a constant CMMS series: no rank correlation
     s = cf.findings(results(tmp_path, {cf.SPEARMAN_TABLE: t}))[0]
     assert "n/a (shuffle)" in s and "rho undefined for shuffle" in s
+
+
+def test_vtbench_table1_rows_beside_the_published_ones_on_the_papers_data(tmp_path):
+    """The settings run on a set marked paper_data (ImageNet val at the model's size) print
+    the run's models in Table 1 above the published rows; other settings are not invented."""
+    from roundtrip.evals.vtbench.spec import EVALUATION as VTBENCH
+    from roundtrip.report.assemble import published_of
+
+    csv = tmp_path / "vtbench_table1.csv"
+    pd.DataFrame({"model": ["my_vae"], "Params": ["1.0M"], "Type": ["continuous"],
+                  "Resolution": ["256x256"],
+                  "ImageNet (imagenet_val): PSNR (VTBench eval.)": [25.123456],
+                  "ImageNet (imagenet_val): SSIM (VTBench eval.)": [0.7],
+                  "High Resolution (highres): PSNR (VTBench eval.)": [22.0]}).to_csv(
+        csv, index=False)
+    config = {"datasets": {"imagenet_val": {"type": "folder", "paper_data": True},
+                           "highres": {"type": "folder"}}}
+    tables = [t for t in published_of(VTBENCH, RunResults({"vtbench_table1": csv},
+                                                         config=config))
+              if t.marked]
+    assert len(tables) == 1 and "Table 1" in tables[0].title
+    t = tables[0]
+    first = dict(zip(t.header, t.rows[0]))
+    assert first["row"] == "my_vae" and first["ImageNet: PSNR"] == "25.1235"
+    assert first["ImageNet: SSIM"] == "0.7000"
+    assert first["High Resolution: PSNR"] == "–"  # that set is not the paper's

@@ -204,3 +204,10 @@ def per_item_metric(files, file_name: str, column: str, datasets=None, leave_out
     if not frames:
         return pd.DataFrame(columns=["model", "dataset", "item_id", "value"])
     return pd.concat(frames, ignore_index=True)
+
+
+def paper_datasets(results: RunResults) -> set[str]:
+    """The run's datasets marked as a paper's own data (config ``datasets.<name>.paper_data``),
+    whose rows the report prints beside the published ones."""
+    return {d for d, spec in (results.config.get("datasets") or {}).items()
+            if spec.get("paper_data")}

@@ -468,3 +468,28 @@ def _caption(sources: dict[str, str], fits: pd.DataFrame | None) -> str:
             f"(Eq. 1), averaged over {over}; lines: the power law α g^(-β) + γ with the averaged "
             "parameters of telephone_sdr (Sec. 3.2, Fig. 7; lower β = slower drift), one panel "
             "per chain order; dotted: no fit" + few + ".")
+
+
+def table3_cells(results) -> pd.DataFrame | None:
+    """The run's rows of the Telephone Game's Table 3 in the published cells' layout
+    (:mod:`roundtrip.tables.published`): α, β, γ of the power law averaged over the paper's
+    mappings of each chain order (Sec. 3.2), to four decimals as printed, for the pairs
+    chained on a set marked as the paper's data (``datasets.<name>.paper_data``). None where
+    no such pair has them."""
+    from roundtrip.report.findings import number, paper_datasets
+
+    sdr = results.table("telephone_sdr")
+    mine = paper_datasets(results)
+    if sdr is None or sdr.empty or not mine:
+        return None
+    rows = []
+    for _, r in sdr[sdr["dataset"].isin(mine)].iterrows():
+        label = r["model"] if sdr["dataset"].nunique() == 1 else f"{r['model']} ({r['dataset']})"
+        for chain, group in (("text-first", "Text-First"), ("image-first", "Image-First")):
+            for name in ("α", "β", "γ"):
+                value = pd.to_numeric(r.get(f"{chain} {name}"), errors="coerce")
+                if pd.notna(value):
+                    rows.append({"table": "Table 3", "row_group": "This run", "row": label,
+                                 "column_group": group, "column": name,
+                                 "printed": number(float(value), 4)})
+    return pd.DataFrame(rows) if rows else None

@@ -97,6 +97,14 @@ class Telephone(Evaluation):
 
         return findings.headline_figure(results, path)
 
+    def published_cells(self, results):
+        """The run's Table 3 rows (the paper's mappings' α, β, γ per chain order) for the
+        pairs chained on a set marked as the paper's data (``paper_data: true``: ND400,
+        GenEval-Rewritten)."""
+        from roundtrip.evals.telephone.findings import table3_cells
+
+        return table3_cells(results)
+
     def checkpoints(self, plan) -> list[str]:
         t = self.view(plan)
         return [f for d in t.datasets for m in t.models(d) for f in t.inputs(m, d)["weights"]]

@@ -284,7 +284,8 @@ def table1_cells(results: RunResults) -> pd.DataFrame | None:
     """The readers' rows of VISTA-Bench Table 1 in the published cells' layout
     (:mod:`roundtrip.tables.published`): VT and Text accuracy per category and Overall, and the
     gap, to one decimal as the paper prints them; only where every question set of the run is
-    the release (``type: vista_release``), so that the rows measure what the paper's do. Run
+    the release (``type: vista_release``, or a set marked ``paper_data``), so that the rows
+    measure what the paper's do. Run
     categories are matched to the paper's column groups by name (case-insensitive); others are
     left out.
 
@@ -294,7 +295,8 @@ def table1_cells(results: RunResults) -> pd.DataFrame | None:
     datasets = (results.config.get("datasets") or {})
     names = (results.config.get("vista") or {}).get("datasets") or [
         d for d, s in datasets.items() if s.get("type") in ("vista_questions", "vista_release")]
-    if not names or any(datasets[d].get("type") != "vista_release" for d in names):
+    if not names or any(datasets[d].get("type") != "vista_release"
+                        and not datasets[d].get("paper_data") for d in names):
         return None
     table = results.table("vista_accuracy")
     if table is None or table.empty:

@@ -18,7 +18,8 @@ import pandas as pd
 
 from roundtrip.metrics.stats import Summary
 from roundtrip.report import style
-from roundtrip.report.findings import Ranking, number, per_item_metric, rank_table, with_ci
+from roundtrip.report.findings import (Ranking, number, paper_datasets, per_item_metric,
+                                       rank_table, with_ci)
 
 #: The Table 1 ImageNet-setting table (protocol ``model_size``) and the other tables read.
 MODEL_SIZE_TABLE = "reconstruction_model_size"
@@ -372,3 +373,34 @@ def _caption(results, ratio: dict, dataset: str | None, inf_models: list[str]) -
         parts.append(f"Not in the PSNR panel: {_names(inf_models)} (PSNR = inf, exact "
                      "reconstruction).")
     return " ".join(parts)
+
+
+#: Table 1's metrics as the published cells name them, by our column label.
+_TABLE1_COLUMNS = {"PSNR (VTBench eval.)": ("PSNR", 4), "SSIM (VTBench eval.)": ("SSIM", 4),
+                   "LPIPS (VTBench eval.)": ("LPIPS", 4), "FID": ("FID", 4)}
+
+
+def table1_cells(results: RunResults) -> pd.DataFrame | None:
+    """The run's rows of VTBench Table 1 in the published cells' layout
+    (:mod:`roundtrip.tables.published`), for the settings whose set is marked as the paper's
+    data (``datasets.<name>.paper_data``, e.g. ImageNet val at the model's size): PSNR, SSIM
+    (the released evaluator's convention, as Table 1), LPIPS and FID, to four decimals as
+    printed. None where no setting ran on the paper's data."""
+    table = results.table("vtbench_table1")
+    mine = paper_datasets(results)
+    if table is None or table.empty or not mine:
+        return None
+    rows = []
+    for column in table.columns:
+        head, sep, label = column.rpartition(": ")
+        setting, _, dataset = head.partition(" (")
+        dataset = dataset.rstrip(")")
+        if not sep or dataset not in mine or label not in _TABLE1_COLUMNS:
+            continue
+        name, digits = _TABLE1_COLUMNS[label]
+        for model, value in zip(table["model"], pd.to_numeric(table[column], errors="coerce")):
+            if pd.notna(value):
+                rows.append({"table": "Table 1", "row_group": "This run", "row": str(model),
+                             "column_group": setting, "column": name,
+                             "printed": number(float(value), digits)})
+    return pd.DataFrame(rows) if rows else None

@@ -102,6 +102,13 @@ class VTBench(Evaluation):
 
         return headline_figure(results, path)
 
+    def published_cells(self, results):
+        """The run's Table 1 rows for the settings whose set is the paper's data
+        (``paper_data: true``)."""
+        from roundtrip.evals.vtbench.findings import table1_cells
+
+        return table1_cells(results)
+
     def scorers_for(self, plan, dataset: str) -> dict[str, dict]:
         out: dict[str, dict] = {}
         if plan.roles[dataset] in (IMAGES, TEXT):
