@@ -358,7 +358,7 @@ def test_report_tables_in_the_papers_order_and_table3_stacks_by_chain_order(tmp_
     sdr_table(curves(sim, {"samples": 200, "seed": 0}), tmp_path)
     md = read_markdown(tmp_path / "telephone_sdr.md")
     assert "text-first: α" in md.header and "image-first (all experiments): γ" in md.header
-    table, labels, starts, parts = fit_table(md, style.TEXT_WIDTH_PT - 15)
+    table, labels, starts, parts, _ = fit_table(md, style.TEXT_WIDTH_PT - 15)
     assert len(parts) == 1 and table.header[labels:] == ["α", "β", "γ"]
     assert [r[labels - 1] for r in table.rows[::len(PAIRS)]] == [
         "text-first", "image-first", "text-first (all experiments)",

@@ -264,3 +264,21 @@ def test_per_item_metric_reads_the_declared_files_and_keeps_ok_rows(tmp_path):
                                   ["b", "natural", "x", 20.0]]
     assert len(per_item_metric(files + [other], "image_quality.csv", "psnr", leave_out=["b"])) == 3
     assert per_item_metric(files, "image_quality.csv", "ssim").empty  # no such column
+
+
+def test_long_cells_wrap_before_a_table_is_split():
+    """A table of few columns with long cells (a reason, a caption) is wrapped to the page,
+    each column keeping its longest word; a table of many numbers is still split."""
+    from roundtrip.report.document import fit_table
+
+    reason = "n/a: no GenEval prompt set (type: geneval) is configured in this run at all"
+    header = ["model", "dataset", "overall_prompts", "overall_tasks", "note"]
+    t = MdTable("t", header, [["render_small_vq", "telephone_captions", "0.5000", "0.4000",
+                               reason]] * 3)
+    _, _, _, parts, widths = fit_table(t, 360)
+    assert len(parts) == 1 and sum(widths) <= 360 + 1e-6
+    longest_word = max(len(w) for w in reason.split())
+    assert widths[4] >= longest_word * 6.5 * 0.55  # the note's longest word is not broken
+    many = MdTable("t", ["model"] + [f"m{j:02d}" for j in range(40)],
+                   [["a"] + ["12.3456"] * 40])
+    assert len(fit_table(many, 360)[3]) > 1

@@ -29,7 +29,8 @@ from roundtrip.report.fonts import markup, register
 from roundtrip.report.sections import Section, appendix_tables, tables_of
 from roundtrip.report.style import CELL_PT, paragraph_styles
 from roundtrip.report.tables import (MdTable, column_widths, keep_columns, label_columns,
-                                     read_markdown, split_columns, stack_groups)
+                                     read_markdown, split_columns, squeeze_widths,
+                                     stack_groups)
 
 #: The span of the dates derived from a config hash: the year 2000, which no real build has, so
 #: the date inside a PDF built without ``SOURCE_DATE_EPOCH`` is never read as a build date.
@@ -117,20 +118,25 @@ def _p(text, style):
     return Paragraph(markup(text), style)
 
 
-def fit_table(t: MdTable, page_width: float) -> tuple[MdTable, int, list[int], list[list[int]]]:
-    """How a table is laid out on a page of ``page_width`` points: as it is where it fits, else
-    its column groups stacked as blocks of rows (:func:`.tables.stack_groups`), and only where
-    that is still too wide, split into column parts that repeat the label columns.
+def fit_table(t: MdTable, page_width: float
+              ) -> tuple[MdTable, int, list[int], list[list[int]], list[float]]:
+    """How a table is laid out on a page of ``page_width`` points: as it is where it fits;
+    else its column groups stacked as blocks of rows (:func:`.tables.stack_groups`); else its
+    long cells wrapped (:func:`.tables.squeeze_widths`); only where even the longest words do
+    not fit, split into column parts that repeat the label columns.
 
     Returns:
-        ``(table, label columns, first row of each block, column index parts)``.
+        ``(table, label columns, first row of each block, column index parts, column widths)``.
     """
-    widths = column_widths(t, CELL_PT * 0.55)
+    char = CELL_PT * 0.55
+    widths = column_widths(t, char)
     labels, starts = label_columns(t.header), []
     if sum(widths) > page_width and (stacked := stack_groups(t)) is not None:
         t, labels, starts = stacked
-        widths = column_widths(t, CELL_PT * 0.55)
-    return t, labels, starts, split_columns(widths, labels, page_width)
+        widths = column_widths(t, char)
+    if sum(widths) > page_width and (squeezed := squeeze_widths(t, widths, char, page_width)):
+        widths = squeezed
+    return t, labels, starts, split_columns(widths, labels, page_width), widths
 
 
 def table_flowables(name: str, md: Path | MdTable, st: dict, page_width: float,
@@ -144,8 +150,7 @@ def table_flowables(name: str, md: Path | MdTable, st: dict, page_width: float,
     if columns:
         t = keep_columns(t, columns)
     shown = len(t.header)
-    t, labels, starts, parts = fit_table(t, page_width)
-    widths = column_widths(t, CELL_PT * 0.55)
+    t, labels, starts, parts, widths = fit_table(t, page_width)
     heading = title or f"{t.title} ({name})"
     out = [_p(heading, st["h2"])]
     if columns:

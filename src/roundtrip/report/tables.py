@@ -84,6 +84,28 @@ def column_widths(table: MdTable, char_pt: float, min_pt: float = 28, max_pt: fl
     return widths
 
 
+def squeeze_widths(table: MdTable, widths: list[float], char_pt: float, page_width: float,
+                   min_pt: float = 28) -> list[float] | None:
+    """Column widths that fit ``page_width`` by wrapping long cells: each column keeps at least
+    its longest word (or number, which must not break), and gives up the same share of what it
+    has beyond that; None where even the longest words do not fit."""
+    words = []
+    for j, h in enumerate(table.header):
+        # a bold header word is about a tenth wider than the same word in a cell (a few
+        # wide letters may still wrap it, which beats splitting the table)
+        longest = max([len(w) for w in h.split()] + [1]) * 1.1
+        for r in table.rows:
+            longest = max([longest] + [len(w) for w in r[j].split()])
+        words.append(min(widths[j], max(min_pt, longest * char_pt + 6)))
+    spare, need = sum(widths) - sum(words), page_width - sum(words)
+    if need < 0:
+        return None
+    if spare <= 0:
+        return list(widths)
+    k = min(1.0, need / spare)
+    return [w + (full - w) * k for w, full in zip(words, widths)]
+
+
 def split_columns(widths: list[float], labels: int, page_width: float) -> list[list[int]]:
     """Column index groups that fit ``page_width``, each starting with the ``labels`` label
     columns; every column appears in exactly one group (none is cut)."""
