@@ -12,8 +12,8 @@
 
 Tables come from the Markdown files (formatted as the reader sees them). A table wider than the
 page has its column groups (``group: column`` headers: one per dataset or category) stacked as
-blocks of rows under one header; only where that still does not fit is it split into column
-parts that each repeat the row labels. No cell is cut. Every string goes through
+blocks of rows under one header, then its long cells wrapped; only where that still does not
+fit is it split into column parts that each repeat the row labels. No cell is cut. Every string goes through
 :func:`.fonts.markup`, so CJK and Devanagari ground truth and OCR lines are in the text layer.
 """
 from __future__ import annotations
