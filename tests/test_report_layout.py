@@ -282,3 +282,17 @@ def test_long_cells_wrap_before_a_table_is_split():
     many = MdTable("t", ["model"] + [f"m{j:02d}" for j in range(40)],
                    [["a"] + ["12.3456"] * 40])
     assert len(fit_table(many, 360)[3]) > 1
+
+
+def test_summary_table_cells_are_read_with_their_intervals_and_ranked():
+    from roundtrip.report.findings import rank_table, table_summary
+
+    table = pd.DataFrame({"model": ["a", "b", "c"], "s.psnr": [30.0, 32.5, None],
+                          "s.psnr.ci_low": [29.0, 31.0, None], "s.psnr.ci_high": [31.0, 34.0, None],
+                          "s.psnr.n": [8, 8, 0]})
+    s = table_summary(table.iloc[1], "s.psnr")
+    assert (s.mean, s.ci_low, s.ci_high, s.n) == (32.5, 31.0, 34.0, 8)
+    assert math.isnan(table_summary(table.iloc[0], "s.ssim").mean)  # a column it lacks
+    ranked = rank_table(table, "model", "s.psnr", higher_is_better=True)
+    assert [m for m, _ in ranked] == ["b", "a", "c"]  # the empty row last
+    assert [m for m, _ in rank_table(table, "model", "s.psnr", False)] == ["a", "b", "c"]

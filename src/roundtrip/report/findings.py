@@ -155,19 +155,27 @@ def rank(results: RunResults, per_item: pd.DataFrame, metric: str, higher_is_bet
     return Ranking(metric, order, diff, len(shared), noun)
 
 
-def rank_table(table: pd.DataFrame, label: str, column: str, metric: str,
-               higher_is_better: bool) -> list[tuple[str, float, float, float]]:
-    """Rows of a summary table ranked on ``column`` (with ``column.ci_low``/``.ci_high`` where
-    the table has them): ``[(label, mean, ci_low, ci_high)]`` best first, NaN rows last."""
-    out = []
-    for _, row in table.iterrows():
-        v = float(row[column]) if pd.notna(row.get(column)) else math.nan
-        lo = float(row.get(f"{column}.ci_low", math.nan))
-        hi = float(row.get(f"{column}.ci_high", math.nan))
-        out.append((str(row[label]), v, lo, hi))
+def table_summary(row: pd.Series, column: str) -> Summary:
+    """The cell ``column`` of a summary table's row, with its ``.ci_low``, ``.ci_high`` and
+    ``.n`` columns (the table engine's CSV layout), as a :class:`Summary`; NaN (n 0) for what
+    the table lacks or leaves empty."""
+    def get(key):
+        v = pd.to_numeric(pd.Series([row.get(key, math.nan)]), errors="coerce").iloc[0]
+        return float(v)
+
+    n = get(f"{column}.n")
+    return Summary(get(column), get(f"{column}.ci_low"), get(f"{column}.ci_high"),
+                   0 if math.isnan(n) else int(n))
+
+
+def rank_table(table: pd.DataFrame, label: str, column: str, higher_is_better: bool
+               ) -> list[tuple[str, Summary]]:
+    """Rows of a summary table ranked on ``column`` (:func:`table_summary`): ``[(label,
+    Summary)]`` best first, rows without a value last."""
+    out = [(str(row[label]), table_summary(row, column)) for _, row in table.iterrows()]
     sign = -1 if higher_is_better else 1
-    return sorted(out, key=lambda r: (math.isnan(r[1]), sign * r[1] if not math.isnan(r[1])
-                                      else 0, r[0]))
+    return sorted(out, key=lambda r: (math.isnan(r[1].mean),
+                                      sign * r[1].mean if not math.isnan(r[1].mean) else 0, r[0]))
 
 
 def per_item_metric(files, file_name: str, column: str, datasets=None, leave_out=()

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from roundtrip.metrics.stats import Summary
 from roundtrip.report import style
-from roundtrip.report.findings import number, per_item_metric, rank, rank_table, with_ci
+from roundtrip.report.findings import (number, per_item_metric, rank, rank_table,
+                                       table_summary, with_ci)
 
 SPEARMAN_TABLE = "token_sensitivity_spearman"
 CURVES_TABLE = "token_sensitivity"
@@ -102,17 +102,6 @@ def exact_models(table: pd.DataFrame, dataset: str) -> list[str]:
     return [m for m, v in _column(table, f"{dataset}.chd").items() if v == 0]
 
 
-def _table_summary(table: pd.DataFrame, model: str, column: str) -> Summary:
-    """One cell of a summary table with its ``.ci_low``/``.ci_high`` columns as a Summary."""
-    row = table[table["model"].astype(str) == model].iloc[0]
-
-    def cell(c):
-        v = pd.to_numeric(pd.Series([row.get(c, math.nan)]), errors="coerce").iloc[0]
-        return float(v)
-
-    return Summary(cell(column), cell(f"{column}.ci_low"), cell(f"{column}.ci_high"), 2)
-
-
 def chd_sentence(results) -> str | None:
     """Lowest and highest CHD on the first scored set (set level, no CI; Sec. 4.1, Eq. 14), the
     exact models left out, and the originals' CMMS (with its CI) for scale."""
@@ -130,7 +119,8 @@ def chd_sentence(results) -> str | None:
     ref = list(_column(t, f"{d}.cmms_reference"))
     tail = ""
     if ref:  # the originals' CMMS: the same items for every model that ran on the set
-        originals = _table_summary(t, ref[0], f"{d}.cmms_reference")
+        row = t[t["model"].astype(str) == ref[0]].iloc[0]
+        originals = table_summary(row, f"{d}.cmms_reference")
         tail = f"; the originals score CMMS {with_ci(originals, 3)}"
     if len(chd) < 2:
         only = f": {_names(list(chd))} alone has a CHD" if chd else ": no other model has a CHD"
@@ -162,12 +152,12 @@ def cmms_sentences(results) -> list[str]:
     if items["model"].nunique() >= 2:
         return rank(results, items, metric, higher_is_better=True).sentences(3, f"on {d}")
     rows = t[~t["model"].astype(str).isin(exact)]
-    ranked = [r for r in rank_table(rows, "model", f"{d}.cmms", metric, True)
-              if not math.isnan(r[1])]
+    ranked = [r for r in rank_table(rows, "model", f"{d}.cmms", True)
+              if not math.isnan(r[1].mean)]
     if len(ranked) < 2:
         return []
-    (best, *b), (worst, *w) = ranked[0], ranked[-1]
-    ci = [with_ci(Summary(*x, 2), 3) for x in (b, w)]
+    (best, b), (worst, w) = ranked[0], ranked[-1]
+    ci = [with_ci(x, 3) for x in (b, w)]
     return [f"On {metric} on {d}, {best} is highest ({ci[0]}) and {worst} lowest ({ci[1]}) of "
             f"{len(ranked)} models; the paired comparison needs the per-item files "
             f"({ITEM_PATTERN.replace('{dataset}', d)}), which were not given."]

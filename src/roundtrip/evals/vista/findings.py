@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from roundtrip.metrics.stats import Summary
-from roundtrip.report.findings import Ranking, RunResults, number, with_ci
+from roundtrip.report.findings import Ranking, RunResults, number, table_summary, with_ci
 
 ORIGINAL = "original"  # the model name of the unmodified renders (roundtrip.models.ORIGINAL)
 ACCURACY = "vista_accuracy"
@@ -26,18 +26,6 @@ WHERE = "(one render per question)"
 
 
 # -- reading the tables -------------------------------------------------------------------------
-def _summary(row: pd.Series, column: str) -> Summary:
-    """The cell ``column`` of a table row (``column``, ``.ci_low``, ``.ci_high``, ``.n``) as a
-    :class:`Summary`; NaN where the table lacks it."""
-    def get(key):
-        v = row.get(key, math.nan)
-        return float(v) if pd.notna(v) else math.nan
-
-    n = get(f"{column}.n")
-    return Summary(get(column), get(f"{column}.ci_low"), get(f"{column}.ci_high"),
-                   0 if math.isnan(n) else int(n))
-
-
 def reader_rows(results: RunResults) -> list[tuple[str, Summary, Summary, Summary]]:
     """``(row label, VT, Text, Gap)`` of every row of ``vista_accuracy`` (VISTA-Bench Table 1,
     Overall columns; accuracies in %, the gap Text - VT in points, each with its bootstrap CI
@@ -48,11 +36,11 @@ def reader_rows(results: RunResults) -> list[tuple[str, Summary, Summary, Summar
         return []
     out = []
     for _, row in table.iterrows():
-        vt = _summary(row, "overall.vt_accuracy")
+        vt = table_summary(row, "overall.vt_accuracy")
         if math.isnan(vt.mean):
             continue
-        out.append((str(row.iloc[0]), vt, _summary(row, "overall.text_accuracy"),
-                    _summary(row, "overall.modality_gap")))
+        out.append((str(row.iloc[0]), vt, table_summary(row, "overall.text_accuracy"),
+                    table_summary(row, "overall.modality_gap")))
     return out
 
 
@@ -157,7 +145,7 @@ def tokenizer_sentence(results: RunResults) -> str | None:
     table = results.table(TOKENIZERS)
     if table is None or table.empty or "recon.delta_vt" not in table:
         return None
-    deltas = [(str(row.iloc[0]), _summary(row, "recon.delta_vt")) for _, row in table.iterrows()]
+    deltas = [(str(row.iloc[0]), table_summary(row, "recon.delta_vt")) for _, row in table.iterrows()]
     deltas = sorted((d for d in deltas if not math.isnan(d[1].mean)), key=lambda d: -d[1].mean)
     if not deltas:
         return None
@@ -236,9 +224,9 @@ def _tokenizer_panel(ax, table: pd.DataFrame, models: list[str]) -> None:
     for i, reader in enumerate(readers):
         part = table[split[0] == reader]
         bars = [("original renders", PUBLISHED_GREY,
-                 _summary(part.iloc[0], "original.vt_accuracy"))]
+                 table_summary(part.iloc[0], "original.vt_accuracy"))]
         bars += [(split.loc[idx, 1], colour[model_of[split.loc[idx, 1]]],
-                  _summary(row, "recon.vt_accuracy")) for idx, row in part.iterrows()]
+                  table_summary(row, "recon.vt_accuracy")) for idx, row in part.iterrows()]
         for k, (label, c, s) in enumerate(bars):
             err = ([[s.mean - s.ci_low], [s.ci_high - s.mean]]
                    if not math.isnan(s.ci_low) else None)

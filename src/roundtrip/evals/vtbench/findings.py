@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from roundtrip.metrics.stats import Summary
 from roundtrip.report import style
-from roundtrip.report.findings import (Ranking, number, paper_datasets, per_item_metric,
-                                       rank_table, with_ci)
+from roundtrip.report.findings import (Ranking, RunResults, number, paper_datasets,
+                                       per_item_metric, rank_table, with_ci)
 
 #: The Table 1 ImageNet-setting table (protocol ``model_size``) and the other tables read.
 MODEL_SIZE_TABLE = "reconstruction_model_size"
@@ -151,21 +150,16 @@ def ssim_sentence(results) -> str | None:
     d = sets[0]
     exact = exact_models(table, [d])
     rows = table[~table["model"].astype(str).isin(exact)]
-    ranked = [r for r in rank_table(rows, "model", f"{d}.ssim_vtbench", "SSIM", True)
-              if not math.isnan(r[1])]
+    ranked = [r for r in rank_table(rows, "model", f"{d}.ssim_vtbench", True)
+              if not math.isnan(r[1].mean)]
     if len(ranked) < 2:
         return None
-    (best, *b), (worst, *w) = ranked[0], ranked[-1]
+    (best, b), (worst, w) = ranked[0], ranked[-1]
     psnr = psnr_order(table, d)
     same = bool(psnr) and psnr[0][0] == best and psnr[-1][0] == worst
     tail = "the same two as PSNR" if same else "a different order from PSNR"
-    return (f"On SSIM (VTBench eval.) on {d}, {best} is highest ({_ci(b, 4)}) and {worst} "
-            f"lowest ({_ci(w, 4)}), {tail}.")
-
-
-def _ci(mean_lo_hi, digits: int) -> str:
-    m, lo, hi = mean_lo_hi
-    return with_ci(Summary(m, lo, hi, 2), digits)
+    return (f"On SSIM (VTBench eval.) on {d}, {best} is highest ({with_ci(b, 4)}) and {worst} "
+            f"lowest ({with_ci(w, 4)}), {tail}.")
 
 
 def cer_columns(table: pd.DataFrame | None) -> list[str]:
