@@ -37,7 +37,7 @@ rule report_pdf:
         lines="results/figures/gallery/lines.csv",
         manifests=PLAN.galleries.inputs()["manifests"],
         checkpoints=PLAN.checkpoints,
-        findings=PLAN.findings_inputs,
+        findings=list(dict.fromkeys(f for fs in PLAN.findings_inputs.values() for f in fs)),
     output:
         pdf=report("results/report.pdf", caption=caption("report_pdf"), category="Report"),
         # the findings as reST: the front page of `snakemake --report` (report/workflow.rst)
@@ -50,7 +50,7 @@ rule report_pdf:
         tables=PLAN.tables,
         ran=PLAN.evaluations_run(),
         sections=PLAN.report_sections(),
-        findings_files={ev.key: ev.findings_inputs(PLAN) for ev in PLAN.active},
+        findings_files=PLAN.findings_inputs,
         headlines=PLAN.headline_figures,
         config_name=", ".join(Path(f).name for f in workflow.configfiles) or "config.yaml",
         commit=git_commit(),

@@ -96,22 +96,12 @@ def summary_rst(inputs) -> str:
         return "".join("\\" + ch if ch in "*`_|\\" else ch for ch in str(text))
 
     lines = ["What this run found", "-" * 19, ""]
-    for label, key in (("Config", "config_name"), ("Models", "models"), ("Datasets", "datasets"),
-                       ("Commit", "commit")):
-        if key in c:
-            value = ", ".join(c[key]) if isinstance(c[key], (list, tuple)) else c[key]
-            lines.append(f"- **{label}**: {esc(value)}")
+    lines += [f"- **{label}**: {esc(value)}" for label, value in
+              inputs.facts(("config_name", "models", "datasets", "commit"))]
     lines.append("")
-    ran = dict(c.get("ran", []))
-    for section in inputs.sections:
-        label = section.name or section.key
-        if label not in ran:
-            continue
-        lines += [f"**{esc(label)}** ({esc(ran[label])})" if ran[label] else f"**{esc(label)}**",
-                  ""]
-        lines += [f"- {esc(x)}" for x in inputs.findings.get(section.key, [])] or [
-            "- no findings stated"]
-        lines.append("")
+    for label, what, sentences in inputs.ran_findings():
+        lines += [f"**{esc(label)}** ({esc(what)})" if what else f"**{esc(label)}**", ""]
+        lines += [f"- {esc(x)}" for x in sentences] + [""]
     if c.get("not_ran"):
         lines += ["**Not run**", ""]
         lines += [f"- {esc(name)}: {esc(why)}" for name, why in c["not_ran"]]

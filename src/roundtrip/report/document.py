@@ -107,9 +107,28 @@ class ReportInputs:
     headlines: list[tuple[str, Path, str]] = field(default_factory=list)
     published: dict[str, list[MdTable]] = field(default_factory=dict)
 
+    #: What the front page says where an evaluation that ran states no findings.
+    NO_FINDINGS = "This evaluation states no findings; its tables follow."
 
-def _styles():
-    return paragraph_styles()
+    def facts(self, keys=("config_name", "models", "datasets")) -> list[tuple[str, str]]:
+        """``(label, value)`` of the cover's ``keys`` that are set, lists joined by commas."""
+        labels = {"config_name": "Config", "models": "Models", "datasets": "Datasets",
+                  "commit": "Commit"}
+        out = []
+        for key in keys:
+            if key in self.cover:
+                value = self.cover[key]
+                out.append((labels[key], ", ".join(value) if isinstance(value, (list, tuple))
+                            else str(value)))
+        return out
+
+    def ran_findings(self) -> list[tuple[str, str, list[str]]]:
+        """``(evaluation name, what it ran on, its sentences)`` of every evaluation that ran,
+        in section order; the sentences are :data:`NO_FINDINGS` where it states none."""
+        ran = dict(self.cover.get("ran", []))
+        return [(s.name or s.key, ran[s.name or s.key],
+                 self.findings.get(s.key) or [self.NO_FINDINGS])
+                for s in self.sections if (s.name or s.key) in ran]
 
 
 def _p(text, style):
@@ -228,10 +247,7 @@ def _front_page(inputs: ReportInputs, st: dict) -> list:
 
     c = inputs.cover
     out = [_p(c.get("title", "roundtrip report"), st["title"]), Spacer(1, 4)]
-    for label, key in (("Config", "config_name"), ("Models", "models"), ("Datasets", "datasets")):
-        if key in c:
-            value = ", ".join(c[key]) if isinstance(c[key], (list, tuple)) else c[key]
-            out.append(_labelled(label, value, st["body"]))
+    out += [_labelled(label, value, st["body"]) for label, value in inputs.facts()]
     out.append(_labelled("Commit", f"{c.get('commit', 'unknown')} (roundtrip "
                          f"{c.get('version', 'unknown')}); config SHA-256 "
                          f"{c.get('config_sha256', 'unknown')}", st["small"]))
@@ -239,14 +255,8 @@ def _front_page(inputs: ReportInputs, st: dict) -> list:
                          "are in results/benchmarks/, not in this file, so that a rebuild writes "
                          "the same bytes", st["small"]))
     out += [Spacer(1, 4), _p("Findings", st["h1"])]
-    ran = dict(c.get("ran", []))
-    for section in inputs.sections:
-        label = section.name or section.key
-        if label not in ran:
-            continue
-        out.append(_p(f"{label} ({ran[label]})" if ran[label] else label, st["h3"]))
-        sentences = inputs.findings.get(section.key) or [
-            "This evaluation states no findings; its tables follow."]
+    for label, what, sentences in inputs.ran_findings():
+        out.append(_p(f"{label} ({what})" if what else label, st["h3"]))
         out += [_p(f"• {x}", st["finding"]) for x in sentences]
     out.append(_p("What did not run, and why", st["h3"]))
     out += [_p(f"{name}: {why}", st["finding"]) for name, why in c.get("not_ran", [])] or \
@@ -419,7 +429,7 @@ def build_report(path: str | Path, inputs: ReportInputs, epoch: int | None = Non
     from reportlab.lib.units import cm
     from reportlab.platypus import PageBreak, SimpleDocTemplate
 
-    st = _styles()
+    st = paragraph_styles()
     doc = SimpleDocTemplate(str(path), pagesize=A4, leftMargin=1.5 * cm, rightMargin=1.5 * cm,
                             topMargin=1.5 * cm, bottomMargin=1.5 * cm,
                             title=inputs.cover.get("title", "roundtrip report"),

@@ -328,9 +328,10 @@ class Plan:
                 if ev.has_headline_figure()}
 
     @cached_property
-    def findings_inputs(self) -> list[str]:
-        """The per-item files the active evaluations' findings read (inputs of the report)."""
-        return list(dict.fromkeys(f for ev in self.active for f in ev.findings_inputs(self)))
+    def findings_inputs(self) -> dict[str, list[str]]:
+        """Evaluation key -> the per-item files its findings read, for every active evaluation
+        (the report job's inputs, and its parameter saying whose they are)."""
+        return {ev.key: ev.findings_inputs(self) for ev in self.active}
 
     # -- targets ---------------------------------------------------------------------------------
     @cached_property
