@@ -57,6 +57,8 @@ class RapidOCR:
                                  "(character dictionary) paths")
             self.rec_models[lang] = {k: str(entry[k]) for k in ("model", "keys")}
         self.threads, self.text_score, self.box_thresh = int(threads), text_score, box_thresh
+        #: The same image always reads the same: one ONNX Runtime thread per model
+        self.deterministic = self.threads == 1
         self._engines: dict[str, object] = {}
         self._lock = threading.Lock()
 

@@ -24,7 +24,7 @@ from PIL import Image
 
 from roundtrip.core.registry import build_registered
 from roundtrip.metrics.text import Normalization, text_errors
-from roundtrip.readers import JUDGE_TYPES
+from roundtrip.readers import JUDGE_TYPES, read_in_batches
 from roundtrip.readers.tesseract import TesseractOCR
 from roundtrip.readers.vlm import JudgeVerdict
 
@@ -98,29 +98,48 @@ def audit_items(items: list, settings: AuditSettings, norm: Normalization = Norm
     if langs:
         ocr.check(langs)
 
-    def one(item) -> dict:
+    def one(item, reads: list) -> dict:
         extra = item.extra or {}
         lang = extra.get("lang", "eng")
         row = dict.fromkeys(AUDIT_COLUMNS, "") | {"item_id": item.item_id, "lang": lang,
                                                   "cer": np.nan, "wer": np.nan}
         if item.image is None:
             return row | {"status": "error", "reason": item.reason, "flagged": True}
-        try:
-            reads = [(ocr.read(_upscaled(img, settings.upscale), lang=lang), text)
-                     for img, text in _regions(item)]
-        except (RuntimeError, OSError) as exc:
-            return row | {"status": "error", "reason": f"OCR failed: {exc}", "flagged": True}
-        hyp = "\n".join(h for h, _ in reads)
-        ref = "\n".join(t for _, t in reads)
+        if failed := next((r for r in reads if isinstance(r, Exception)), None):
+            return row | {"status": "error", "reason": f"OCR failed: {failed}", "flagged": True}
+        hyp = "\n".join(reads)
+        ref = "\n".join(t for _, t in _regions(item))
         cer, wer, why = text_errors(ref, hyp, norm.for_language(lang))
         row |= {"status": "ok" if not why else "undefined", "reason": why, "cer": cer,
                 "wer": wer, "flagged": bool(not cer <= settings.max_cer), "ocr_text": hyp}
         row |= _judged(judge, item.image, extra.get("text", ""))
         return row
 
+    reads = _read_regions(ocr, items, settings)
     with ThreadPoolExecutor(max_workers=max(1, settings.threads)) as pool:
-        rows = list(pool.map(one, items))
+        rows = list(pool.map(one, items, reads))
     return pd.DataFrame(rows, columns=AUDIT_COLUMNS)
+
+
+def _read_regions(ocr: TesseractOCR, items: list, settings: AuditSettings) -> list[list]:
+    """Per item, the reading of each of its regions (:func:`_regions`; none for an item not
+    rendered): a text, or the exception its OCR raised. Regions of one language are read in
+    batches, one Tesseract process per batch (:func:`roundtrip.readers.read_in_batches`), and
+    upscaled only in their batch's thread."""
+    jobs, owners = [], []
+    for k, item in enumerate(items):
+        if item.image is None:
+            continue
+        lang = (item.extra or {}).get("lang", "eng")
+        for image, _ in _regions(item):
+            jobs.append((lang, image))
+            owners.append(k)
+    texts = read_in_batches(ocr, jobs, lambda image: _upscaled(image, settings.upscale),
+                            settings.threads)
+    out: list[list] = [[] for _ in items]
+    for k, text in zip(owners, texts, strict=True):
+        out[k].append(text)
+    return out
 
 
 def _judged(judge: RenderJudge | None, image: np.ndarray, text: str) -> dict:

@@ -152,7 +152,13 @@ class RenderOCR(UnifiedPair):
 
             self._ocr = TesseractOCR(psm=self.psm)
             self._ocr.check([self.lang])
-        return _per_item(lambda im: one_paragraph(self._ocr.read(im, self.lang)), images)
+        from roundtrip.readers import read_many
+
+        try:  # one Tesseract process per batch; a failing image gives its own exception
+            texts = read_many(self._ocr, images, self.lang)
+        except Exception:  # noqa: BLE001 - anything else: image by image, recorded per item
+            return _per_item(lambda im: one_paragraph(self._ocr.read(im, self.lang)), images)
+        return [t if isinstance(t, Exception) else one_paragraph(t) for t in texts]
 
 
 # -- api ------------------------------------------------------------------------------------------
