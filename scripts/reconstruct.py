@@ -14,7 +14,8 @@ log.info("model %s; versions %s", smk.wildcards.model, versions())
 p = smk.params
 try:
     run_recon_job(smk.wildcards.model, p.spec, smk.input.manifest, dict(smk.output.items()),
-             p.scorers, p.scorer_targets, device=p.device, n_shards=p.shards, threads=smk.threads,
-             batch_size=p.batch_size, protocol=p.protocol, size=p.size)
+                  p.scorers, p.scorer_targets, device=p.device, n_shards=p.shards,
+                  threads=smk.threads, keep=p.keep, batch_size=p.batch_size,
+                  protocol=p.protocol, size=p.size)
 finally:
     append_usage(USAGE_LEDGER, f"reconstruct/{smk.wildcards.model}/{smk.wildcards.dataset}")

@@ -11,7 +11,7 @@ from roundtrip.evals.medibench.spec import MediBench
 from roundtrip.evals.telephone.spec import Telephone
 from roundtrip.evals.vista.spec import Vista
 from roundtrip.evals.vtbench.spec import VTBench
-from roundtrip.workflow.plan import Plan, regex_of, table_files
+from roundtrip.workflow.plan import PARALLEL_ITEMS, Plan, regex_of, table_files
 from roundtrip.workflow.checks import validate_config
 
 
@@ -115,9 +115,14 @@ def test_dataset_spec_holds_only_keys_that_change_the_files(plan, shipped):
 
 def test_threads_claim_no_idle_core(plan):
     assert plan.item_threads("multilingual_zh", 2) == 1  # one page
-    assert plan.item_threads("natural", 2) == 2
-    assert plan.item_threads("vista_questions", 2) == 2  # count known only after building
-    assert plan.build_threads("natural") == 1 and plan.build_threads("abstracts") == 2
+    assert plan.item_threads("natural", 2) == 1  # 8 images: seconds on one core
+    big = Plan({**plan.config, "datasets": {**plan.config["datasets"], "big": {
+        "type": "skimage", "images": ["camera"] * PARALLEL_ITEMS}}})
+    assert big.item_threads("big", 2) == 2
+    folder = Plan({**plan.config, "datasets": {**plan.config["datasets"], "mine": {
+        "type": "folder", "path": "photos"}}})
+    assert folder.item_threads("mine", 2) == 2  # size unknown until built: the cap
+    assert plan.build_threads("natural") == 1 and plan.build_threads("abstracts") == 1
     assert plan.half_cores() == 1 and Plan(plan.config, cores=8).half_cores() == 4
     assert Plan(plan.config, cores=None).half_cores() == 1  # a cluster run
 
@@ -230,17 +235,24 @@ def test_scorers_run_where_an_evaluation_reads_them(plan):
 
 
 def test_packaged_sets_share_one_job_per_model(plan, shipped):
+    # on 2 cores, one job per model for all its packaged sets
     jobs = plan.recon_jobs
     batches = {name: (models, datasets) for name, models, datasets in jobs.batches()}
-    # the token sets wait on the reference tokenizer and CMMS; the others on nothing the run
-    # trains, so they need not wait for it
-    assert batches["reconstruct_sets_tokens"] == (plan.models, ["natural", "textures",
-                                                                "natural_256"])
+    assert sorted(m for models, _ in batches.values() for m in models) == sorted(plan.models)
+    assert batches["reconstruct_sets_tokens_3"][1] == ["natural", "textures", "natural_256",
+                                                       "highres_1024", "scanned_text"]
+    # with more cores, the token sets, which wait on the reference tokenizer and CMMS, get
+    # jobs of their own: the others wait on nothing the run trains, so they start at once
     assert jobs.waits_on("natural") == ("results/weights/cmms/small_vq/model.pt",
                                         "results/weights/small_vq/model.pt")
     assert jobs.waits_on("abstracts") == ()
+    many = {name: (models, datasets)
+            for name, models, datasets in Plan(shipped, cores=8).recon_jobs.batches()}
+    assert many["reconstruct_sets_tokens"] == (plan.models, ["natural", "textures",
+                                                             "natural_256"])
     # models that cover different sets (datasets.<name>.models) get rules of their own
-    assert "highres_1024" in batches["reconstruct_sets"][1]
+    assert "highres_1024" in many["reconstruct_sets"][1]
+    batches = many
     # every (model, dataset) of an image set runs in exactly one job, and all in batches
     covered = [(m, d) for models, datasets in batches.values() for m in models for d in datasets]
     assert sorted(covered) == sorted(plan.model_datasets(plan.image_datasets))
@@ -251,7 +263,7 @@ def test_packaged_sets_share_one_job_per_model(plan, shipped):
                                                for f in own.values()]
     job = jobs.batch_jobs(["posters"], "jpeg_q75")[0]
     assert job["outputs"]["text_rapidocr"] == "results/metrics/jpeg_q75/posters/text_rapidocr.csv"
-    assert job["targets"]["text"] == "roundtrip.evals.vtbench.text:score_reconstructions"
+    assert job["targets"]["text"] == "roundtrip.evals.vtbench.text:TextScorer"
     assert "results/ocr/rapidocr/original/posters.csv" in jobs.batch_inputs(["posters"])
     # switched off, or a user's folder, or a set cut into shards: one job per (model, dataset)
     off = copy.deepcopy(shipped)
@@ -286,9 +298,9 @@ def test_one_reconstruction_rule_per_set_of_scorers(plan):
         "ocr_original_tesseract": "results/ocr/tesseract/original/{dataset}.csv"}
     # every scorer is imported by the job from the evaluation that registers it
     assert plan.recon_jobs.targets(("image_quality", "tokens", "latent_utility")) == {
-        "image_quality": "roundtrip.evals.vtbench.image_quality:score_reconstructions",
-        "tokens": "roundtrip.evals.chd.scoring:score_reconstructions",
-        "latent_utility": "roundtrip.evals.medibench.latent_utility:score_reconstructions"}
+        "image_quality": "roundtrip.evals.vtbench.image_quality:ImageQualityScorer",
+        "tokens": "roundtrip.evals.chd.scoring:TokenScorer",
+        "latent_utility": "roundtrip.evals.medibench.latent_utility:LatentUtilityScorer"}
     with pytest.raises(KeyError, match="no reconstruction scorer"):
         plan.recon_jobs.targets(("psnr",))
 
@@ -390,3 +402,24 @@ def test_telephone_plan(plan, tmp_path):
     assert telephone(p).pair_spec("BAGEL", "chains") is None
     assert telephone(p).chain_root("r", "caps") == "results/telephone/r/caps/chains"
     assert telephone(Plan(small())).keys == [] and "telephone_mcd" not in Plan(small()).tables
+
+
+def test_batch_size_and_kept_reconstructions(plan, shipped):
+    jobs = plan.recon_jobs
+    assert jobs.batch_size("small_vq") == 8 and jobs.batch_size("jpeg_q75") == 8  # auto, CPU
+    config = copy.deepcopy(plan.config)
+    config["run"]["batch_size"] = 5
+    config["models"]["small_vq"]["batch_size"] = 3
+    assert Plan(config).recon_jobs.batch_size("jpeg_q75") == 5
+    assert Plan(config).recon_jobs.batch_size("small_vq") == 3
+    # 16 by default; a set with a gallery keeps at least its items; "all" keeps every one
+    assert jobs.keep("natural") == 16
+    config["run"]["keep_reconstructions"] = "none"
+    config["report"]["gallery_items"] = 2
+    config["datasets"]["medical_2d"]["keep_reconstructions"] = "all"
+    other = Plan(config).recon_jobs
+    assert other.keep("natural") == 2 and other.keep("medical_2d") is None
+    # a reader that is sent the question images reads every reconstruction later
+    config["vista"]["readers"]["vlm"] = {"type": "vlm", "endpoint": "openai", "model": "m"}
+    assert Plan(config).recon_jobs.keep("vista_questions") is None
+    assert Plan(config).recon_jobs.keep("natural") == 2

@@ -39,7 +39,7 @@ class Brightness(Evaluation):
               "properties": {"datasets": {"type": "array", "items": {"type": "string"},
                                           "default": []},
                              "digits": {"type": "integer", "minimum": 1, "default": 4}}}
-    recon_scorers = {"brightness": "brightness_eval.scorer:score_reconstructions"}
+    recon_scorers = {"brightness": "brightness_eval.scorer:BrightnessScorer"}
     report_tables = ("brightness",)
     definitions = (("Brightness shift", "mean of the reconstruction minus mean of the original "
                     "on [0, 1] values", "this package"),)
@@ -73,19 +73,22 @@ SCORER = '''
 import numpy as np
 import pandas as pd
 
-from roundtrip.core.imaging import read_image, to_unit
+from roundtrip.core.imaging import to_unit
+from roundtrip.core.scoring import ReconScorer
 
 
-def score_reconstructions(ctx, options):
-    rows = []
-    for item in ctx.recon_items():
-        shift = np.nan
-        if item.status == "ok":
-            shift = float(to_unit(read_image(item.reconstruction)).mean()
-                          - to_unit(read_image(item.reference)).mean())
-        rows.append({"item_id": item.item_id, "status": item.status, "reason": item.reason,
-                     "brightness_shift": shift})
-    return {"brightness": pd.DataFrame(rows)}
+class BrightnessScorer(ReconScorer):
+    def score(self, items):
+        return [float(to_unit(item.read_reconstruction()).mean()
+                      - to_unit(item.read_reference()).mean())
+                if item.status == "ok" else np.nan for item in items]
+
+    def finish(self, items, records):
+        return {"brightness": pd.DataFrame({
+            "item_id": [item.item_id for item in items],
+            "status": [item.status for item in items],
+            "reason": [item.reason for item in items],
+            "brightness_shift": records})}
 '''
 
 RULES = '''

@@ -12,7 +12,7 @@ from roundtrip.workflow import recon_job
 
 SETS = {"photos": ["astronaut", "coffee"], "gray": ["camera"]}
 JPEG = {"type": "jpeg", "quality": 40}
-TARGETS = {"image_quality": "roundtrip.evals.vtbench.image_quality:score_reconstructions"}
+TARGETS = {"image_quality": "roundtrip.evals.vtbench.image_quality:ImageQualityScorer"}
 
 
 def _jobs(root, sets) -> list[dict]:

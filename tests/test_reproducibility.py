@@ -139,7 +139,7 @@ def test_cuda_runs_record_the_gpu_and_promise_less(monkeypatch):
     monkeypatch.setattr(torch.version, "cuda", "12.4")
     monkeypatch.setattr(torch.backends.cudnn, "version", lambda: 90100)
     calls = []
-    monkeypatch.setattr(torch, "use_deterministic_algorithms", lambda on: calls.append(on))
+    monkeypatch.setattr(compute, "deterministic_algorithms", lambda torch: calls.append(True))
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")
     monkeypatch.setattr(torch.backends.cudnn, "deterministic", False)  # restored after the test
     monkeypatch.setattr(torch.backends.cudnn, "benchmark", True)
@@ -279,3 +279,22 @@ def test_prepare_job_reads_the_mode_of_the_snakemake_object(monkeypatch):
     assert os.environ["ATEN_CPU_CAPABILITY"] == "avx2"
     monkeypatch.setitem(sys.modules, "__main__", types.SimpleNamespace())
     assert compute.prepare_job() is None
+
+
+def test_the_allocator_is_tuned_unless_the_environment_says_otherwise():
+    applied = compute.tune_allocator(environ={})
+    assert applied == {name: value for name, (_, value, _) in compute.ALLOCATOR.items()}
+    assert "M_ARENA_MAX" not in compute.tune_allocator(environ={"MALLOC_ARENA_MAX": "4"})
+
+
+def test_deterministic_algorithms_without_the_compilers_configuration():
+    """portable's switch is on after configure_torch, and a job does not pay for importing
+    Inductor's configuration (a fresh interpreter, as a job is)."""
+    code = ("import sys; from roundtrip.core import compute; compute.apply_environment("
+            "'portable'); import torch; "
+            "compute.configure_torch({'reproducibility': 'portable'}, 1); "
+            "print(torch.are_deterministic_algorithms_enabled(), "
+            "'torch._inductor.config' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO / "src")}, check=True)
+    assert out.stdout.split() == ["True", "False"]

@@ -21,6 +21,8 @@ rule ocr_original:
         "logs/ocr/{ocr}/original/{dataset}.log",
     benchmark:
         "results/benchmarks/ocr/{ocr}/original/{dataset}.tsv"
+    # the reconstruction jobs of the text sets wait on it
+    priority: 20
     threads: lambda wc: PLAN.item_threads(wc.dataset, 2)
     group:
         "prepare"

@@ -13,6 +13,9 @@ rule build_dataset:
     benchmark:
         "results/benchmarks/build_dataset/{dataset}.tsv"
     threads: lambda wc: PLAN.build_threads(wc.dataset)
+    # built first: a few seconds each, and the longest jobs (trainings, the batched
+    # reconstruction jobs of the rendered sets) wait on them
+    priority: 20
     group:
         "prepare"
     resources:

@@ -32,10 +32,12 @@ for VARIANT, ALL_DATASETS, VARIANT_SCORERS in PLAN.recon_jobs.variants():
             size=dataset_param("size"),
             shards=lambda wc: PLAN.shards(wc.dataset),
             device=RUN["device"],
-            batch_size=RUN["batch_size"],
+            batch_size=lambda wc: PLAN.recon_jobs.batch_size(wc.model),
             scorers=lambda wc: PLAN.recon_jobs.scorers(wc.dataset),
-            # name -> "module:function", imported by the job (evaluations' own scorers)
+            # name -> "module:name", imported by the job (evaluations' own scorers)
             scorer_targets=PLAN.recon_jobs.targets(VARIANT_SCORERS),
+            # reconstructions written as files (run.keep_reconstructions)
+            keep=lambda wc: PLAN.recon_jobs.keep(wc.dataset),
         log:
             "logs/reconstruct/{model}/{dataset}.log",
         benchmark:
@@ -72,11 +74,13 @@ for BATCH, BATCH_MODELS, BATCH_DATASETS in PLAN.recon_jobs.batches():
             # per set: manifest, outputs, scorers with their options and modules, protocol, size
             jobs=lambda wc, sets=BATCH_DATASETS: PLAN.recon_jobs.batch_jobs(sets, wc.model),
             device=RUN["device"],
-            batch_size=RUN["batch_size"],
+            batch_size=lambda wc: PLAN.recon_jobs.batch_size(wc.model),
         log:
             f"logs/{BATCH}/{{model}}.log",
         benchmark:
             f"results/benchmarks/{BATCH}/{{model}}.tsv"
+        # the longest batched jobs first
+        priority: PLAN.recon_jobs.batch_priority(BATCH_DATASETS)
         threads: 1
         resources:
             mem_mb=4000,
@@ -88,10 +92,14 @@ for BATCH, BATCH_MODELS, BATCH_DATASETS in PLAN.recon_jobs.batches():
             "../../scripts/reconstruct_sets.py"
 
 
+# One shard of a set cut into datasets.<name>.shards: reconstructed and scored by the set's
+# streamed scorers (their records: shards/{shard}-of-{nshards}.scores.pkl), which the set's
+# reconstruction job finishes.
 rule reconstruct_shard:
     input:
         manifest="results/datasets/{dataset}/manifest.csv",
         weights=model_weights,
+        scorer_inputs=lambda wc: PLAN.recon_jobs.batch_inputs([wc.dataset]),
     output:
         status="results/recon/{model}/{dataset}/shards/{shard}-of-{nshards}.csv",
     params:
@@ -99,7 +107,10 @@ rule reconstruct_shard:
         protocol=dataset_param("protocol"),
         size=dataset_param("size"),
         device=RUN["device"],
-        batch_size=RUN["batch_size"],
+        batch_size=lambda wc: PLAN.recon_jobs.batch_size(wc.model),
+        scorers=lambda wc: PLAN.recon_jobs.scorers(wc.dataset),
+        scorer_targets=lambda wc: PLAN.recon_jobs.targets(PLAN.recon_jobs.scorers(wc.dataset)),
+        keep=lambda wc: PLAN.recon_jobs.keep(wc.dataset),
     log:
         "logs/reconstruct_shard/{model}/{dataset}/{shard}-of-{nshards}.log",
     benchmark:
@@ -128,7 +139,7 @@ rule extract_codes:
         protocol=dataset_param("protocol"),
         size=dataset_param("size"),
         device=RUN["device"],
-        batch_size=RUN["batch_size"],
+        batch_size=lambda wc: PLAN.recon_jobs.batch_size(wc.model),
     log:
         "logs/extract_codes/{model}/{dataset}.log",
     benchmark:

@@ -7,8 +7,10 @@ they add to a run and names no evaluation itself:
 - ``rules``: the evaluation's own Snakemake rules file, included when :meth:`Evaluation.active`;
   its rules take every path from ``input``/``output``/``params`` and may join a cluster group
   with Snakemake's ``group:`` directive (``prepare``, ``tables``; see ``profiles/slurm``);
-- ``recon_scorers`` and :meth:`Evaluation.scorers_for`: functions that run inside the job of a
-  (model, dataset), on the reconstructions the job has just made;
+- ``recon_scorers`` and :meth:`Evaluation.scorers_for`: scorers that run inside the job of a
+  (model, dataset), on each reconstruction as the job makes it (:mod:`roundtrip.core.scoring`);
+  :meth:`Evaluation.reads_reconstructions` for sets whose reconstruction files its later jobs
+  read;
 - :meth:`Evaluation.tables`, :meth:`Evaluation.figures`: its final files (``rule all``, the
   report), each table written by one of its rules with a provenance record;
 - ``title``, ``paper``, ``report_tables``, ``report_columns``, ``report_figures``,
@@ -64,11 +66,14 @@ class Evaluation:
             ``config.schema.yaml``'s properties, so the section is checked and its defaults are
             filled in by the same validation as the rest of the config
             (:func:`roundtrip.workflow.checks.validate_config`). None: any mapping.
-        recon_scorers: reconstruction scorer name -> ``"module:function"``; the function takes
-            ``(ctx: roundtrip.core.recon_items.ReconContext, options: dict)`` and returns
-            ``{output name: DataFrame}``, each written to the reconstruction rule's output of
-            that name
-            (``results/metrics/{model}/{dataset}/{name}.csv``, see :meth:`recon_outputs`).
+        recon_scorers: reconstruction scorer name -> ``"module:name"``: a
+            :class:`roundtrip.core.scoring.ReconScorer` class (streamed: it scores each item as
+            it is reconstructed, from memory), or a function ``(ctx:
+            roundtrip.core.recon_items.ReconContext, options: dict)`` that reads the job's
+            reconstruction files after they are all made (the job then writes them all). Both
+            give ``{output name: DataFrame}``, each written to the reconstruction rule's output
+            of that name (``results/metrics/{model}/{dataset}/{name}.csv``, see
+            :meth:`recon_outputs`).
         report_tables: table names (or prefixes ending in ``_``) its report section shows, in
             order; its other tables (long listings) go to the report's appendix.
         report_columns: table name -> the column names (the part after ``group: `` in the
@@ -191,6 +196,12 @@ class Evaluation:
         trained models of the (model, dataset) jobs, which the plan adds itself; the report
         lists every checkpoint with its digest. Default none."""
         return []
+
+    def reads_reconstructions(self, plan, dataset: str) -> bool:
+        """Whether its jobs read the reconstruction files of ``dataset`` after the
+        reconstruction job (e.g. images sent to a reader): the job then keeps every one,
+        whatever ``keep_reconstructions`` says. Default False: its scorers get them in memory."""
+        return False
 
     def text_datasets(self, plan) -> list[str]:
         """Sets whose reconstructions it reads through OCR although they lack ``text_eval``

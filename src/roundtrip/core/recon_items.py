@@ -2,15 +2,20 @@
 and the context a scorer runs in (:class:`ReconContext`).
 
 Every manifest item yields one :class:`ReconItem`, in manifest order; items that were not
-reconstructed carry their status and reason instead of paths, so a scorer writes a row for
-every item (the contract of docs/design.md) without reading anything it cannot score.
+reconstructed carry their status and reason instead of images, so a scorer writes a row for
+every item (the contract of docs/design.md) without reading anything it cannot score. Inside
+the reconstruction job the items carry their images in memory (streamed scorers,
+:mod:`roundtrip.core.scoring`); read from a finished job's files they carry paths.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
+from roundtrip.core.imaging import read_image
 from roundtrip.core.manifest import read_item_csv, read_manifest
 
 
@@ -20,13 +25,49 @@ class ReconItem:
 
     ``reference`` is what the reconstruction is compared with: the original, or the
     protocol-resized original the harness saved (``status.csv`` column ``reference``).
-    Both paths are None unless ``status == "ok"``.
+    Both paths are None unless ``status == "ok"``; inside the reconstruction job the images are
+    in memory (``reference_image``, ``reconstruction_image``: ``(H, W, 3)`` uint8 or uint16,
+    the arrays the PNG files hold), and the files exist only for the items the job keeps
+    (``keep_reconstructions``). Read the images with :meth:`read_reference` and
+    :meth:`read_reconstruction`, which take the one in memory or else read the file.
+
+    Attributes:
+        fields: the item's manifest row (``lang``, ``text``, ``label``...), as strings.
     """
     item_id: str
     status: str
     reason: str
     reference: Path | None = None
     reconstruction: Path | None = None
+    reference_image: np.ndarray | None = field(default=None, repr=False)
+    reconstruction_image: np.ndarray | None = field(default=None, repr=False)
+    fields: dict = field(default_factory=dict, repr=False)
+
+    def read_reference(self) -> np.ndarray:
+        """The reference image, from memory or its file.
+
+        Raises:
+            roundtrip.core.imaging.ImageReadError: the file cannot be read.
+            ValueError: the item was not reconstructed (no reference).
+        """
+        if self.reference_image is not None:
+            return self.reference_image
+        if self.reference is None:
+            raise ValueError(f"item {self.item_id} has no reference ({self.status})")
+        return read_image(self.reference)
+
+    def read_reconstruction(self) -> np.ndarray:
+        """The reconstruction, from memory or its file (raises as :meth:`read_reference`)."""
+        if self.reconstruction_image is not None:
+            return self.reconstruction_image
+        if self.reconstruction is None:
+            raise ValueError(f"item {self.item_id} has no reconstruction ({self.status})")
+        return read_image(self.reconstruction)
+
+    def without_images(self) -> "ReconItem":
+        """The same item with its images dropped (what :meth:`ReconScorer.finish` gets)."""
+        return ReconItem(self.item_id, self.status, self.reason, self.reference,
+                         self.reconstruction, fields=self.fields)
 
 
 def iter_recon_items(manifest_path: str | Path, status_path: str | Path,
@@ -44,17 +85,17 @@ def iter_recon_items(manifest_path: str | Path, status_path: str | Path,
     status = read_item_csv(status_path).set_index("item_id")
     root, recon_dir = Path(manifest_path).parent, Path(recon_dir)
     for _, item in manifest.iterrows():
-        item_id = item["item_id"]
+        item_id, fields = item["item_id"], item.to_dict()
         if item_id not in status.index:
-            yield ReconItem(item_id, "error", "no reconstruction status recorded")
+            yield ReconItem(item_id, "error", "no reconstruction status recorded", fields=fields)
             continue
         st = status.loc[item_id]
         if st["status"] != "ok":
-            yield ReconItem(item_id, st["status"], st["reason"])
+            yield ReconItem(item_id, st["status"], st["reason"], fields=fields)
             continue
         ref = st.get("reference", "")
         yield ReconItem(item_id, "ok", "", recon_dir / ref if ref else root / item["path"],
-                   recon_dir / f"{item_id}{suffix}")
+                        recon_dir / f"{item_id}{suffix}", fields=fields)
 
 
 @dataclass

@@ -33,6 +33,9 @@ TRAINED_TYPES = ("small",)
 #: Types that are pixel codecs: no network, never on a GPU.
 CODEC_TYPES = ("identity", "jpeg", "webp", "resample")
 
+#: Keys of a ``models`` entry that belong to the workflow, not to the adapter's constructor.
+WORKFLOW_KEYS = ("batch_size",)
+
 #: Reserved model name: the unmodified originals (OCR of originals is stored under it).
 ORIGINAL = "original"
 
@@ -47,6 +50,7 @@ def build_model(name: str, spec: dict) -> Adapter:
     Raises:
         ValueError: unknown type or bad arguments; the message names ``models.<name>``.
     """
+    spec = {k: v for k, v in spec.items() if k not in WORKFLOW_KEYS}
     model = build_registered(MODEL_TYPES, spec, f"models.{name}", "model")
     model.name = name
     return model

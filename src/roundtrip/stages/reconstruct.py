@@ -1,22 +1,37 @@
 """Reconstruction of images through a model: one (model, dataset), optionally cut into shards.
 
-For each manifest item: load, map to ``[-1, 1]``, ``model.reconstruct``, write
-``{item_id}.png`` at the source bit depth, and record ``ok | unsupported | error`` with the reason
-and the seconds spent. Items of equal size are batched, and read one at a time: a batch runs
-as soon as it is full (:func:`prepared_batches`), so memory holds a few batches, not the shard.
+For each manifest item: load, map to ``[-1, 1]``, ``model.reconstruct``, and record ``ok |
+unsupported | error`` with the reason and the seconds spent. Items of equal size are batched, and
+read one at a time: a batch runs as soon as it is full (:func:`prepared_batches`), so memory
+holds a few batches, not the shard.
+
+The work is a pipeline of three threads, so that the model's forward pass overlaps the rest
+(the forward pass, decoding, PNG and the metric libraries release the GIL): a reader decodes and
+prepares the next items, the calling thread batches them and runs the model, and a finisher
+writes the kept reconstructions, journals each item and hands the finished items, with their
+images in memory, to the job's scorers (``sink``; :mod:`roundtrip.core.scoring`) as they
+finish. Bounded queues between them keep memory to a few batches.
+
+Only the reconstructions of the first ``keep`` items the dataset holds (manifest rows with
+status ``ok``) are written (``{item_id}.png`` at the source bit depth, and ``ref/{item_id}.png``
+where the protocol changed the reference): the scorers get every item from memory, so a set
+of any size costs the disk of ``keep`` images.
 
 Crash safety: each finished item is appended (and flushed) to ``shards/{k}-of-{n}.journal.csv``;
-a rerun skips items already journaled whose image exists, so completed work is never recomputed.
-A ``model.json`` fingerprint of the model spec guards against reusing images made by a model with
-different settings: when it changes, old images and journals are cleared.
+a rerun skips items already journaled whose kept image exists and whose scores the sink holds,
+so completed work is never recomputed. A ``model.json`` fingerprint of the model spec guards
+against reusing images made by a model with different settings: when it changes, old images,
+journals and scores are cleared.
 """
 from __future__ import annotations
 
 import csv
 import json
 import logging
+import queue
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +41,7 @@ import torch
 from roundtrip.core.imaging import FAST_PNG, ImageReadError, from_unit, read_image, write_png
 from roundtrip.core.manifest import merge_status, read_manifest
 from roundtrip.core.protocols import Prepared, prepare
+from roundtrip.core.recon_items import ReconItem
 from roundtrip.models import Adapter, build_model
 
 log = logging.getLogger(__name__)
@@ -71,12 +87,15 @@ def load_model(name: str, spec: dict, device: str) -> Adapter:
 
 
 def check_fingerprint(out_dir: Path, fingerprint: dict, outputs: str = "*.png") -> None:
-    """Clear ``outputs`` and journals in ``out_dir`` when the model settings changed."""
+    """Clear ``outputs``, journals and scorer records in ``out_dir`` when the model settings
+    changed."""
     path = out_dir / "model.json"
     text = json.dumps(fingerprint, sort_keys=True, indent=1)
     if path.exists() and path.read_text() != text:
         log.info("model settings changed since the last run: clearing %s", out_dir)
-        for f in list(out_dir.glob(outputs)) + list((out_dir / "shards").glob("*.journal.csv")):
+        shards = out_dir / "shards"
+        for f in [*out_dir.glob(outputs), *(out_dir / "ref").glob(outputs),
+                  *shards.glob("*.journal.csv"), *shards.glob("*.scores.pkl")]:
             f.unlink()
     path.write_text(text)
 
@@ -108,23 +127,43 @@ class Journal:
         self._fh.close()
 
 
+#: Finished items handed to the sink at once, at most (OCR of several images in one process, a
+#: batched forward pass of a metric network); they are held in memory until then.
+SINK_CHUNK = 8
+
+
 def reconstruct_shard(model: Adapter | Callable[[], Adapter], manifest_path: str | Path,
                       out_dir: str | Path, shard: int = 0, n_shards: int = 1, batch_size: int = 8,
                       fingerprint: dict | None = None, protocol: str = "native",
-                      size: int | None = None) -> pd.DataFrame:
+                      size: int | None = None, keep: int | None = None,
+                      sink: Callable[[list[ReconItem]], None] | None = None,
+                      scored: Callable[[str], bool] | None = None, threads: int = 1,
+                      overlap: bool | None = None) -> pd.DataFrame:
     """Reconstruct one shard of a dataset and write its status file.
 
     Args:
         model: adapter, already on its device; or a function that returns it, called only when
             an item is left to reconstruct (a resumed job with nothing to do loads no model).
         manifest_path: ``results/datasets/{dataset}/manifest.csv``.
-        out_dir: ``results/recon/{model}/{dataset}``; images go here as ``{item_id}.png``.
+        out_dir: ``results/recon/{model}/{dataset}``; kept images go here as ``{item_id}.png``.
         shard, n_shards: which part of the manifest (round robin by row).
         batch_size: maximum items of equal size per forward pass.
         fingerprint: model settings; a change clears earlier outputs in ``out_dir``.
-        protocol, size: see :mod:`roundtrip.core.protocols`; when the protocol changes the input, the
-            reference image is written to ``ref/{item_id}.png`` and named in the ``reference``
-            column (empty = the dataset original).
+        protocol, size: see :mod:`roundtrip.core.protocols`; when the protocol changes the input,
+            the reference is named in the ``reference`` column (``ref/{item_id}.png``, written
+            for kept items; empty = the dataset original).
+        keep: the reconstructions (and references) written as files are those of the first
+            ``keep`` items with manifest status ok (:func:`kept_items`); None keeps all. The
+            sink gets every item from memory either way.
+        sink: called with lists of finished items (:class:`ReconItem` with ``reference_image``
+            and ``reconstruction_image`` for ok items; status and reason for the others), up to
+            :data:`SINK_CHUNK` at a time, each item once, as they finish: batches run by input
+            size, so the order is the manifest's only within a size. Called from the finisher
+            thread; an exception in it stops the job.
+        scored: whether the sink already holds an item's scores; an item is redone unless it is
+            journaled, its kept files exist and it is scored (default: scored).
+        threads: the job's threads; with ``overlap`` None, :func:`overlaps` decides from them
+            and the model's device whether the reader and finisher run in threads of their own.
 
     Returns:
         Status rows of the shard (also written to ``out_dir/shards/{shard}-of-{n_shards}.csv``).
@@ -133,18 +172,21 @@ def reconstruct_shard(model: Adapter | Callable[[], Adapter], manifest_path: str
     (out_dir / "shards").mkdir(parents=True, exist_ok=True)
     if fingerprint is None and not isinstance(model, Adapter):
         raise ValueError("a model given as a function needs the fingerprint of its settings")
-    check_fingerprint(out_dir, {"protocol": protocol, "size": size,
+    # the batch can change a learned model's last bits: another batch size redoes the items
+    check_fingerprint(out_dir, {"protocol": protocol, "size": size, "batch_size": batch_size,
                                 **(fingerprint or {"model": model.name})})
-    rows = shard_rows(read_manifest(manifest_path), shard, n_shards)
+    manifest = read_manifest(manifest_path)
+    rows = shard_rows(manifest, shard, n_shards)
+    kept_ids = kept_items(manifest, keep)
     journal = Journal(out_dir / "shards" / f"{shard}-of-{n_shards}.journal.csv")
     try:
-        todo = _pending(rows, journal, out_dir)
+        todo = _pending(rows, journal, out_dir, kept_ids, scored or (lambda item_id: True))
         if len(todo) and not isinstance(model, Adapter):
             model = model()
-        for batch in prepared_batches(model, todo, manifest_path.parent,
-                                      lambda i, st, why: journal.record(i, st, why, 0.0),
-                                      protocol, size, batch_size):
-            _run_batch(model, batch, out_dir, journal)
+        if len(todo):
+            _stream(model, todo, manifest_path.parent, out_dir, journal, protocol, size,
+                    batch_size, kept_ids, sink,
+                    overlaps(model, threads) if overlap is None else overlap)
     finally:
         journal.close()
     status = pd.DataFrame([journal.done[i] for i in rows["item_id"]], columns=STATUS_COLUMNS)
@@ -163,8 +205,8 @@ def reconstruct_dataset(model: Adapter | Callable[[], Adapter], manifest_path: s
     Args:
         model, manifest_path, out_dir: as :func:`reconstruct_shard`.
         n_shards: how many shards the dataset is cut into (``datasets.<name>.shards``).
-        settings: ``batch_size``, ``fingerprint``, ``protocol``, ``size`` of
-            :func:`reconstruct_shard`.
+        settings: ``batch_size``, ``fingerprint``, ``protocol``, ``size``, ``keep``, ``sink``,
+            ``scored`` of :func:`reconstruct_shard`.
 
     Returns:
         The status rows of every item, manifest order within shards.
@@ -182,28 +224,64 @@ def reconstruct_dataset(model: Adapter | Callable[[], Adapter], manifest_path: s
     return merge_status(files, out_dir / "status.csv")
 
 
-def _pending(rows: pd.DataFrame, journal: Journal, out_dir: Path) -> pd.DataFrame:
-    keep = []
+def kept_items(manifest: pd.DataFrame, keep: int | None) -> set[str] | None:
+    """The items whose reconstruction is written as a file: the first ``keep`` manifest rows
+    with status ok (what the galleries show: ``roundtrip.report.gallery.gallery_rows``); None
+    for all."""
+    if keep is None:
+        return None
+    return set(manifest.loc[manifest["status"] == "ok", "item_id"].head(keep))
+
+
+def prune_reconstructions(out_dir: str | Path, manifest_path: str | Path,
+                          keep: int | None) -> int:
+    """Delete the reconstruction files (and protocol references) of the items past ``keep``
+    (:func:`kept_items`; after file-based scorers read them all); returns how many files were
+    deleted."""
+    if keep is None:
+        return 0
+    out_dir, n = Path(out_dir), 0
+    manifest = read_manifest(manifest_path)
+    kept_ids = kept_items(manifest, keep)
+    for item_id in manifest["item_id"]:
+        if item_id in kept_ids:
+            continue
+        for f in (out_dir / f"{item_id}.png", out_dir / "ref" / f"{item_id}.png"):
+            if f.exists():
+                f.unlink()
+                n += 1
+    return n
+
+
+def _pending(rows: pd.DataFrame, journal: Journal, out_dir: Path, kept_ids: set[str] | None,
+             scored: Callable[[str], bool]) -> pd.DataFrame:
+    keep_rows = []
     for _, r in rows.iterrows():
         prev = journal.done.get(r["item_id"])
-        resumable = prev is not None and (prev["status"] != "ok"
-                                          or (out_dir / f"{r['item_id']}.png").exists())
-        resumable = resumable and (not prev.get("reference") or (out_dir / prev["reference"]).exists())
-        keep.append(not resumable)
-    skipped = len(rows) - sum(keep)
+        resumable = prev is not None and scored(r["item_id"])
+        if resumable and prev["status"] == "ok" and (kept_ids is None
+                                                     or r["item_id"] in kept_ids):
+            resumable = (out_dir / f"{r['item_id']}.png").exists() and (
+                not prev.get("reference") or (out_dir / prev["reference"]).exists())
+        keep_rows.append(not resumable)
+    skipped = len(rows) - sum(keep_rows)
     if skipped:
         log.info("resuming: %d items already done", skipped)
-    return rows[keep]
+    return rows[keep_rows]
 
 
 #: Prepared inputs (float32) waiting for their batch, at most; past it the oldest unfinished
 #: group runs as a smaller batch (:func:`prepared_batches`).
 MAX_PENDING_BYTES = 1 << 30
+#: Items the reader thread prepares ahead of the batch being run: the next batch is ready
+#: when the model finishes one (run.batch_size is 8 by default).
+PREFETCH_ITEMS = 8
 
 
 def prepared_batches(model: Adapter, rows: pd.DataFrame, root: Path, record, protocol: str,
                      size: int | None, batch_size: int,
-                     max_pending_bytes: int = MAX_PENDING_BYTES) -> Iterator[list]:
+                     max_pending_bytes: int = MAX_PENDING_BYTES,
+                     prefetch: int = 0) -> Iterator[list]:
     """Read manifest ``rows`` one at a time, apply the protocol and yield batches of items of
     equal model-input size, so that memory holds a few batches, not the set.
 
@@ -217,14 +295,18 @@ def prepared_batches(model: Adapter, rows: pd.DataFrame, root: Path, record, pro
     Items that cannot be processed are passed to ``record(item_id, status, reason)`` (status
     ``error`` or ``unsupported``) and left out. Shared by reconstruction and code extraction.
 
+    Args:
+        prefetch: with ``> 0``, a reader thread decodes and prepares up to that many items ahead
+            (``record`` is then called from that thread); the batches are the same.
+
     Yields:
-        ``[(item_id, source dtype, Prepared), ...]``, 1 to ``batch_size`` items of one size.
+        ``[(item_id, source image, Prepared), ...]``, 1 to ``batch_size`` items of one size.
     """
     groups: dict[tuple[int, int], list] = {}
     pending = 0
     info = model.info() if len(rows) else None
-    for _, r in rows.iterrows():
-        item = _prepared(r, root, record, protocol, info, size)
+    items = (_prepared(r, root, record, protocol, info, size) for _, r in rows.iterrows())
+    for item in (in_background(items, prefetch) if prefetch > 0 else items):
         if item is None:
             continue
         key = item[2].x.shape[:2]  # the model-input size
@@ -241,7 +323,7 @@ def prepared_batches(model: Adapter, rows: pd.DataFrame, root: Path, record, pro
 
 
 def _prepared(r, root: Path, record, protocol: str, info, size: int | None):
-    """``(item_id, source dtype, Prepared)`` of one manifest row, or None (recorded why)."""
+    """``(item_id, source image, Prepared)`` of one manifest row, or None (recorded why)."""
     item_id = r["item_id"]
     if r["status"] != "ok":
         record(item_id, "error", f"dataset: {r['reason']}")
@@ -255,46 +337,235 @@ def _prepared(r, root: Path, record, protocol: str, info, size: int | None):
     if isinstance(prep, str):
         record(item_id, "unsupported", prep)
         return None
-    return item_id, img.dtype, prep
+    return item_id, img, prep
 
 
 def _nbytes(group: list) -> int:
     return sum(p.x.nbytes for _, _, p in group)
 
 
-def _run_batch(model: Adapter, batch, out_dir: Path, journal: Journal) -> None:
+# -- the pipeline ------------------------------------------------------------------------------
+def _stream(model: Adapter, todo: pd.DataFrame, root: Path, out_dir: Path, journal: Journal,
+            protocol: str, size: int | None, batch_size: int, kept_ids: set[str] | None, sink,
+            overlap: bool) -> None:
+    """Reconstruct ``todo`` through the reader / model / finisher threads (module docstring),
+    or, without ``overlap``, all in the calling thread."""
+    fields = {r["item_id"]: r.to_dict() for _, r in todo.iterrows()}
+    finisher = _Finisher(out_dir, journal, kept_ids, fields, root, sink)
+    # the model runs at most one batch ahead of the finisher
+    worker = Worker(finisher.handle, maxsize=1) if overlap else Inline(finisher.handle)
+    batches = prepared_batches(model, todo, root,
+                               lambda i, st, why: worker.put(("failed", i, st, why)),
+                               protocol, size, batch_size,
+                               prefetch=PREFETCH_ITEMS if overlap else 0)
+    try:
+        for batch in batches:
+            worker.put(("batch", _run_batch(model, batch)))
+        worker.put(("end",))
+    except BaseException:
+        batches.close()  # stops the reader thread
+        worker.close(raise_error=False)  # the first error is the one to report
+        raise
+    worker.close()
+
+
+def overlaps(model: Adapter, threads: int) -> bool:
+    """Whether a job runs the reader and finisher threads beside the model: when the model runs
+    on a GPU (the CPU would otherwise wait for it, and it for the CPU), or when the job has
+    more than one thread. A one-thread job on the CPU runs them in turn: threads of its own
+    would take the cores of the jobs beside it, and on CPU the model's forward pass is most of
+    the work anyway."""
+    return threads > 1 or getattr(getattr(model, "device", None), "type", "cpu") == "cuda"
+
+
+def _run_batch(model: Adapter, batch) -> list[tuple]:
+    """``[(item_id, status, reason, seconds, source, Prepared, output or None), ...]``: the
+    model's outputs in ``[0, 1]`` (a failing batch is retried item by item to isolate the
+    failing items)."""
     t0 = time.perf_counter()
     x = torch.from_numpy(np.stack([p.x for _, _, p in batch])).permute(0, 3, 1, 2)
     x = (x * 2.0 - 1.0).to(model.device)
     try:
         y = model.reconstruct(x)
     except Exception as exc:  # noqa: BLE001 - any model failure is an item outcome
-        if len(batch) > 1:  # isolate the failing item(s)
-            for one in batch:
-                _run_batch(model, [one], out_dir, journal)
-            return
+        if len(batch) > 1:
+            return [r for one in batch for r in _run_batch(model, [one])]
         log.exception("item %s failed", batch[0][0])
-        journal.record(batch[0][0], "error", f"{type(exc).__name__}: {exc}",
-                       time.perf_counter() - t0)
-        return
+        return [(batch[0][0], "error", f"{type(exc).__name__}: {exc}",
+                 time.perf_counter() - t0, None, None, None)]
     if tuple(y.shape) != tuple(x.shape):
         reason = f"model returned shape {tuple(y.shape)} for input {tuple(x.shape)}"
-        for item_id, _, _ in batch:
-            journal.record(item_id, "error", reason, 0.0)
-        return
+        return [(item_id, "error", reason, 0.0, None, None, None) for item_id, _, _ in batch]
     out = (y.float().cpu().permute(0, 2, 3, 1).numpy() + 1.0) / 2.0
     seconds = (time.perf_counter() - t0) / len(batch)
     notes = model.take_notes(len(batch))
-    for (item_id, dtype, prep), rec, note in zip(batch, out, notes):
-        write_png(out_dir / f"{item_id}.png", from_unit(prep.restore(rec), dtype), FAST_PNG)
-        journal.record(item_id, "ok", note, seconds, _write_reference(out_dir, item_id, prep))
+    for _, _, prep in batch:  # the model's inputs are done with: memory for the next batch
+        prep.x = None
+    return [(item_id, "ok", note, seconds, img, prep, rec)
+            for (item_id, img, prep), rec, note in zip(batch, out, notes)]
 
 
-def _write_reference(out_dir: Path, item_id: str, prep: Prepared) -> str:
-    if prep.reference is None:
-        return ""
-    (out_dir / "ref").mkdir(exist_ok=True)
-    write_png(out_dir / "ref" / f"{item_id}.png", prep.reference, FAST_PNG)
-    return f"ref/{item_id}.png"
+class _Finisher:
+    """The finisher thread's work: write the kept files, journal every item, hand the items to
+    the sink in runs of at most :data:`SINK_CHUNK`."""
+
+    def __init__(self, out_dir, journal, kept_ids, fields, root, sink):
+        self.out_dir, self.journal, self.kept_ids = out_dir, journal, kept_ids
+        self.fields, self.root, self.sink = fields, root, sink
+        self.ready: list[ReconItem] = []
+
+    def handle(self, message: tuple) -> None:
+        kind = message[0]
+        if kind == "failed":
+            _, item_id, status, reason = message
+            self.journal.record(item_id, status, reason, 0.0)
+            self._ready(ReconItem(item_id, status, reason, fields=self.fields[item_id]))
+        elif kind == "batch":
+            for item_id, status, reason, seconds, img, prep, rec in message[1]:
+                if status != "ok":
+                    self.journal.record(item_id, status, reason, seconds)
+                    self._ready(ReconItem(item_id, status, reason, fields=self.fields[item_id]))
+                    continue
+                self._finished(item_id, reason, seconds, img, prep, rec)
+        else:  # end
+            self._deliver()
+
+    def _finished(self, item_id, note, seconds, img, prep, rec) -> None:
+        # C order, as an image read from its PNG is: a metric's sums run over memory in
+        # order, so another layout can change their last bits
+        image = np.ascontiguousarray(from_unit(prep.restore(rec), img.dtype))
+        reference = np.ascontiguousarray(img if prep.reference is None else prep.reference)
+        ref_name = "" if prep.reference is None else f"ref/{item_id}.png"
+        if self.kept_ids is None or item_id in self.kept_ids:
+            write_png(self.out_dir / f"{item_id}.png", image, FAST_PNG)
+            if ref_name:
+                (self.out_dir / "ref").mkdir(exist_ok=True)
+                write_png(self.out_dir / ref_name, prep.reference, FAST_PNG)
+        self.journal.record(item_id, "ok", note, seconds, ref_name)
+        self._ready(ReconItem(item_id, "ok", "",
+                              self.out_dir / ref_name if ref_name
+                              else self.root / self.fields[item_id]["path"],
+                              self.out_dir / f"{item_id}.png", reference, image,
+                              self.fields[item_id]))
+
+    def _ready(self, item: ReconItem) -> None:
+        if self.sink is None:
+            return
+        self.ready.append(item)
+        if len(self.ready) >= SINK_CHUNK:
+            self._deliver()
+
+    def _deliver(self) -> None:
+        ready, self.ready = self.ready, []
+        if ready and self.sink is not None:
+            self.sink(ready)
 
 
+# -- threads -----------------------------------------------------------------------------------
+class _Raised:
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+_END = object()
+
+
+def in_background(items: Iterable, maxsize: int) -> Iterator:
+    """Iterate ``items`` in a daemon thread, up to ``maxsize`` ahead of the consumer; an
+    exception in the thread is raised in the consumer. Leaving the loop early stops the thread
+    at its next item."""
+    q: queue.Queue = queue.Queue(maxsize)
+    stop = threading.Event()
+
+    def put(x) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(x, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def run():
+        try:
+            for x in items:
+                if not put(x):
+                    return
+            put(_END)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            put(_Raised(exc))
+
+    thread = threading.Thread(target=run, daemon=True, name="roundtrip-reader")
+    thread.start()
+    try:
+        while True:
+            x = q.get()
+            if x is _END:
+                return
+            if isinstance(x, _Raised):
+                raise x.exc
+            yield x
+    finally:
+        stop.set()
+
+
+class Inline:
+    """A :class:`Worker` without a thread: ``put`` handles the message at once."""
+
+    def __init__(self, handle: Callable):
+        self.handle = handle
+
+    def put(self, message) -> None:
+        self.handle(message)
+
+    def close(self, raise_error: bool = True) -> None:
+        pass
+
+
+class Worker:
+    """A thread that calls ``handle(message)`` for every :meth:`put` message, in order, with at
+    most ``maxsize`` messages waiting (the producer blocks beyond). An exception in ``handle``
+    is raised in the producer at its next :meth:`put` or at :meth:`close`."""
+
+    def __init__(self, handle: Callable, maxsize: int = 2):
+        self.handle, self.error, self.closed = handle, None, threading.Event()
+        self.q: queue.Queue = queue.Queue(maxsize)
+        self.thread = threading.Thread(target=self._run, daemon=True, name="roundtrip-finisher")
+        self.thread.start()
+
+    def _run(self):
+        while True:
+            message = self.q.get()
+            if message is _END:
+                return
+            if self.error is None:
+                try:
+                    self.handle(message)
+                except BaseException as exc:  # noqa: BLE001 - raised in the producer
+                    self.error = exc
+
+    def put(self, message) -> None:
+        """Queue a message (blocks while ``maxsize`` wait).
+
+        Raises:
+            The worker's exception; RuntimeError: the worker is closed (a reader thread left
+            behind by an error stops here instead of waiting for ever).
+        """
+        while True:
+            if self.error is not None:
+                raise self.error
+            if self.closed.is_set():
+                raise RuntimeError("the finisher is closed")
+            try:
+                self.q.put(message, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def close(self, raise_error: bool = True) -> None:
+        """Wait for every message to be handled; raise the worker's exception, if any."""
+        self.closed.set()
+        self.q.put(_END)
+        self.thread.join()
+        if raise_error and self.error is not None:
+            raise self.error

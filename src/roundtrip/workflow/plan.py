@@ -46,6 +46,9 @@ from roundtrip.workflow.recon_jobs import ReconJobs
 REPORT = "results/report.pdf"
 
 
+#: Items from which a job of Tesseract work claims several threads (:meth:`Plan.item_threads`).
+PARALLEL_ITEMS = 200
+
 #: The defaults of config ``limits`` (config.schema.yaml), as the readers apply them.
 LIMIT_DEFAULTS = {"max_pixels": DEFAULT_MAX_PIXELS, "max_voxels": DEFAULT_MAX_VOXELS}
 
@@ -258,10 +261,11 @@ class Plan:
     # -- resources -------------------------------------------------------------------------------
     def item_threads(self, dataset: str, cap: int) -> int:
         """Threads of a job that spreads a dataset's items over up to ``cap`` workers (Tesseract
-        processes): no more than the set has items, where the config says how many. A one-item
-        set claiming two cores would hold the second one idle (docs/design.md, "Threads")."""
+        processes): 1 for a set the config makes smaller than :data:`PARALLEL_ITEMS`, whose
+        job takes seconds on one core but, claiming two, waits until no other job runs
+        (docs/design.md, "Threads")."""
         n = expected_item_count(self.config["datasets"][dataset])
-        return cap if n is None else max(1, min(cap, n))
+        return cap if n is None or n >= PARALLEL_ITEMS else 1
 
     def build_threads(self, dataset: str) -> int:
         """Rendered text sets read every render back with ``audit.threads`` Tesseract

@@ -21,6 +21,15 @@ from roundtrip.core.evaluation import Evaluation
 from roundtrip.datasets import DATASET_TYPES
 
 
+#: ``run.batch_size: auto``: items per forward pass on the CPU (where a larger batch gains
+#: nothing and holds more memory) and for a network on CUDA (benchmarks/results/gpu.json).
+AUTO_BATCH = {"cpu": 8, "cuda": 16}
+
+
+#: Cores up to which a model's packaged sets are one batched job (:meth:`ReconJobs.batches`).
+FEW_CORES = 4
+
+
 class ReconJobs:
     """The reconstruction jobs of a plan.
 
@@ -46,8 +55,35 @@ class ReconJobs:
                 out.setdefault(name, options)
         return out
 
+    def batch_size(self, model: str) -> int:
+        """Items per forward pass of ``model``: ``models.<name>.batch_size``, else
+        ``run.batch_size``; ``auto`` is :data:`AUTO_BATCH` by where the model runs (a network
+        on CUDA, or the CPU)."""
+        p = self.plan
+        value = p.config["models"][model].get("batch_size", p.config["run"]["batch_size"])
+        if value != "auto":
+            return int(value)
+        return AUTO_BATCH["cuda" if p.gpu_for(model) else "cpu"]
+
+    def keep(self, dataset: str) -> int | None:
+        """Reconstructions of ``dataset`` written as files per model: the first N items the
+        dataset holds (:func:`roundtrip.stages.reconstruct.kept_items`)
+        (``datasets.<name>.keep_reconstructions``, else ``run.keep_reconstructions``; ``none``
+        is 0), at least ``report.gallery_items`` for a set with a gallery; None (all) for
+        ``all`` or when an active evaluation reads them after the job
+        (:meth:`~roundtrip.core.evaluation.Evaluation.reads_reconstructions`)."""
+        p = self.plan
+        value = p.config["datasets"][dataset].get("keep_reconstructions",
+                                                  p.config["run"].get("keep_reconstructions", 16))
+        if value == "all" or any(ev.reads_reconstructions(p, dataset) for ev in p.active):
+            return None
+        keep = 0 if value == "none" else int(value)
+        if dataset in p.galleries.datasets:
+            keep = max(keep, int(p.config.get("report", {}).get("gallery_items", 1)))
+        return keep
+
     def targets(self, scorers) -> dict[str, str]:
-        """``name -> "module:function"`` of reconstruction scorers, for the reconstruction job
+        """``name -> "module:name"`` of reconstruction scorers, for the reconstruction job
         to import.
 
         Raises:
@@ -121,18 +157,27 @@ class ReconJobs:
         return tuple(sorted({f for s in self.scorers(dataset)
                              for f in self._run_wide_inputs(s, dataset)}))
 
+    def separate_waits(self) -> bool:
+        """Whether a model's sets that wait on a run-wide file (the reference tokenizer, CMMS)
+        get a batched job of their own (:meth:`batches`): with more than
+        :data:`FEW_CORES` cores, or on a cluster, where the other sets can start at once. On a
+        small machine one job per model pays one start-up for all its sets, and the cores are
+        busy with the trainings while the sets wait."""
+        return self.plan.cores is None or self.plan.cores > FEW_CORES
+
     def batches(self) -> list[tuple[str, list[str], list[str]]]:
-        """``(rule name, models, datasets)`` of the batched jobs: per model, its batched sets
-        grouped by the run-wide files they wait on (:meth:`waits_on`); models with the same
-        groups share a rule (wildcard ``model``). Names: ``reconstruct_sets``, plus the
-        scorers that wait (``reconstruct_sets_tokens``), plus ``_2``, ``_3``... where models
-        cover different sets."""
+        """``(rule name, models, datasets)`` of the batched jobs: per model, its batched sets,
+        grouped by the run-wide files they wait on (:meth:`waits_on`) where
+        :meth:`separate_waits`; models with the same groups share a rule (wildcard ``model``).
+        Names: ``reconstruct_sets``, plus the scorers that wait (``reconstruct_sets_tokens``),
+        plus ``_2``, ``_3``... where models cover different sets."""
         groups: dict[tuple, list[str]] = {}
         for model in self.plan.models:
             by_wait: dict[tuple, list[str]] = {}
             for d in self.plan.image_datasets:
                 if self.batched(d) and model in self.plan.models_on(d):
-                    by_wait.setdefault(self.waits_on(d), []).append(d)
+                    wait = self.waits_on(d) if self.separate_waits() else ()
+                    by_wait.setdefault(wait, []).append(d)
             for wait, datasets in by_wait.items():
                 groups.setdefault((wait, tuple(datasets)), []).append(model)
         out, taken = [], set()
@@ -146,6 +191,13 @@ class ReconJobs:
             taken.add(name)
             out.append((name, models, list(datasets)))
         return out
+
+    @staticmethod
+    def batch_priority(datasets: list[str]) -> int:
+        """Scheduling priority of a batched job: its number of sets, at most 9 (below the
+        trainings, 10). The longest jobs then start first and the short ones fill the end of
+        the run, instead of one long job running alone on one core while the others idle."""
+        return min(9, len(datasets))
 
     def _input_patterns(self, scorer: str, dataset: str) -> list[str]:
         """The files ``scorer`` reads on ``dataset`` (:meth:`inputs`), one list, in
@@ -174,7 +226,7 @@ class ReconJobs:
     def batch_jobs(self, datasets: list[str], model: str) -> list[dict]:
         """What a batched job of ``model`` does, per dataset in order: ``dataset``,
         ``manifest``, ``outputs`` (name -> file), ``scorers`` (name -> options), ``targets``
-        (name -> ``module:function``), ``protocol`` and ``size``
+        (name -> ``module:name``), ``protocol``, ``size`` and ``keep`` (:meth:`keep`)
         (:func:`roundtrip.workflow.recon_job.run_recon_jobs`)."""
         jobs = []
         for d in datasets:
@@ -183,7 +235,8 @@ class ReconJobs:
             jobs.append({"dataset": d, "manifest": f"results/datasets/{d}/manifest.csv",
                          "outputs": self._outputs_of(d, model), "scorers": scorers,
                          "targets": self.targets(tuple(scorers)),
-                         "protocol": spec.get("protocol"), "size": spec.get("size")})
+                         "protocol": spec.get("protocol"), "size": spec.get("size"),
+                         "keep": self.keep(d)})
         return jobs
 
     def _outputs_of(self, dataset: str, model: str) -> dict[str, str]:

@@ -19,7 +19,7 @@ class CHD(Evaluation):
     order = 20
     rules = Path(__file__).resolve().parents[4] / "rules/evals/chd.smk"
     config_section = "metrics.tokens"
-    recon_scorers = {"tokens": "roundtrip.evals.chd.scoring:score_reconstructions"}
+    recon_scorers = {"tokens": "roundtrip.evals.chd.scoring:TokenScorer"}
     # the sensitivity curves are the headline figure; their per-level listing is in the appendix
     report_tables = ("token_metrics", "token_sensitivity_spearman")
     report_figures = ()

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from roundtrip.core.manifest import read_manifest
-from roundtrip.core.recon_items import ReconContext
+from roundtrip.core.scoring import ReconScorer
 from roundtrip.datasets.medical import read_volume
 from roundtrip.evals.medibench import latent_features as lu
 from roundtrip.models import Adapter
@@ -170,14 +170,23 @@ def _classify(kind, settings, model, baselines, data, y, multilabel, folds,
     return rows
 
 
-def score_reconstructions(ctx: ReconContext, options: dict) -> dict[str, pd.DataFrame]:
+class LatentUtilityScorer(ReconScorer):
     """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): ``latent_utility``, the
-    classifier rows of the job's model (:func:`latent_utility`) on a labeled 2D medical set.
+    classifier rows of the job's model (:func:`latent_utility`) on a labeled 2D medical set. It
+    encodes the originals, not the reconstructions, so it keeps no record per item and works at
+    :meth:`finish`, with the job's model.
 
-    Args:
-        options: ``kind`` (``image``), ``settings`` (``medical.latent_utility`` with the set's
-            ``patch`` and ``axis``).
+    Options: ``kind`` (``image``), ``settings`` (``medical.latent_utility`` with the set's
+    ``patch`` and ``axis``).
     """
-    rows = latent_utility(ctx.manifest, options["kind"], dict(options["settings"]),
-                          ctx.load_model())
-    return {"latent_utility": rows}
+
+    def record_options(self, options: dict) -> dict:
+        return {}  # no record depends on them: its work is all in finish
+
+    def score(self, items: list) -> list:
+        return [None] * len(items)
+
+    def finish(self, items: list, records: list) -> dict[str, pd.DataFrame]:
+        rows = latent_utility(self.ctx.manifest, self.options["kind"],
+                              dict(self.options["settings"]), self.ctx.load_model())
+        return {"latent_utility": rows}

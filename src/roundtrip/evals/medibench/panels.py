@@ -1,7 +1,8 @@
 """Reconstruction and subtraction-map panels (PNG) per modality (MediBench figures).
 
-For each modality of a dataset, its first scored item: the original, each model's
-reconstruction, and below each the absolute difference ``|x_hat - x|`` on one fixed color scale
+For each modality of a dataset, its first item whose reconstructions every model kept as files
+(``keep_reconstructions``; else its first item): the original, each model's reconstruction,
+and below each the absolute difference ``|x_hat - x|`` on one fixed color scale
 (0 to the largest difference in the panel), so models are comparable at a glance. Volumes show
 their middle slice along the slicing axis.
 """
@@ -11,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from roundtrip.core.manifest import read_item_csv, read_manifest
 
@@ -30,6 +32,17 @@ def _load(path: Path, axis: int) -> np.ndarray:
 def _recon_path(folder: Path, item: str) -> Path:
     ext = ".nii.gz" if (folder / f"{item}.nii.gz").exists() else ".png"
     return folder / f"{item}{ext}"
+
+
+def _shown_items(ok_items, folders: dict[str, Path]):
+    """Per modality, the first item whose reconstruction file every model kept, else the
+    first item (the manifest's ok rows, in order)."""
+    def kept(item_id: str) -> bool:
+        return all(_recon_path(folder, item_id).is_file() for folder in folders.values())
+
+    shown = [group[group["item_id"].map(kept)].head(1) if group["item_id"].map(kept).any()
+             else group.head(1) for _, group in ok_items.groupby("modality", sort=False)]
+    return pd.concat(shown) if shown else ok_items.iloc[:0]
 
 
 def write_panel(manifest_path: str | Path, status_files: Mapping[str, str | Path], dataset: str,
@@ -59,9 +72,9 @@ def write_panel(manifest_path: str | Path, status_files: Mapping[str, str | Path
     m = m[m["status"] == "ok"]
     if "modality" not in m:
         m = m.assign(modality=dataset)
-    firsts = m.groupby("modality", sort=False).head(1)
     models = list(status_files)
     folders = {mod: Path(f).parent for mod, f in status_files.items()}
+    firsts = _shown_items(m, folders)
     status = {mod: read_item_csv(f).set_index("item_id") for mod, f in status_files.items()}
     n_rows, n_cols = 2 * max(1, len(firsts)), 1 + len(models)
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(1.9 * n_cols, 1.9 * n_rows), squeeze=False)
@@ -73,7 +86,11 @@ def write_panel(manifest_path: str | Path, status_files: Mapping[str, str | Path
         for mod in models:
             st = status[mod].loc[row["item_id"]] if row["item_id"] in status[mod].index else None
             if st is not None and st["status"] == "ok":
-                recons[mod] = _load(_recon_path(folders[mod], row["item_id"]), axis)
+                path = _recon_path(folders[mod], row["item_id"])
+                if not path.is_file():
+                    recons[mod] = "reconstruction not kept (run.keep_reconstructions)"
+                    continue
+                recons[mod] = _load(path, axis)
                 # a protocol that resizes (model_size) scores against its stored reference
                 ref = str(st.get("reference", "") or "")
                 refs[mod] = _load(folders[mod] / ref, axis) if ref else x

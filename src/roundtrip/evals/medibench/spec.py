@@ -24,7 +24,8 @@ class MediBench(Evaluation):
     rules = Path(__file__).resolve().parents[4] / "rules/evals/medibench.smk"
     config_section = "medical"
     schema = Path(__file__).with_name("config.schema.yaml")
-    recon_scorers = {"latent_utility": "roundtrip.evals.medibench.latent_utility:score_reconstructions"}
+    recon_scorers = {
+        "latent_utility": "roundtrip.evals.medibench.latent_utility:LatentUtilityScorer"}
     # the paper's Tables 1-5 in order (2D fidelity, 2D latent utility, 3D fidelity, 3D
     # structure, 3D latent utility); the listing of every classifier (two heads per feature set,
     # a long reason column) and the latent shapes (Table 6) go to the appendix

@@ -94,6 +94,13 @@ class Vista(Evaluation):
     def text_datasets(self, plan) -> list[str]:
         return self.view(plan).ocr_datasets
 
+    def reads_reconstructions(self, plan, dataset: str) -> bool:
+        """A reader that is sent the images (not their OCR) reads every reconstruction of the
+        question sets in its answer jobs."""
+        view = self.view(plan)
+        return dataset in view.datasets and any(
+            spec["type"] not in OCR_READER_TYPES for spec in view.readers.values())
+
     def check(self, plan) -> None:
         """Readers build and name OCR engines, models and question sets that exist; a release
         set names its TSV."""

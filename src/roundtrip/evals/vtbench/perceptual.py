@@ -1,8 +1,8 @@
 """Scoring with pretrained networks: LPIPS per item, FID and KID per set.
 
-Both stream: pairs are read one at a time (LPIPS) and only 2048-d feature vectors are kept
-(FID/KID), so memory grows with the item count by 16 KiB per image pair at most, never by images.
-When the network's weights are not in the cache, :func:`unavailable_items` and
+Both stream: each pair is scored as it is reconstructed (LPIPS) and only 2048-d feature vectors
+are kept (FID/KID, float32), so memory grows with the item count by 16 KiB per image pair at most,
+never by images. When the network's weights are not in the cache, :func:`unavailable_items` and
 :func:`unavailable_set` write the same files with the reason in place of numbers, so the tables
 print "n/a" with a footnote instead of failing the run.
 """
@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import logging
 import math
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import torch
 
 from roundtrip.core import weights
-from roundtrip.core.imaging import ImageReadError, read_image, to_uint8, to_unit
-from roundtrip.core.recon_items import ReconContext, iter_recon_items
+from roundtrip.core.imaging import ImageReadError, to_uint8, to_unit
+from roundtrip.core.recon_items import ReconItem
+from roundtrip.core.scoring import ReconScorer
 from roundtrip.core.weights import WeightsMissing
 from roundtrip.metrics.distribution import FEATURE_DIM, InceptionFeatures, fid, kid
 from roundtrip.metrics.perceptual import LPIPS, NETS
@@ -29,68 +28,14 @@ LPIPS_COLUMNS = ["item_id", "status", "reason", "lpips", "lpips_vtbench"]
 SET_COLUMNS = ["metric", "value", "n", "note"]
 
 
-def _tensor(path: Path) -> torch.Tensor:
+def _unit_tensor(image: np.ndarray) -> torch.Tensor:
     """``[1, 3, H, W]`` float32 in [0, 1]."""
-    return torch.from_numpy(to_unit(read_image(path))).permute(2, 0, 1)[None]
+    return torch.from_numpy(to_unit(image)).permute(2, 0, 1)[None]
 
 
-def _uint8(path: Path) -> torch.Tensor:
+def _uint8_tensor(image: np.ndarray) -> torch.Tensor:
     """``[1, 3, H, W]`` uint8 (16-bit images are rounded to 8 bits, as Inception expects)."""
-    return torch.from_numpy(to_uint8(read_image(path))).permute(2, 0, 1)[None]
-
-
-def score_lpips(manifest_path: str | Path, status_path: str | Path, recon_dir: str | Path,
-                metric: LPIPS) -> pd.DataFrame:
-    """LPIPS of every reconstructed item vs its reference; other items keep status and reason.
-
-    ``lpips``: roundtrip's convention ([0, 1] mapped to [-1, 1]); ``lpips_vtbench``: the released
-    evaluator's ([0, 1] fed as they are; :mod:`roundtrip.evals.vtbench.released`).
-
-    Returns:
-        DataFrame with :data:`LPIPS_COLUMNS`.
-    """
-    rows = []
-    for item in iter_recon_items(manifest_path, status_path, recon_dir):
-        row = {"item_id": item.item_id, "status": item.status, "reason": item.reason,
-               "lpips": math.nan, "lpips_vtbench": math.nan}
-        if item.status == "ok":
-            try:
-                x, y = _tensor(item.reference), _tensor(item.reconstruction)
-                row["lpips"] = float(metric(x, y)[0])
-                row["lpips_vtbench"] = float(metric(y, x, input_range="as_signed")[0])
-            except (ImageReadError, ValueError, RuntimeError) as exc:
-                row.update(status="error", reason=f"LPIPS: {exc}")
-        rows.append(row)
-    return pd.DataFrame(rows, columns=LPIPS_COLUMNS)
-
-
-def distribution_features(manifest_path: str | Path, status_path: str | Path,
-                          recon_dir: str | Path, features: InceptionFeatures
-                          ) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Inception features of references and reconstructions over the reconstructed items.
-
-    Only items whose reconstruction exists enter either set, so both sets describe the same
-    images; failed items are logged.
-
-    Returns:
-        ``(real [N, 2048], fake [N, 2048], failures)`` float64 arrays and ``item: reason`` lines.
-    """
-    real, fake, failures = [], [], []
-    for item in iter_recon_items(manifest_path, status_path, recon_dir):
-        if item.status != "ok":
-            failures.append(f"{item.item_id}: {item.status}")
-            continue
-        try:
-            r, f = features(_uint8(item.reference)), features(_uint8(item.reconstruction))
-        except (ImageReadError, ValueError, RuntimeError) as exc:
-            failures.append(f"{item.item_id}: {exc}")
-            log.warning("%s: no features: %s", item.item_id, exc)
-            continue
-        real.append(r[0].numpy())
-        fake.append(f[0].numpy())
-    shape = (0, FEATURE_DIM)
-    return (np.stack(real) if real else np.zeros(shape), np.stack(fake) if fake else np.zeros(shape),
-            failures)
+    return torch.from_numpy(to_uint8(image)).permute(2, 0, 1)[None]
 
 
 def distribution_rows(real: np.ndarray, fake: np.ndarray, kid_subset_size: int = 1000,
@@ -116,54 +61,170 @@ def distribution_rows(real: np.ndarray, fake: np.ndarray, kid_subset_size: int =
                         columns=SET_COLUMNS)
 
 
-def unavailable_items(manifest_path: str | Path, status_path: str | Path, recon_dir: str | Path,
-                      reason: str) -> pd.DataFrame:
-    """The LPIPS file of a run without LPIPS weights: every row says why."""
-    rows = [{"item_id": item.item_id, "status": "unavailable", "reason": reason, "lpips": math.nan,
-             "lpips_vtbench": math.nan}
-            for item in iter_recon_items(manifest_path, status_path, recon_dir)]
-    return pd.DataFrame(rows, columns=LPIPS_COLUMNS)
-
-
 def unavailable_set(metrics: list[str], reason: str) -> pd.DataFrame:
     """Set rows with NaN values, n = 0 and the reason as the note."""
     return pd.DataFrame([{"metric": m, "value": math.nan, "n": 0, "note": reason}
                          for m in metrics], columns=SET_COLUMNS)
 
 
-def score_reconstructions(ctx: ReconContext, options: dict) -> dict[str, pd.DataFrame]:
-    """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): ``lpips`` (per item) and
-    ``distribution`` (FID, KID, KID std).
+class PerceptualScorer(ReconScorer):
+    """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): ``lpips`` (per item, as
+    :func:`score_lpips`) and ``distribution`` (FID, KID, KID std of the Inception features).
 
     A metric whose weights are missing from the cache writes rows that say so (the tables print
-    n/a with that footnote); a disabled metric writes rows saying it is disabled.
+    n/a with that footnote); a disabled metric writes rows saying it is disabled. The networks
+    are loaded on ``ctx.device`` when the first items arrive.
 
-    Args:
-        options: ``lpips`` and ``fid`` (their config sections), ``cache`` (weights cache); the
-            networks run on ``ctx.device``.
+    Options: ``lpips`` and ``fid`` (their config sections), ``cache`` (weights cache).
+
+    Records: ``{"lpips": (lpips, lpips_vtbench) or a reason, "features": (real, fake) float32
+    [2048] or a reason}``, None for a metric that does not run.
     """
-    pairs, device = (ctx.manifest, ctx.status, ctx.recon_dir), ctx.device
-    cache, lp, fd = options["cache"], options["lpips"], options["fid"]
-    if not lp["enabled"]:
-        lpips = unavailable_items(*pairs, "LPIPS disabled (metrics.lpips.enabled: false)")
-    else:
-        try:
-            lpips = score_lpips(*pairs, LPIPS(lp["net"], cache=cache, device=device))
-        except WeightsMissing:
-            note = weights.missing_note(NETS[lp["net"]], cache)
-            log.warning(note)
-            lpips = unavailable_items(*pairs, note)
-    metrics = ["fid", "kid", "kid_std"]
-    if not fd["enabled"]:
-        return {"lpips": lpips,
-                "distribution": unavailable_set(metrics, "FID/KID disabled (metrics.fid.enabled: false)")}
+
+    def __init__(self, ctx, options: dict):
+        super().__init__(ctx, options)
+        self._loaded = None
+
+    def record_options(self, options: dict) -> dict:
+        """What the records depend on: which metrics run, the LPIPS backbone, and the weight
+        files (fetching one makes the earlier records, made without it, stale); KID's subsets
+        are drawn in finish."""
+        cache = options["cache"]
+        return {"lpips": {k: options["lpips"].get(k) for k in ("enabled", "net")},
+                "fid": {"enabled": options["fid"]["enabled"]},
+                "weights": [str(weights.path_of(name, cache))
+                            for name in (NETS[options["lpips"]["net"]], "inception-fid")]}
+
+    def complete(self, record) -> bool:
+        return not any(isinstance(v, str) for v in record.values())
+
+    def _networks(self):
+        """``(LPIPS or None, InceptionFeatures or None)``: those enabled with weights at hand."""
+        if self._loaded is None:
+            o, device = self.options, self.ctx.device
+            lp = _load(lambda: LPIPS(o["lpips"]["net"], cache=o["cache"], device=device)
+                       if o["lpips"]["enabled"] else None)
+            features = _load(lambda: InceptionFeatures(cache=o["cache"], device=device)
+                             if o["fid"]["enabled"] else None)
+            self._loaded = (lp or None, features or None)
+        return self._loaded
+
+    def score(self, items: list[ReconItem]) -> list:
+        if not any(item.status == "ok" for item in items):
+            return [{"lpips": None, "features": None} for _ in items]
+        lp, features = self._networks()
+        records = []
+        for item in items:
+            record = {"lpips": None, "features": None}
+            if item.status == "ok":
+                try:
+                    ref, rec = item.read_reference(), item.read_reconstruction()
+                except (ImageReadError, ValueError) as exc:
+                    records.append({"lpips": f"LPIPS: {exc}", "features": str(exc)})
+                    continue
+                if lp is not None:
+                    record["lpips"] = _lpips_pair(lp, ref, rec)
+                if features is not None:
+                    record["features"] = _feature_pair(features, ref, rec)
+            records.append(record)
+        return records
+
+    def finish(self, items: list[ReconItem], records: list) -> dict[str, pd.DataFrame]:
+        o = self.options
+        lp, fd, cache = o["lpips"], o["fid"], o["cache"]
+        if not lp["enabled"]:
+            lpips = _unavailable_rows(items, "LPIPS disabled (metrics.lpips.enabled: false)")
+        elif note := _missing(NETS[lp["net"]], cache):
+            lpips = _unavailable_rows(items, note)
+        else:
+            lpips = lpips_rows(items, [r["lpips"] for r in records])
+        metrics = ["fid", "kid", "kid_std"]
+        if not fd["enabled"]:
+            return {"lpips": lpips, "distribution": unavailable_set(
+                metrics, "FID/KID disabled (metrics.fid.enabled: false)")}
+        if note := _missing("inception-fid", cache):
+            return {"lpips": lpips, "distribution": unavailable_set(metrics, note)}
+        real, fake, failures = feature_sets(items, [r["features"] for r in records])
+        log.info("Inception features of %d pairs; left out: %s", len(real), failures or "none")
+        return {"lpips": lpips, "distribution": distribution_rows(
+            real, fake, fd["kid_subset_size"], fd["kid_subsets"], fd["seed"])}
+
+
+def _load(build):
+    """``build()``, or False when its weights are missing (logged with the fetch command)."""
     try:
-        features = InceptionFeatures(cache=cache, device=device)
+        return build()
+    except WeightsMissing as exc:
+        log.warning("%s", exc)
+        return False
+
+
+def _missing(name: str, cache) -> str:
+    """The note of metric weights ``name`` missing from the cache, or ``""``."""
+    try:
+        weights.require(name, cache)
+        return ""
     except WeightsMissing:
-        note = weights.missing_note("inception-fid", cache)
+        note = weights.missing_note(name, cache)
         log.warning(note)
-        return {"lpips": lpips, "distribution": unavailable_set(metrics, note)}
-    real, fake, failures = distribution_features(*pairs, features)
-    log.info("Inception features of %d pairs; left out: %s", len(real), failures or "none")
-    return {"lpips": lpips, "distribution": distribution_rows(
-        real, fake, fd["kid_subset_size"], fd["kid_subsets"], fd["seed"])}
+        return note
+
+
+def _lpips_pair(metric: LPIPS, ref: np.ndarray, rec: np.ndarray):
+    """``(lpips, lpips_vtbench)`` of one pair, or the reason it failed."""
+    try:
+        x, y = _unit_tensor(ref), _unit_tensor(rec)
+        return float(metric(x, y)[0]), float(metric(y, x, input_range="as_signed")[0])
+    except (ValueError, RuntimeError) as exc:
+        return f"LPIPS: {exc}"
+
+
+def _feature_pair(features: InceptionFeatures, ref: np.ndarray, rec: np.ndarray):
+    """``(real, fake)`` float32 ``[2048]`` features of one pair, or the reason it failed (the
+    network's float32 output: float64 of it is exactly what FID/KID get)."""
+    try:
+        r, f = features(_uint8_tensor(ref)), features(_uint8_tensor(rec))
+    except (ValueError, RuntimeError) as exc:
+        return str(exc)
+    return r[0].numpy().astype(np.float32), f[0].numpy().astype(np.float32)
+
+
+def lpips_rows(items: list[ReconItem], records: list) -> pd.DataFrame:
+    """The ``lpips`` frame (:data:`LPIPS_COLUMNS`) of per-item ``(lpips, lpips_vtbench)``
+    records (or reasons), in item order."""
+    rows = []
+    for item, record in zip(items, records):
+        row = {"item_id": item.item_id, "status": item.status, "reason": item.reason,
+               "lpips": math.nan, "lpips_vtbench": math.nan}
+        if isinstance(record, str):
+            row.update(status="error", reason=record)
+        elif record is not None:
+            row["lpips"], row["lpips_vtbench"] = record
+        rows.append(row)
+    return pd.DataFrame(rows, columns=LPIPS_COLUMNS)
+
+
+def feature_sets(items: list[ReconItem], records: list
+                 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(real [N, 2048], fake [N, 2048], failures)`` float64 of per-item feature records over
+    the reconstructed items (both sets describe the same images), and ``item: reason`` lines of
+    the items left out."""
+    real, fake, failures = [], [], []
+    for item, record in zip(items, records):
+        if item.status != "ok":
+            failures.append(f"{item.item_id}: {item.status}")
+        elif isinstance(record, str) or record is None:
+            failures.append(f"{item.item_id}: {record or 'no features'}")
+            log.warning("%s: no features: %s", item.item_id, record)
+        else:
+            real.append(record[0].astype(np.float64))
+            fake.append(record[1].astype(np.float64))
+    shape = (0, FEATURE_DIM)
+    return (np.stack(real) if real else np.zeros(shape), np.stack(fake) if fake else np.zeros(shape),
+            failures)
+
+
+def _unavailable_rows(items: list[ReconItem], reason: str) -> pd.DataFrame:
+    rows = [{"item_id": item.item_id, "status": "unavailable", "reason": reason,
+             "lpips": math.nan, "lpips_vtbench": math.nan} for item in items]
+    return pd.DataFrame(rows, columns=LPIPS_COLUMNS)

@@ -55,11 +55,28 @@ class ReleasedPSNR:
         Raises:
             ValueError: the two tensors differ in shape.
         """
+        self.add(self.pair_stats(reconstruction, original))
+
+    @staticmethod
+    def pair_stats(reconstruction: torch.Tensor, original: torch.Tensor) -> tuple:
+        """``(sse, count, lo, hi)`` of one pair, what :meth:`update` adds: the sum of squared
+        errors (float64), the value count, and the min and max of the original.
+
+        Raises:
+            ValueError: the two tensors differ in shape.
+        """
         _check(reconstruction, original)
         diff = reconstruction.double() - original.double()
-        self.sse += float((diff * diff).sum())
-        self.count += diff.numel()
-        self.lo, self.hi = min(self.lo, float(original.min())), max(self.hi, float(original.max()))
+        return (float((diff * diff).sum()), diff.numel(), float(original.min()),
+                float(original.max()))
+
+    def add(self, stats: tuple) -> None:
+        """Add one pair's :meth:`pair_stats` (pairs added in the same order give the same
+        bytes as :meth:`update`)."""
+        sse, count, lo, hi = stats
+        self.sse += sse
+        self.count += count
+        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
         self.n += 1
 
     @property

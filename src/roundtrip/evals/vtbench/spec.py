@@ -20,9 +20,9 @@ class VTBench(Evaluation):
     order = 10
     rules = Path(__file__).resolve().parents[4] / "rules/evals/vtbench.smk"
     recon_scorers = {
-        "image_quality": "roundtrip.evals.vtbench.image_quality:score_reconstructions",
-        "perceptual": "roundtrip.evals.vtbench.perceptual:score_reconstructions",
-        "text": "roundtrip.evals.vtbench.text:score_reconstructions",
+        "image_quality": "roundtrip.evals.vtbench.image_quality:ImageQualityScorer",
+        "perceptual": "roundtrip.evals.vtbench.perceptual:PerceptualScorer",
+        "text": "roundtrip.evals.vtbench.text:TextScorer",
     }
     # the paper's order: Table 1 (all settings, then one table per protocol), Table 2 (detail
     # preservation), Table 3 (text), Table 4 (detail statistics, App. D), Table 5 (OCR

@@ -10,10 +10,12 @@ import logging
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from roundtrip.core.manifest import read_item_csv, read_manifest
-from roundtrip.core.recon_items import ReconContext
+from roundtrip.core.recon_items import ReconItem
+from roundtrip.core.scoring import ReconScorer
 from roundtrip.metrics.text import Normalization, raw_text_errors, text_errors
 
 log = logging.getLogger(__name__)
@@ -116,28 +118,106 @@ def text_dataset_kinds(manifests: dict[str, str | Path], default_langs: dict[str
     return has_gt, cer_only
 
 
-def score_reconstructions(ctx: ReconContext, options: dict) -> dict[str, pd.DataFrame]:
+class TextScorer(ReconScorer):
     """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): for every OCR engine, the
     OCR of the reconstructions (``ocr_{engine}``) and their CER/WER (``text_{engine}``).
 
-    Args:
-        options: ``engines`` (``ocr.engines``: name -> spec), ``ocr_original`` (name -> the
-            OCR file of the originals), ``lang`` (the dataset's language), ``normalization``
-            (``ocr.normalization``).
-    """
-    from roundtrip.readers import build_ocr
-    from roundtrip.stages.ocr import languages, ocr_dataset
+    Options: ``engines`` (``ocr.engines``: name -> spec), ``ocr_original`` (name -> the OCR file
+    of the originals), ``lang`` (the dataset's language; an item's own ``lang`` wins),
+    ``normalization`` (``ocr.normalization``).
 
-    norm = Normalization.from_config(options["normalization"])
-    out = {}
-    for name, spec in options["engines"].items():
-        engine = build_ocr(name, spec)
-        log.info("%s version %s", name, engine.check(languages(ctx.manifest, options["lang"])))
-        rows = ocr_dataset(engine, ctx.manifest, options["lang"], ctx.status,
-                           threads=getattr(engine, "concurrency", ctx.threads))
-        # scored from its CSV text, as a separate job reading the file would score it
-        text = io.StringIO(rows.to_csv(index=False))
-        out[f"ocr_{name}"] = rows
-        out[f"text_{name}"] = score_text(ctx.manifest, options["ocr_original"][name], text,
-                                         ctx.status, norm)
-    return out
+    Records: ``{engine: (text, status, reason)}`` of a reconstructed item, None of the others.
+    """
+
+    def __init__(self, ctx, options: dict):
+        super().__init__(ctx, options)
+        self._engines, self._originals = None, {}
+
+    def record_options(self, options: dict) -> dict:
+        # the normalization is applied in finish: changing it reads nothing again
+        return {k: v for k, v in options.items() if k != "normalization"}
+
+    def complete(self, record) -> bool:
+        # an engine that failed on the item (an API timeout...) reads it again on a rerun
+        return record is None or all(status == "ok" for _, status, _ in record.values())
+
+    def _built(self) -> dict:
+        from roundtrip.readers import build_ocr
+        from roundtrip.stages.ocr import languages
+
+        if self._engines is None:
+            self._engines = {}
+            for name, spec in self.options["engines"].items():
+                engine = build_ocr(name, spec)
+                log.info("%s version %s", name,
+                         engine.check(languages(self.ctx.manifest, self.options["lang"])))
+                self._engines[name] = engine
+        return self._engines
+
+    def score(self, items: list[ReconItem]) -> list:
+        from roundtrip.readers import ocr_items
+
+        ok = [item for item in items if item.status == "ok"]
+        if not ok:
+            return [None] * len(items)
+        read = {}
+        for name, engine in self._built().items():
+            same = self._same_as_original(name, engine, ok)
+            triples = [(i.item_id, i.read_reconstruction(),
+                        i.fields.get("lang") or self.options["lang"])
+                       for i in ok if i.item_id not in same]
+            rows = ocr_items(engine, triples,
+                             threads=getattr(engine, "concurrency", self.ctx.threads))
+            for r in rows.itertuples():
+                read.setdefault(r.item_id, {})[name] = (r.text, r.status, r.reason)
+            for item_id, reading in same.items():
+                read.setdefault(item_id, {})[name] = reading
+        return [read.get(item.item_id) for item in items]
+
+    def _same_as_original(self, name: str, engine, items: list[ReconItem]) -> dict:
+        """Item -> the original's reading, for the items whose reconstruction is pixel for
+        pixel their dataset original (a lossless model): a deterministic engine reads them as
+        it read the original (``ocr_original``), so they are not read again."""
+        if not getattr(engine, "deterministic", False):
+            return {}
+        original = self._original_readings(name)
+        same = {}
+        for item in items:
+            reading = original.get(item.item_id)
+            if (reading and reading[1] == "ok"
+                    and item.reference == self.ctx.manifest.parent / item.fields.get("path", "")
+                    and np.array_equal(item.read_reference(), item.read_reconstruction())):
+                same[item.item_id] = reading
+        return same
+
+    def _original_readings(self, name: str) -> dict:
+        if name not in self._originals:
+            rows = read_item_csv(self.options["ocr_original"][name])
+            self._originals[name] = {r.item_id: (r.text, r.status, r.reason)
+                                     for r in rows.itertuples()}
+        return self._originals[name]
+
+    def finish(self, items: list[ReconItem], records: list) -> dict[str, pd.DataFrame]:
+        norm = Normalization.from_config(self.options["normalization"])
+        out = {}
+        for name in self.options["engines"]:
+            rows = ocr_rows(items, [r[name] if r else None for r in records])
+            # scored from its CSV text, as a separate job reading the file would score it
+            text = io.StringIO(rows.to_csv(index=False))
+            out[f"ocr_{name}"] = rows
+            out[f"text_{name}"] = score_text(self.ctx.manifest, self.options["ocr_original"][name],
+                                             text, self.ctx.status, norm)
+        return out
+
+
+def ocr_rows(items: list[ReconItem], records: list) -> pd.DataFrame:
+    """The OCR file of a model's reconstructions: ``item_id, text, status, reason``, the read
+    items in manifest order, then the items without an image (``status=error``, ``no image to
+    read``), as :func:`roundtrip.stages.ocr.ocr_dataset` writes it."""
+    read = [{"item_id": i.item_id, "text": r[0], "status": r[1], "reason": r[2]}
+            for i, r in zip(items, records) if r is not None]
+    skipped = [{"item_id": i.item_id, "text": "", "status": "error", "reason": "no image to read"}
+               for i, r in zip(items, records) if r is None]
+    return pd.concat([pd.DataFrame(read, columns=["item_id", "text", "status", "reason"]),
+                      pd.DataFrame(skipped, columns=["item_id", "text", "status", "reason"])],
+                     ignore_index=True)
