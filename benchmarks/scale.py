@@ -16,13 +16,16 @@ For each N in ``--sizes`` (default 100 1000 10000), in a fresh copy of the repos
    reconstructs and scores PSNR/SSIM (VTBench's per-item image quality).
 3. Snakemake (``--cores``, default all) runs, each timed on its own: the set's build
    (``results/datasets/scale/manifest.csv``), then each model's image quality
-   (``results/metrics/{model}/scale/image_quality.csv``: its ``reconstruct_shard`` jobs, then
-   the job that merges them and scores them), one model per run, and finally a rerun of both
-   targets with nothing to do (Snakemake's start-up and DAG). Every ``--interval`` seconds the
+   (``results/metrics/{model}/scale/image_quality.csv``: its ``reconstruct_shard`` jobs, which
+   reconstruct and score their items, then the job that merges their statuses and finishes
+   their records), one model per run and per ``--keeps`` value (``run.keep_reconstructions``,
+   default 16 then ``all``: the second run redoes the model's items, to measure the disk of
+   every reconstruction kept), and finally a rerun of both targets with nothing to do
+   (Snakemake's start-up and DAG). Every ``--interval`` seconds the
    process tree is sampled: the largest RSS of a single job process (Snakemake's own process
    is recorded apart) and the summed PSS of the tree (as ``default_run.py``).
 
-One row per (model, N) in ``benchmarks/results/scale.json``:
+One row per (model, N, keep) in ``benchmarks/results/scale.json``:
 
 - ``wall_s``: the model's Snakemake run (start-up included, the set already built);
   ``s_per_item`` = ``wall_s / N``.
@@ -31,22 +34,23 @@ One row per (model, N) in ``benchmarks/results/scale.json``:
   stacking and the move to the device, shared out over its items) divided by N.
 - ``efficiency``: that forward time over the seconds of all the model's reconstruction jobs
   (the ``s`` of Snakemake's ``benchmark:`` files under ``results/benchmarks``: every
-  ``reconstruct_shard/{model}/scale/*.tsv`` and ``reconstruct/{model}/scale.tsv``, the merge and
-  scoring job). ``shard_efficiency`` divides by the ``reconstruct_shard`` jobs alone. The rest
-  is start-up (Python, torch, the model), decoding the inputs, writing the PNGs and the journal,
-  and scoring.
+  ``reconstruct_shard/{model}/scale/*.tsv`` and ``reconstruct/{model}/scale.tsv``, the merge
+  job). ``shard_efficiency`` divides by the ``reconstruct_shard`` jobs alone. The rest is
+  start-up (Python, torch, the model), decoding the inputs, writing the kept PNGs and the
+  journals, and scoring.
 - ``peak_rss_mb``: the largest RSS of one job process over the run (sampled);
   ``job_max_rss_mb``: the largest ``max_rss`` of the model's ``benchmark:`` files, a cross-check
   that a short job the sampler missed cannot hide; ``peak_pss_sum_mb``: the summed PSS.
 - ``disk_mb``: disk used (allocated blocks) by ``results/recon/{model}`` after its run;
   ``results_mb``: by all of ``results/`` then.
 
-With two sizes or more, ``fit`` holds per model a least-squares line ``wall_s = fixed_s +
+The rows of the first ``--keeps`` value give the plot and the fit. With two sizes or more,
+``fit`` holds per model a least-squares line ``wall_s = fixed_s +
 per_item_s * N`` and what it predicts for 10000 items. The plot (``--out`` with ``.png``) shows
 seconds per item (wall, and forward dashed) and peak job RSS against N, one line per model.
 
-Usage: ``python benchmarks/scale.py [--sizes 100 1000 10000] [--keep DIR] [--out JSON]
-[--jobs 2] [--cores all] [--interval 1.0] [--seed 0]``. ``--keep DIR`` keeps each size's run
+Usage: ``python benchmarks/scale.py [--sizes 100 1000 10000] [--keeps 16 all] [--keep DIR]
+[--out JSON] [--jobs 2] [--cores all] [--interval 1.0] [--seed 0]``. ``--keep DIR`` keeps each size's run
 folder as ``DIR/n{N}``; otherwise they go to a temporary folder that is deleted.
 """
 from __future__ import annotations
@@ -170,14 +174,16 @@ def small_arch() -> dict:
     return arch_args(SMALL)
 
 
-def scale_config(shards: Path, weights: Path, jobs: int, batch_size: int = 8) -> dict:
-    """The benchmark's config: the ``scale`` set in ``jobs`` shards, ``jpeg`` and ``small``."""
+def scale_config(shards: Path, weights: Path, jobs: int, batch_size: int = 8,
+                 keep: int | str = 16) -> dict:
+    """The benchmark's config: the ``scale`` set in ``jobs`` shards, ``jpeg`` and ``small``,
+    ``keep`` reconstructions written per model (``run.keep_reconstructions``)."""
     arch = small_arch()
     small = {"type": "state_dict", "import_path": "scale_small:SmallModule", "kwargs": arch,
              "state_dict": str(weights), "family": arch["family"],
              "downsample": arch["downsample"], "codebook_size": arch["codebook_size"]}
     return {
-        "run": {"batch_size": batch_size},
+        "run": {"batch_size": batch_size, "keep_reconstructions": keep},
         "datasets": {DATASET: {"type": "webdataset", "path": str(shards), "shards": jobs}},
         "models": {"jpeg": {"type": "jpeg", "quality": 75}, "small": small},
         "metrics": {"lpips": {"enabled": False}, "fid": {"enabled": False}},
@@ -306,7 +312,8 @@ def run_size(n: int, work: Path, args) -> tuple[dict, list[dict]]:
     shards = write_shards(data / "shards", n, args.seed)
     generate_s = time.perf_counter() - t0
     weights = save_random(data / "small_vq.pt", small_arch(), seed=args.seed)
-    config = scale_config(data / "shards", weights, args.jobs, args.batch_size)
+    config = scale_config(data / "shards", weights, args.jobs, args.batch_size,
+                          _keep_value(args.keeps[0]))
     (work / CONFIG_NAME).write_text(yaml.safe_dump(config, sort_keys=False))
     # the jobs import scale_small from a folder of its own (benchmarks/ holds other modules)
     (data / "python").mkdir()
@@ -321,34 +328,10 @@ def run_size(n: int, work: Path, args) -> tuple[dict, list[dict]]:
     print(f"N={n}: generated in {generate_s:.1f} s; set built in {build['wall_s']} s", flush=True)
     rows = []
     for model, kind in MODELS.items():
-        run = snakemake(work, [model_target(model)], args.cores, env, args.interval)
-        jobs = model_jobs(work, model)
-        forward, ok = forward_seconds(work, model)
-        job_s = jobs["reconstruct_shard_s"] + jobs["reconstruct_s"]
-        row = {
-            "model": model, "kind": kind, "n_items": n,
-            "wall_s": run["wall_s"],
-            "s_per_item": round(run["wall_s"] / n, 4),
-            "forward_s_per_item": round(forward / n, 4),
-            "efficiency": round(forward / job_s, 3) if job_s else None,
-            "peak_rss_mb": run["peak_rss_mb"],
-            "disk_mb": disk_mb(work / "results/recon" / model),
-            "shard_efficiency": (round(forward / jobs["reconstruct_shard_s"], 3)
-                                 if jobs["reconstruct_shard_s"] else None),
-            "forward_s": round(forward, 2),
-            "items_ok": ok,
-            **jobs,
-            "snakemake_jobs": run["jobs"],
-            "largest_process": run["largest_process"],
-            "snakemake_rss_mb": run["snakemake_rss_mb"],
-            "peak_pss_sum_mb": run["peak_pss_sum_mb"],
-            "results_mb": disk_mb(work / "results"),
-            "mean_psnr": mean_psnr(work, model),
-        }
-        rows.append(row)
-        print(f"N={n} {model}: " + json.dumps({k: row[k] for k in (
-            "wall_s", "s_per_item", "forward_s_per_item", "efficiency", "peak_rss_mb",
-            "job_max_rss_mb", "disk_mb")}), flush=True)
+        for keep in args.keeps:  # the same set and model, keeping another number each time
+            config["run"]["keep_reconstructions"] = _keep_value(keep)
+            (work / CONFIG_NAME).write_text(yaml.safe_dump(config, sort_keys=False))
+            rows.append(model_row(work, model, kind, n, keep, env, args))
     rerun = snakemake(work, [model_target(m) for m in MODELS], args.cores, env, 0.0)
     size = {
         "n_items": n, "generate_s": round(generate_s, 2), "shards": len(shards),
@@ -362,12 +345,49 @@ def run_size(n: int, work: Path, args) -> tuple[dict, list[dict]]:
     return size, rows
 
 
+def _keep_value(keep: str) -> int | str:
+    return keep if keep in ("all", "none") else int(keep)
+
+
+def model_row(work: Path, model: str, kind: str, n: int, keep: str, env: dict, args) -> dict:
+    """One model's run on the built set, keeping ``keep`` reconstructions: its row."""
+    run = snakemake(work, [model_target(model)], args.cores, env, args.interval)
+    jobs = model_jobs(work, model)
+    forward, ok = forward_seconds(work, model)
+    job_s = jobs["reconstruct_shard_s"] + jobs["reconstruct_s"]
+    row = {
+        "model": model, "kind": kind, "n_items": n, "keep": keep,
+        "wall_s": run["wall_s"],
+        "s_per_item": round(run["wall_s"] / n, 4),
+        "forward_s_per_item": round(forward / n, 4),
+        "efficiency": round(forward / job_s, 3) if job_s else None,
+        "peak_rss_mb": run["peak_rss_mb"],
+        "disk_mb": disk_mb(work / "results/recon" / model),
+        "shard_efficiency": (round(forward / jobs["reconstruct_shard_s"], 3)
+                             if jobs["reconstruct_shard_s"] else None),
+        "forward_s": round(forward, 2),
+        "items_ok": ok,
+        **jobs,
+        "snakemake_jobs": run["jobs"],
+        "largest_process": run["largest_process"],
+        "snakemake_rss_mb": run["snakemake_rss_mb"],
+        "peak_pss_sum_mb": run["peak_pss_sum_mb"],
+        "results_mb": disk_mb(work / "results"),
+        "mean_psnr": mean_psnr(work, model),
+    }
+    print(f"N={n} {model} keep={keep}: " + json.dumps({k: row[k] for k in (
+        "wall_s", "s_per_item", "forward_s_per_item", "efficiency", "peak_rss_mb",
+        "job_max_rss_mb", "disk_mb")}), flush=True)
+    return row
+
+
 def fit(rows: list[dict], at: int = 10000) -> dict:
     """Per model, the least-squares line ``wall_s = fixed_s + per_item_s * N`` over the sizes
     run, and its prediction at ``at`` items (two sizes or more)."""
     out = {}
     for model in MODELS:
-        pts = [(r["n_items"], r["wall_s"]) for r in rows if r["model"] == model]
+        pts = [(r["n_items"], r["wall_s"]) for r in rows
+               if r["model"] == model and r["keep"] == rows[0]["keep"]]
         if len({n for n, _ in pts}) < 2:
             continue
         slope, intercept = np.polyfit([n for n, _ in pts], [w for _, w in pts], 1)
@@ -385,7 +405,8 @@ def plot(result: dict, path: Path) -> None:
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for k, model in enumerate(MODELS):
-        rows = sorted((r for r in result["rows"] if r["model"] == model),
+        rows = sorted((r for r in result["rows"]
+                       if r["model"] == model and r["keep"] == result["rows"][0]["keep"]),
                       key=lambda r: r["n_items"])
         n = [r["n_items"] for r in rows]
         colour = f"C{k}"
@@ -433,6 +454,9 @@ def main() -> None:
     ap.add_argument("--interval", type=float, default=1.0,
                     help="seconds between memory samples (each costs CPU the run then lacks)")
     ap.add_argument("--keep", default=None, help="keep each size's run folder as DIR/n{N}")
+    ap.add_argument("--keeps", nargs="+", default=["16", "all"],
+                    help="run.keep_reconstructions of each model's runs, in turn (the first "
+                         "gives the timings plotted and fitted)")
     ap.add_argument("--out", default=str(REPO / "benchmarks/results/scale.json"),
                     help="the JSON record; the plot goes beside it with .png")
     args = ap.parse_args()
@@ -457,6 +481,7 @@ def main() -> None:
     result = {
         "benchmark": f"{DATASET}: N generated 256x256 PNG images in WebDataset shards, "
                      f"datasets.{DATASET}.shards={args.jobs}, run.batch_size={args.batch_size}, "
+                     f"run.keep_reconstructions={' then '.join(args.keeps)}, "
                      f"snakemake --cores {args.cores}, one run per model (see the docstring)",
         "machine": machine(),
         "commit": commit,
