@@ -214,8 +214,8 @@ def main() -> None:
     identical = all(d == digests[0] for d in digests) if len(runs) > 1 else None
     result = {
         "artifacts_identical_across_runs": identical,
-        "benchmark": "default config.yaml in a fresh copy of the repository, snakemake --cores "
-                     + args.cores + (f" --config reproducibility={args.mode}" if args.mode else ""),
+        "benchmark": "default config.yaml in a fresh copy of the repository, snakemake "
+                     "--profile profiles/workstation --cores " + args.cores + (f" --config reproducibility={args.mode}" if args.mode else ""),
         "commit": commit,
         "machine": {"cpus": os.cpu_count(),
                     "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),

@@ -282,13 +282,14 @@ def model_jobs(work: Path, model: str) -> dict:
 
 
 def forward_seconds(work: Path, model: str) -> tuple[float, int]:
-    """``(summed per-item seconds, ok items)`` of a model's crash journals."""
-    total, ok = 0.0, 0
+    """``(summed per-item seconds, ok items)`` of a model's crash journals (an item journaled
+    twice counts once: its last record)."""
+    last = {}
     for f in sorted((work / "results/recon" / model / DATASET / "shards").glob("*.journal.csv")):
         for row in csv.DictReader(open(f, newline="")):
-            total += float(row["seconds"])
-            ok += row["status"] == "ok"
-    return total, ok
+            last[row["item_id"]] = row
+    return (sum(float(r["seconds"]) for r in last.values()),
+            sum(r["status"] == "ok" for r in last.values()))
 
 
 def mean_psnr(work: Path, model: str) -> float | None:
@@ -329,6 +330,7 @@ def run_size(n: int, work: Path, args) -> tuple[dict, list[dict]]:
     rows = []
     for model, kind in MODELS.items():
         for keep in args.keeps:  # the same set and model, keeping another number each time
+            forget_model(work, model)  # each run does all of the model's work again
             config["run"]["keep_reconstructions"] = _keep_value(keep)
             (work / CONFIG_NAME).write_text(yaml.safe_dump(config, sort_keys=False))
             rows.append(model_row(work, model, kind, n, keep, env, args))
@@ -343,6 +345,16 @@ def run_size(n: int, work: Path, args) -> tuple[dict, list[dict]]:
         "rules": rule_times(work),
     }
     return size, rows
+
+
+def forget_model(work: Path, model: str) -> None:
+    """Delete the model's reconstructions, metrics and job records of the set, so that its next
+    run recomputes everything (a changed ``keep_reconstructions`` alone would redo only the
+    items whose files are missing)."""
+    for path in (work / "results/recon" / model / DATASET, work / "results/metrics" / model,
+                 work / "results/benchmarks/reconstruct_shard" / model,
+                 work / "results/benchmarks/reconstruct" / model):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _keep_value(keep: str) -> int | str:
