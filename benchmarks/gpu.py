@@ -106,7 +106,6 @@ def main() -> int:
     if not torch.cuda.is_available():
         print(NO_CUDA, file=sys.stderr)
         return 2
-    import diffusers
     from diffusers import AutoencoderKL
 
     settings = []
@@ -123,28 +122,46 @@ def main() -> int:
         gc.collect()
         torch.cuda.empty_cache()
 
-    props = torch.cuda.get_device_properties(0)
-    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO,
-                            capture_output=True, text=True).stdout.strip()
     result = {
         "benchmark": f"diffusers AutoencoderKL, SD/SDXL VAE architecture, random weights, "
                      f"encode + decode (latent = posterior mode) at {args.resolution}x"
                      f"{args.resolution}, {args.warmup} warm-up and {args.repeats} timed passes "
                      "per setting, CUDA",
-        "commit": commit,
-        "machine": {"gpu": props.name, "gpu_memory_gb": round(props.total_memory / 2**30, 1),
-                    "capability": f"{props.major}.{props.minor}", "cpus": os.cpu_count(),
-                    "python": platform.python_version(), "torch": torch.__version__,
-                    "cuda": torch.version.cuda, "diffusers": diffusers.__version__,
-                    "cudnn_tf32": torch.backends.cudnn.allow_tf32,
-                    "matmul_tf32": torch.backends.cuda.matmul.allow_tf32},
+        "commit": commit(),
+        "machine": cuda_machine(torch),
         "config": SD_VAE_CONFIG,
         "settings": settings,
     }
-    out = Path(args.out)
+    write_record(args.out, result)
+    return 0
+
+
+def commit() -> str:
+    """``git describe --always --dirty`` of the repository: the code a record measured."""
+    return subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def cuda_machine(torch) -> dict:
+    """What a GPU record names of its machine: the first CUDA device (name, memory in GiB,
+    compute capability), the CPU count, the versions of Python, torch, CUDA and diffusers, and
+    whether TF32 is allowed (cuDNN, matrix products)."""
+    import diffusers
+
+    props = torch.cuda.get_device_properties(0)
+    return {"gpu": props.name, "gpu_memory_gb": round(props.total_memory / 2**30, 1),
+            "capability": f"{props.major}.{props.minor}", "cpus": os.cpu_count(),
+            "python": platform.python_version(), "torch": torch.__version__,
+            "cuda": torch.version.cuda, "diffusers": diffusers.__version__,
+            "cudnn_tf32": torch.backends.cudnn.allow_tf32,
+            "matmul_tf32": torch.backends.cuda.matmul.allow_tf32}
+
+
+def write_record(out: str | Path, result: dict) -> None:
+    """Write a benchmark record as indented JSON, creating its folder."""
+    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

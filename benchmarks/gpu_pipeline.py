@@ -27,10 +27,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
-import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -145,23 +142,18 @@ def main() -> int:
                     print(json.dumps(rec), flush=True)
     if args.cpu:
         return 0
-    props = torch.cuda.get_device_properties(0)
-    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO,
-                            capture_output=True, text=True).stdout.strip()
+    from gpu import commit, cuda_machine, write_record
+
     result = {
         "benchmark": f"roundtrip reconstruction job (image-quality scorer, keep 16) around the "
                      f"SD VAE (diffusers AutoencoderKL, random weights) on {args.items} "
                      f"procedural {args.size}x{args.size} images, CUDA",
-        "commit": commit,
-        "machine": {"gpu": props.name, "gpu_memory_gb": round(props.total_memory / 2**30, 1),
-                    "cpus": os.cpu_count(), "python": platform.python_version(),
-                    "torch": torch.__version__, "cuda": torch.version.cuda},
+        "commit": commit(),
+        "machine": cuda_machine(torch),
         "items": args.items, "size": args.size,
         "settings": settings,
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_record(args.out, result)
     return 0
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import pickle
 from collections.abc import Callable
@@ -83,6 +84,19 @@ class ReconScorer:
             records: the record :meth:`score` gave each of them, same order.
         """
         raise NotImplementedError
+
+
+def item_row(item: ReconItem, record: Any, columns: list[str]) -> dict:
+    """The per-item row a scorer's :meth:`~ReconScorer.finish` starts from: every column of
+    ``columns`` NaN, then the item's ``item_id``, ``status`` and ``reason``. A record that is a
+    ``str`` is the reason scoring the item failed: the row is an error with that reason. The
+    caller fills the value columns from any other record that is not None (None: the item was
+    not scored, its status says why)."""
+    row = dict.fromkeys(columns, math.nan)
+    row.update(item_id=item.item_id, status=item.status, reason=item.reason)
+    if isinstance(record, str):
+        row.update(status="error", reason=record)
+    return row
 
 
 def is_streamed(target: Any) -> bool:

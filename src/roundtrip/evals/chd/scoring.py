@@ -14,7 +14,7 @@ import pandas as pd
 
 from roundtrip.core.imaging import ImageReadError
 from roundtrip.core.recon_items import ReconItem, iter_recon_items
-from roundtrip.core.scoring import ReconScorer
+from roundtrip.core.scoring import ReconScorer, item_row
 from roundtrip.evals.chd.cmms import CMMS, to_square, tokenize
 from roundtrip.metrics.tokens import CHD_2D_SEQUENCE_REASON, TokenHistogram, chd
 from roundtrip.models import Adapter
@@ -101,11 +101,8 @@ def token_rows(items: list[ReconItem], records: list, vocab: int
     real, fake = TokenHistogram(vocab), TokenHistogram(vocab)
     rows = []
     for item, record in zip(items, records):
-        row = {"item_id": item.item_id, "status": item.status, "reason": item.reason,
-               "cmms": math.nan, "cmms_reference": math.nan}
-        if isinstance(record, str):
-            row.update(status="error", reason=record)
-        elif record is not None:
+        row = item_row(item, record, TOKEN_COLUMNS)
+        if record is not None and not isinstance(record, str):
             real.add(record[0].astype(np.int64))
             fake.add(record[1].astype(np.int64))
             row["cmms_reference"], row["cmms"] = record[2], record[3]

@@ -20,7 +20,7 @@ import torch
 
 from roundtrip.core.imaging import ImageReadError, to_unit
 from roundtrip.core.recon_items import ReconItem, iter_recon_items
-from roundtrip.core.scoring import ReconScorer
+from roundtrip.core.scoring import ReconScorer, item_row
 from roundtrip.evals.vtbench.released import ReleasedPSNR, released_ssim
 from roundtrip.metrics.image_quality import mse, pooled_psnr, psnr_from_mse, ssim_batch
 
@@ -78,11 +78,8 @@ def image_quality_rows(items: list[ReconItem], records: list,
     scored pair, in that order."""
     rows = []
     for item, record in zip(items, records):
-        row = dict.fromkeys(IMAGE_QUALITY_COLUMNS, math.nan)
-        row.update(item_id=item.item_id, status=item.status, reason=item.reason)
-        if isinstance(record, str):
-            row.update(status="error", reason=record)
-        elif record is not None:
+        row = item_row(item, record, IMAGE_QUALITY_COLUMNS)
+        if record is not None and not isinstance(record, str):
             values = dict(record)
             stats = values.pop("released")
             if released is not None:

@@ -17,7 +17,7 @@ import torch
 from roundtrip.core import weights
 from roundtrip.core.imaging import ImageReadError, to_uint8, to_unit
 from roundtrip.core.recon_items import ReconItem
-from roundtrip.core.scoring import ReconScorer
+from roundtrip.core.scoring import ReconScorer, item_row
 from roundtrip.core.weights import WeightsMissing
 from roundtrip.metrics.distribution import FEATURE_DIM, InceptionFeatures, fid, kid
 from roundtrip.metrics.perceptual import LPIPS, NETS
@@ -194,11 +194,8 @@ def lpips_rows(items: list[ReconItem], records: list) -> pd.DataFrame:
     records (or reasons), in item order."""
     rows = []
     for item, record in zip(items, records):
-        row = {"item_id": item.item_id, "status": item.status, "reason": item.reason,
-               "lpips": math.nan, "lpips_vtbench": math.nan}
-        if isinstance(record, str):
-            row.update(status="error", reason=record)
-        elif record is not None:
+        row = item_row(item, record, LPIPS_COLUMNS)
+        if record is not None and not isinstance(record, str):
             row["lpips"], row["lpips_vtbench"] = record
         rows.append(row)
     return pd.DataFrame(rows, columns=LPIPS_COLUMNS)
