@@ -171,6 +171,7 @@ class ScoreJournal:
         self.records[key].update(pairs)
 
     def close(self) -> None:
+        """Close the journal file; the records stay readable in :attr:`records`."""
         if self._fh is not None:
             self._fh.close()
             self._fh = None

@@ -114,6 +114,7 @@ class Scoring:
             log.info("scored %s (from the reconstruction files)", name)
 
     def close(self) -> None:
+        """Close every shard's score journal (the job's end, or its failure)."""
         for journal in self.journals:
             journal.close()
 
