@@ -13,7 +13,7 @@ from roundtrip.readers.tesseract import TesseractOCR
 
 @pytest.fixture(autouse=True)
 def one_thread_per_tesseract(monkeypatch):
-    monkeypatch.setenv("OMP_THREAD_LIMIT", "1")  # as ocr_items and the audit set it
+    monkeypatch.setenv("OMP_THREAD_LIMIT", "1")  # as TesseractOCR sets it
 
 
 def rgb(gray: np.ndarray) -> np.ndarray:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -133,8 +132,6 @@ def ocr_items(engine, items: list[tuple[str, Path | np.ndarray, str]],
         OCR failure of an image is a row with ``status=error`` and the reason, never an
         exception.
     """
-    # Each tesseract process would otherwise spawn one OpenMP thread per core.
-    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
     texts = read_in_batches(engine, [(lang, image) for _, image, lang in items], _image_of,
                             threads)
     rows = []

@@ -13,7 +13,6 @@ backend adds itself to. Without a judge, the judge columns say so. Only score 2 
 from __future__ import annotations
 
 import logging
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
@@ -92,7 +91,6 @@ def audit_items(items: list, settings: AuditSettings, norm: Normalization = Norm
     Raises:
         OCRUnavailable: Tesseract or a language's data is missing (before any work).
     """
-    os.environ.setdefault("OMP_THREAD_LIMIT", "1")
     ocr = TesseractOCR(psm=settings.psm)
     langs = sorted({(it.extra or {}).get("lang", "eng") for it in items if it.image is not None})
     if langs:
