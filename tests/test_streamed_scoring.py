@@ -231,6 +231,53 @@ def test_a_lossless_reconstruction_is_not_read_again(tmp_path, monkeypatch):
     assert sum(reads) == 2  # JPEG's two reconstructions are read
 
 
+@requires_tesseract
+def test_a_protocol_copy_of_the_original_is_not_read_again_a_resized_one_is(tmp_path,
+                                                                              monkeypatch):
+    """Under ``model_size`` at the images' own size the harness saves each reference as a copy
+    with the original's pixels: identity's reconstructions are still the original's readings.
+    Under a protocol that resizes, identity reproduces the resized reference, not the original
+    that ocr_original read, so Tesseract reads them."""
+    import skimage.data
+    from PIL import Image
+
+    from roundtrip.readers import TesseractOCR, build_ocr
+    from roundtrip.stages.ocr import ocr_dataset
+
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    for name in ("page", "text"):
+        Image.fromarray(getattr(skimage.data, name)()[:160, :160]).convert("RGB").save(
+            folder / f"{name}.png")
+    build_dataset("sq", {"type": "folder", "path": str(folder)}, tmp_path / "ds")
+    manifest = tmp_path / "ds" / "manifest.csv"
+    engine = {"type": "tesseract", "psm": 6, "oem": 1}
+    ocr_dataset(build_ocr("tesseract", engine), manifest, "eng").to_csv(
+        tmp_path / "orig.csv", index=False)
+    options = {"text": {"engines": {"tesseract": engine},
+                        "ocr_original": {"tesseract": str(tmp_path / "orig.csv")},
+                        "lang": "eng", "normalization": {}}}
+    reads = []
+    real = TesseractOCR.read_many
+    monkeypatch.setattr(TesseractOCR, "read_many",
+                        lambda self, images, lang="eng": reads.append(len(images))
+                        or real(self, images, lang))
+    for protocol, size, expected_reads in (("model_size", 160, 0), ("fixed", 96, 2)):
+        out = tmp_path / protocol
+        (out / "m").mkdir(parents=True)
+        outputs = {"status": str(out / "r/status.csv"), "ocr_tesseract": str(out / "ocr.csv"),
+                   "text_tesseract": str(out / "m/text.csv")}
+        reads.clear()
+        recon_job.run_recon_job("identity", {"type": "identity"}, manifest, outputs, options,
+                                {"text": "roundtrip.evals.vtbench.text:TextScorer"},
+                                device="cpu", keep=2, protocol=protocol, size=size)
+        refs = sorted(p.name for p in (out / "r" / "ref").glob("*.png"))
+        assert refs == ["page.png", "text.png"]  # both protocols save a reference
+        assert sum(reads) == expected_reads, protocol
+        if not expected_reads:
+            assert (out / "ocr.csv").read_text() == (tmp_path / "orig.csv").read_text()
+
+
 def test_the_reader_and_finisher_threads_change_nothing(dataset, tmp_path):
     """With the model's forward pass overlapped by the reader and finisher threads (a GPU job,
     or one with several threads), the sink gets the same items with the same images, and the

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roundtrip.core.imaging import read_image
 from roundtrip.core.manifest import read_item_csv, read_manifest
 from roundtrip.core.recon_items import ReconItem
 from roundtrip.core.scoring import ReconScorer
@@ -177,18 +178,31 @@ class TextScorer(ReconScorer):
     def _same_as_original(self, name: str, engine, items: list[ReconItem]) -> dict:
         """Item -> the original's reading, for the items whose reconstruction is pixel for
         pixel their dataset original (a lossless model): a deterministic engine reads them as
-        it read the original (``ocr_original``), so they are not read again."""
+        it read the original (``ocr_original``), so they are not read again. The comparison is
+        with the dataset's file, not with the item's reference: a protocol that leaves an image
+        at its size still saves its reference as a copy."""
         if not getattr(engine, "deterministic", False):
             return {}
         original = self._original_readings(name)
         same = {}
         for item in items:
             reading = original.get(item.item_id)
-            if (reading and reading[1] == "ok"
-                    and item.reference == self.ctx.manifest.parent / item.fields.get("path", "")
-                    and np.array_equal(item.read_reference(), item.read_reconstruction())):
+            if reading and reading[1] == "ok" and self._is_original(item):
                 same[item.item_id] = reading
         return same
+
+    def _is_original(self, item: ReconItem) -> bool:
+        """The reconstruction has the shape, dtype and pixels of the dataset's original file."""
+        rec = item.read_reconstruction()
+        if not _same_pixels(item.read_reference(), rec):  # the model's input is the reference
+            return False
+        path = self.ctx.manifest.parent / item.fields.get("path", "")
+        if item.reference == path:
+            return True
+        try:  # a protocol's copy of the reference: ocr_original read the dataset's file
+            return _same_pixels(read_image(path), rec)
+        except (OSError, ValueError):  # ImageReadError is a ValueError
+            return False
 
     def _original_readings(self, name: str) -> dict:
         if name not in self._originals:
@@ -208,6 +222,10 @@ class TextScorer(ReconScorer):
             out[f"text_{name}"] = score_text(self.ctx.manifest, self.options["ocr_original"][name],
                                              text, self.ctx.status, norm)
         return out
+
+
+def _same_pixels(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
 
 
 def ocr_rows(items: list[ReconItem], records: list) -> pd.DataFrame:
