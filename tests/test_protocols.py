@@ -27,6 +27,21 @@ def test_native_pads_to_multiple_and_crops_back():
     assert np.array_equal(p.x[300], p.x[299])
 
 
+def test_a_protocol_that_leaves_the_image_as_it_is_keeps_the_original_as_reference():
+    """model_size / fixed on a square image already at the target size: no reference copy
+    (the harness would save one per item), the same model input; one pixel off the size and
+    the resized reference is there."""
+    square = CHELSEA[:256, :256]
+    for protocol, size in (("model_size", 256), ("fixed", 256)):
+        p = prepare(square, protocol, ANY8, size)
+        assert p.reference is None and np.array_equal(p.x, to_unit(square))
+    square16 = (square.astype(np.uint16) * 257)[:255, :255]
+    assert prepare(square16, "model_size", ANY8, 255).reference is None
+    p = prepare(square, "model_size", ANY8, 255)
+    assert p.reference.shape == (255, 255, 3) and np.array_equal(p.x[:255, :255],
+                                                                 to_unit(p.reference))
+
+
 def test_native_marks_fixed_size_models_unsupported():
     reason = prepare(CHELSEA, "native", FIXED256)
     assert isinstance(reason, str) and "256x256" in reason and "300x451" in reason

@@ -34,7 +34,9 @@ class Prepared:
     Attributes:
         x: float32 ``(H', W', 3)`` in ``[0, 1]``, the model input.
         restore: maps the ``(H', W', 3)`` output to the geometry of the reference.
-        reference: integer image to score against, or ``None`` for the dataset original.
+        reference: integer image to score against, or ``None`` for the dataset original
+            (also when the protocol leaves the image as it is, e.g. ``model_size`` on an image
+            already at the model's size: its reference would be a copy).
     """
     x: np.ndarray
     restore: Callable[[np.ndarray], np.ndarray]
@@ -102,7 +104,10 @@ def prepare(image: np.ndarray, protocol: str, info, size: int | None = None) -> 
                   "fixed": (size or DEFAULT_ANY_SIZE,) * 2}[protocol]
         # The model sees exactly the stored (rounded) reference, so identity scores PSNR = inf.
         reference = from_unit(resize(center_square(x), target), image.dtype)
-        x = to_unit(reference)
+        if reference.shape == image.shape and np.array_equal(reference, image):
+            reference = None  # already at the target size: the original, with no copy on disk
+        else:
+            x = to_unit(reference)
     hh, ww = x.shape[:2]
     if info.fixed_size and (hh, ww) not in natives:
         sizes = ", ".join(f"{a}x{b}" for a, b in natives)
