@@ -96,6 +96,8 @@ if TOKEN_PLAN.sensitivity_dataset:
             layout=TOKENS["layout"],
             settings=TOKENS["sensitivity"],
             device=RUN["device"],
+        # above the tables (0): long jobs run beside the reconstructions, not last on one core
+        priority: 1
         log:
             "logs/token_sensitivity.log",
         benchmark:

@@ -25,6 +25,8 @@ rule segment_original:
         status=f"results/segment/{SEGMENTER}/original/{{dataset}}/status.csv",
     params:
         segmenter=MEDICAL_CONFIG["segmenter"],
+    # above the tables (0): long jobs run beside the reconstructions, not last on one core
+    priority: 1
     log:
         f"logs/segment_original/{SEGMENTER}/{{dataset}}.log",
     benchmark:
@@ -71,6 +73,8 @@ rule reconstruct_volumes:
         segmenter=MEDICAL_CONFIG["segmenter"],
         seg_dir=f"results/segment/{SEGMENTER}/{{model}}/{{dataset}}",
         latent=lambda wc: MEDICAL.latent_settings(wc.dataset),
+    # above the tables (0): long jobs run beside the reconstructions, not last on one core
+    priority: 1
     log:
         "logs/reconstruct_volumes/{model}/{dataset}.log",
     benchmark:
@@ -110,6 +114,8 @@ rule latent_baselines:
         resnet18_missing=roundtrip_weights.missing_note(
             "resnet18-imagenet", PLAN.metrics["weights_cache"]
         ),
+    # above the tables (0): long jobs run beside the reconstructions, not last on one core
+    priority: 1
     log:
         "logs/latent_baselines/{dataset}.log",
     benchmark:

@@ -27,6 +27,8 @@ rule telephone_chains:
         backbones=TELEPHONE.backbones,
         mgg=TELEPHONE.mgg,
         device=RUN["device"],
+    # above the tables (0): long jobs run beside the reconstructions, not last on one core
+    priority: 1
     log:
         "logs/telephone_chains/{pair}/{dataset}.log",
     benchmark:
