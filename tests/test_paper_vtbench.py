@@ -258,6 +258,8 @@ def test_released_ssim_is_torchmetrics_bit_for_bit():
     assert released_ssim(_t(photo), _t(photo)) == 1.0
     with pytest.raises(ValueError, match="one size"):
         released_ssim(batch_y, batch_x[:, :, :30])
+    with pytest.raises(ValueError, match="more than 5 pixels"):
+        released_ssim(batch_y[:, :, :5], batch_x[:, :, :5])
 
 
 def test_released_evaluator_lpips_input_range(tmp_path):

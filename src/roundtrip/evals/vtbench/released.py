@@ -115,6 +115,9 @@ def released_ssim(reconstruction: torch.Tensor, original: torch.Tensor) -> float
             5 (reflect padding by 5 needs more).
     """
     _check(reconstruction, original)
+    if min(reconstruction.shape[-2:]) <= 5:
+        raise ValueError("SSIM's 11 x 11 window reflect-pads by 5: images need more than 5 "
+                         f"pixels a side, got {tuple(reconstruction.shape[-2:])}")
     preds = reconstruction.float()
     target = original.float().to(preds.dtype)
     pad, size, sigma = 5, 11, 1.5  # torchmetrics: int(3.5 * sigma + 0.5) * 2 + 1 = 11

@@ -179,8 +179,9 @@ class TextScorer(ReconScorer):
         """Item -> the original's reading, for the items whose reconstruction is pixel for
         pixel their dataset original (a lossless model): a deterministic engine reads them as
         it read the original (``ocr_original``), so they are not read again. The comparison is
-        with the dataset's file, not with the item's reference: a protocol that leaves an image
-        at its size still saves its reference as a copy."""
+        with the dataset's file, not with the item's reference path: a reference saved as a
+        copy with the original's pixels (a status file of an earlier version, a protocol of a
+        user's) counts as the original."""
         if not getattr(engine, "deterministic", False):
             return {}
         original = self._original_readings(name)
