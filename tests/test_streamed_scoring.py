@@ -194,28 +194,36 @@ def test_a_file_based_scorer_reads_every_file_then_they_are_pruned(dataset, tmp_
     assert len(list((tmp_path / "r").glob("*.png"))) == 2
 
 
-@requires_tesseract
-def test_a_lossless_reconstruction_is_not_read_again(tmp_path, monkeypatch):
-    """OCR of an identity reconstruction is the original's reading, without a Tesseract run;
-    a lossy model's reconstructions are read."""
+def _text_options_counting_reads(manifest, psm, tmp_path, monkeypatch):
+    """The text scorer's options for one Tesseract engine, with the originals' OCR file
+    written to ``tmp_path/orig.csv``; then every Tesseract run of the test is counted (images
+    per run) in the list returned beside them (a single-image ``read`` returns "")."""
     from roundtrip.readers import TesseractOCR, build_ocr
     from roundtrip.stages.ocr import ocr_dataset
 
-    build_dataset("t", {"type": "skimage", "images": ["page", "text"]}, tmp_path / "ds")
-    manifest = tmp_path / "ds" / "manifest.csv"
-    engine = {"type": "tesseract", "psm": 3, "oem": 1}
+    engine = {"type": "tesseract", "psm": psm, "oem": 1}
     ocr_dataset(build_ocr("tesseract", engine), manifest, "eng").to_csv(
         tmp_path / "orig.csv", index=False)
     options = {"text": {"engines": {"tesseract": engine},
                         "ocr_original": {"tesseract": str(tmp_path / "orig.csv")},
                         "lang": "eng", "normalization": {}}}
-    targets = {"text": "roundtrip.evals.vtbench.text:TextScorer"}
     reads = []
     real = TesseractOCR.read_many
     monkeypatch.setattr(TesseractOCR, "read_many",
                         lambda self, images, lang="eng": reads.append(len(images))
                         or real(self, images, lang))
     monkeypatch.setattr(TesseractOCR, "read", lambda *a, **k: reads.append(1) or "")
+    return options, reads
+
+
+@requires_tesseract
+def test_a_lossless_reconstruction_is_not_read_again(tmp_path, monkeypatch):
+    """OCR of an identity reconstruction is the original's reading, without a Tesseract run;
+    a lossy model's reconstructions are read."""
+    build_dataset("t", {"type": "skimage", "images": ["page", "text"]}, tmp_path / "ds")
+    manifest = tmp_path / "ds" / "manifest.csv"
+    options, reads = _text_options_counting_reads(manifest, 3, tmp_path, monkeypatch)
+    targets = {"text": "roundtrip.evals.vtbench.text:TextScorer"}
     for model, spec in (("identity", {"type": "identity"}), ("jpeg", JPEG)):
         out = tmp_path / model
         (out / "m").mkdir(parents=True)
@@ -241,9 +249,6 @@ def test_a_protocol_copy_of_the_original_is_not_read_again_a_resized_one_is(tmp_
     import skimage.data
     from PIL import Image
 
-    from roundtrip.readers import TesseractOCR, build_ocr
-    from roundtrip.stages.ocr import ocr_dataset
-
     folder = tmp_path / "pages"
     folder.mkdir()
     for name in ("page", "text"):
@@ -251,17 +256,7 @@ def test_a_protocol_copy_of_the_original_is_not_read_again_a_resized_one_is(tmp_
             folder / f"{name}.png")
     build_dataset("sq", {"type": "folder", "path": str(folder)}, tmp_path / "ds")
     manifest = tmp_path / "ds" / "manifest.csv"
-    engine = {"type": "tesseract", "psm": 6, "oem": 1}
-    ocr_dataset(build_ocr("tesseract", engine), manifest, "eng").to_csv(
-        tmp_path / "orig.csv", index=False)
-    options = {"text": {"engines": {"tesseract": engine},
-                        "ocr_original": {"tesseract": str(tmp_path / "orig.csv")},
-                        "lang": "eng", "normalization": {}}}
-    reads = []
-    real = TesseractOCR.read_many
-    monkeypatch.setattr(TesseractOCR, "read_many",
-                        lambda self, images, lang="eng": reads.append(len(images))
-                        or real(self, images, lang))
+    options, reads = _text_options_counting_reads(manifest, 6, tmp_path, monkeypatch)
     for protocol, size, expected_reads in (("model_size", 160, 0), ("fixed", 96, 2)):
         out = tmp_path / protocol
         (out / "m").mkdir(parents=True)
