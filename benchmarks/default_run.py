@@ -38,7 +38,7 @@ from pathlib import Path
 
 import psutil
 
-REPO = Path(__file__).resolve().parent.parent
+from records import REPO, commit, write_record  # sibling module, on sys.path
 
 
 def tree_memory(proc: psutil.Process) -> tuple[int, int, list[tuple[str, float]]]:
@@ -201,8 +201,6 @@ def main() -> None:
     args = ap.parse_args()
     if args.workdir and args.runs != 1:
         ap.error("--workdir keeps one run's results: use it with --runs 1")
-    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO,
-                            capture_output=True, text=True).stdout.strip()
     runs = []
     for k in range(args.runs):
         runs.append(one_run(args.cores, args.interval, args.keep_tables, args.workdir,
@@ -216,7 +214,7 @@ def main() -> None:
         "artifacts_identical_across_runs": identical,
         "benchmark": "default config.yaml in a fresh copy of the repository, snakemake "
                      "--profile profiles/workstation --cores " + args.cores + (f" --config reproducibility={args.mode}" if args.mode else ""),
-        "commit": commit,
+        "commit": commit(),
         "machine": {"cpus": os.cpu_count(),
                     "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
                     "python": platform.python_version(), "platform": platform.platform()},
@@ -229,8 +227,7 @@ def main() -> None:
         "jobs": runs[-1]["jobs"],
         "goal": {"wall_s": 480, "peak_memory_mb": 3072, "rerun_s": 5},
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    write_record(args.out, result)
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
 
 

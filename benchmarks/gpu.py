@@ -24,12 +24,11 @@ import gc
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from records import REPO, commit, write_record  # sibling module, on sys.path
+
 NO_CUDA = "no CUDA device: benchmarks/gpu.py needs a GPU; nothing written"
 
 #: The Stable Diffusion VAE (SD 1.x/2.x and SDXL share this architecture; SDXL's sample size
@@ -136,12 +135,6 @@ def main() -> int:
     return 0
 
 
-def commit() -> str:
-    """``git describe --always --dirty`` of the repository: the code a record measured."""
-    return subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO,
-                          capture_output=True, text=True).stdout.strip()
-
-
 def cuda_machine(torch) -> dict:
     """What a GPU record names of its machine: the first CUDA device (name, memory in GiB,
     compute capability), the CPU count, the versions of Python, torch, CUDA and diffusers, and
@@ -155,13 +148,6 @@ def cuda_machine(torch) -> dict:
             "cuda": torch.version.cuda, "diffusers": diffusers.__version__,
             "cudnn_tf32": torch.backends.cudnn.allow_tf32,
             "matmul_tf32": torch.backends.cuda.matmul.allow_tf32}
-
-
-def write_record(out: str | Path, result: dict) -> None:
-    """Write a benchmark record as indented JSON, creating its folder."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -142,7 +142,8 @@ def main() -> int:
                     print(json.dumps(rec), flush=True)
     if args.cpu:
         return 0
-    from gpu import commit, cuda_machine, write_record
+    from gpu import cuda_machine
+    from records import commit, write_record
 
     result = {
         "benchmark": f"roundtrip reconstruction job (image-quality scorer, keep 16) around the "

@@ -40,6 +40,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from default_run import REPO, fresh_checkout  # noqa: E402 - the sibling benchmark's copy
+from records import commit, write_record  # noqa: E402 - sibling
 
 MODES = ("portable", "fast")
 RULES = ("train_tokenizer", "train_cmms")
@@ -205,13 +206,11 @@ def main() -> None:
         result["kernels"] = kernel_evidence(work)
     import torch
 
-    result["commit"] = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO,
-                                      capture_output=True, text=True).stdout.strip()
+    result["commit"] = commit()
     result["machine"] = {"cpu": cpu_model(), "cpus": os.cpu_count(),
                          "torch_cpu_capability_fast": torch.backends.cpu.get_cpu_capability(),
                          "torch": torch.__version__, "python": platform.python_version()}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    write_record(out, result, indent=1)
     print(json.dumps(result.get("summary"), indent=1))
     if tmp is not None:
         tmp.cleanup()

@@ -74,6 +74,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from default_run import REPO, fresh_checkout, job_count, rule_times  # noqa: E402 - sibling
+from records import commit, write_record  # noqa: E402 - sibling
 
 sys.path.insert(1, str(REPO / "src"))  # this checkout's roundtrip, as the Snakefile's jobs use
 
@@ -477,8 +478,6 @@ def main() -> None:
                  if (Path(args.keep) / f"n{n}").exists()]
         if taken:
             ap.error(f"--keep: {', '.join(taken)} exist; the runs would not start fresh")
-    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO,
-                            capture_output=True, text=True).stdout.strip()
     tmp = None if args.keep else tempfile.TemporaryDirectory(prefix="roundtrip-scale-")
     root = Path(args.keep or tmp.name)
     sizes, rows = [], []
@@ -496,15 +495,13 @@ def main() -> None:
                      f"run.keep_reconstructions={' then '.join(args.keeps)}, "
                      f"snakemake --cores {args.cores}, one run per model (see the docstring)",
         "machine": machine(),
-        "commit": commit,
+        "commit": commit(),
         "rows": rows,
         "sizes": sizes,
         "fit": fit(rows),
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    plot(result, out.with_suffix(".png"))
+    write_record(args.out, result)
+    plot(result, Path(args.out).with_suffix(".png"))
     print(json.dumps({k: result[k] for k in ("rows", "fit")}, indent=2))
 
 
