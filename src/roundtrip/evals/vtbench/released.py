@@ -106,9 +106,9 @@ def released_ssim(reconstruction: torch.Tensor, original: torch.Tensor) -> float
     reconstruction job, more than the SSIMs of a small set.
 
     Args:
-        reconstruction: ``[B, C, H, W]`` (``preds``), any float dtype; ``B`` images averaged.
-        original: same shape (``target``), cast to ``reconstruction``'s dtype as torchmetrics
-            does.
+        reconstruction: ``[B, C, H, W]`` (``preds``), any float dtype, computed in float32;
+            ``B`` images averaged.
+        original: same shape (``target``), also computed in float32.
 
     Raises:
         ValueError: the two tensors differ in shape or are not 4D, or ``H`` or ``W`` is at most
@@ -119,7 +119,7 @@ def released_ssim(reconstruction: torch.Tensor, original: torch.Tensor) -> float
         raise ValueError("SSIM's 11 x 11 window reflect-pads by 5: images need more than 5 "
                          f"pixels a side, got {tuple(reconstruction.shape[-2:])}")
     preds = reconstruction.float()
-    target = original.float().to(preds.dtype)
+    target = original.float()
     pad, size, sigma = 5, 11, 1.5  # torchmetrics: int(3.5 * sigma + 0.5) * 2 + 1 = 11
     data_range = max(preds.max() - preds.min(), target.max() - target.min())
     c1 = pow(0.01 * data_range, 2)
@@ -138,8 +138,8 @@ def released_ssim(reconstruction: torch.Tensor, original: torch.Tensor) -> float
     var_p = torch.clamp(e_pp - mu_p_sq, min=0.0)
     var_t = torch.clamp(e_tt - mu_t_sq, min=0.0)
     cov = e_pt - mu_pt
-    upper = 2 * cov.to(preds.dtype) + c2
-    lower = (var_p + var_t).to(preds.dtype) + c2
+    upper = 2 * cov + c2
+    lower = var_p + var_t + c2
     ssim_map = ((2 * mu_pt + c1) * upper) / ((mu_p_sq + mu_t_sq + c1) * lower)
     return float(torch.mean(ssim_map.reshape(ssim_map.shape[0], -1).mean(-1)))
 
