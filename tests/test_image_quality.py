@@ -55,6 +55,40 @@ def test_ssim_batch_equals_single_items(degraded_pairs):
         assert abs(float(batch[k]) - ssim(_unit(x), _unit(y))) < 1e-12
 
 
+def _whole_image_ssim(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """ssim_batch's float32 formula on whole images, without strips (the reference)."""
+    from roundtrip.metrics.image_quality import SSIM_K1, SSIM_K2, _blur_valid, _gaussian_kernel
+
+    k = _gaussian_kernel(1.5, 3.5, torch.float32)
+    b, c, h, w = x.shape
+    x, y = x.float().reshape(b * c, h, w), y.float().reshape(b * c, h, w)
+    shift = ((x.mean(dim=(1, 2)) + y.mean(dim=(1, 2))) / 2)[:, None, None]
+    x, y = x - shift, y - shift
+    mx0, my0 = _blur_valid(x, k), _blur_valid(y, k)
+    vx, vy = _blur_valid(x * x, k) - mx0 * mx0, _blur_valid(y * y, k) - my0 * my0
+    cxy = _blur_valid(x * y, k) - mx0 * my0
+    mx, my = mx0 + shift, my0 + shift
+    c1, c2 = SSIM_K1 ** 2, SSIM_K2 ** 2
+    s = ((2 * mx * my + c1) * (2 * cxy + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
+    return s.mean(dim=(1, 2)).view(b, c).mean(dim=1).to(torch.float64)
+
+
+def test_ssim_strips_give_the_whole_image_bits():
+    """ssim_batch builds its map in strips of rows; the value is the whole-image computation's
+    to the bit, for (H, W, 3) arrays seen as [1, 3, H, W] (as the scorer passes them: the
+    mean then sums channels innermost) and for contiguous batches, over several strips."""
+    rng = np.random.default_rng(5)
+    images = [skimage.data.astronaut(), skimage.data.coffee(),
+              rng.integers(0, 256, (1024, 1024, 3)).astype(np.uint8)]
+    for image in images:
+        x = _unit(image)
+        y = np.clip(x + rng.normal(0, 0.05, x.shape), 0, 1)
+        hwc = [torch.from_numpy(a).permute(2, 0, 1)[None] for a in (x, y)]
+        chw = [t.contiguous() for t in hwc]
+        for tx, ty in (hwc, chw):
+            assert torch.equal(ssim_batch(tx, ty, dtype=torch.float32), _whole_image_ssim(tx, ty))
+
+
 def test_identical_images():
     x = np.random.default_rng(0).random((32, 40, 3))
     assert psnr(x, x) == math.inf

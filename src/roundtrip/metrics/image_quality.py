@@ -115,14 +115,38 @@ def ssim_batch(x: torch.Tensor, y: torch.Tensor, data_range: float = 1.0,
     # term. float32 then agrees with float64 to ~1e-5 (test) at 4x the speed.
     shift = ((x.mean(dim=(1, 2)) + y.mean(dim=(1, 2))) / 2)[:, None, None]
     x, y = x - shift, y - shift
-    mx0, my0 = _blur_valid(x, k), _blur_valid(y, k)
-    vx = _blur_valid(x * x, k) - mx0 * mx0
-    vy = _blur_valid(y * y, k) - my0 * my0
-    cxy = _blur_valid(x * y, k) - mx0 * my0
-    mx, my = mx0 + shift, my0 + shift
     c1, c2 = (SSIM_K1 * data_range) ** 2, (SSIM_K2 * data_range) ** 2
-    s = ((2 * mx * my + c1) * (2 * cxy + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
+    # The SSIM map is built in strips of output rows so that each strip's intermediates stay
+    # in the CPU cache (half the time of whole-image passes on a 1-megapixel image). Every
+    # value is an element-wise function of its window, computed in the same order either
+    # way, so the map and its mean are the same bits.
+    s = _empty_in_layout_of(x, (b * c, h - win + 1, w - win + 1))
+    for r0 in range(0, s.shape[1], _SSIM_STRIP):
+        r1 = min(s.shape[1], r0 + _SSIM_STRIP)
+        xs, ys = x[:, r0:r1 + win - 1], y[:, r0:r1 + win - 1]
+        mx0, my0 = _blur_valid(xs, k), _blur_valid(ys, k)
+        vx = _blur_valid(xs * xs, k) - mx0 * mx0
+        vy = _blur_valid(ys * ys, k) - my0 * my0
+        cxy = _blur_valid(xs * ys, k) - mx0 * my0
+        mx, my = mx0 + shift, my0 + shift
+        s[:, r0:r1] = (((2 * mx * my + c1) * (2 * cxy + c2))
+                       / ((mx * mx + my * my + c1) * (vx + vy + c2)))
     return s.mean(dim=(1, 2)).view(b, c).mean(dim=1).to(torch.float64)
+
+
+def _empty_in_layout_of(x: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """An empty tensor of ``shape`` whose dimensions lie in memory in the order of ``x``'s
+    strides, as PyTorch lays out an element-wise result of ``x`` (e.g. channels innermost for
+    an ``(H, W, C)`` array seen as ``[C, H, W]``). The mean over it then sums in the order it
+    would over the whole-image map."""
+    order = sorted(range(x.dim()), key=lambda d: x.stride(d), reverse=True)
+    empty = torch.empty([shape[d] for d in order], dtype=x.dtype, device=x.device)
+    return empty.permute([order.index(d) for d in range(x.dim())])
+
+
+#: Output rows per strip of :func:`ssim_batch` (128 rows of a 1024-pixel-wide RGB image in
+#: float32: about 1.5 MB per intermediate).
+_SSIM_STRIP = 128
 
 
 def ssim(x: np.ndarray, y: np.ndarray, data_range: float = 1.0) -> float:
