@@ -249,12 +249,18 @@ def test_released_ssim_is_torchmetrics_bit_for_bit():
              (rng.normal(0, 3, (33, 40, 3)), rng.normal(0, 3, (33, 40, 3))),
              (np.full((20, 24, 3), 0.5), rng.random((20, 24, 3))),
              (photo, photo)]
+    # a full-size photograph and a batch of two: the sizes the workflow's scoring filters
+    full = skimage.data.astronaut().astype(np.float32) / 255
+    cases.append((full, np.clip(full + rng.normal(0, 0.02, full.shape), 0, 1)))
     for x, y in cases:
         x32, y32 = _t(np.asarray(x, np.float32)), _t(np.asarray(y, np.float32))
         assert released_ssim(y32, x32) == float(tm_ssim(y32, x32))
     batch_y = torch.rand(3, 3, 40, 40, generator=torch.Generator().manual_seed(0))
     batch_x = torch.rand(3, 3, 40, 40, generator=torch.Generator().manual_seed(1))
     assert released_ssim(batch_y, batch_x) == float(tm_ssim(batch_y, batch_x))
+    big_y = torch.rand(2, 3, 300, 517, generator=torch.Generator().manual_seed(2))
+    big_x = torch.rand(2, 3, 300, 517, generator=torch.Generator().manual_seed(3))
+    assert released_ssim(big_y, big_x) == float(tm_ssim(big_y, big_x))
     assert released_ssim(_t(photo), _t(photo)) == 1.0
     with pytest.raises(ValueError, match="one size"):
         released_ssim(batch_y, batch_x[:, :, :30])
