@@ -176,3 +176,20 @@ def test_audit_and_telephone_read_in_batches_with_the_same_texts(rendered, runs)
     texts = pair.i2t([en, np.zeros((4, 4, 3), np.float64), en[:h]])
     assert texts[0] == one_paragraph(TesseractOCR(psm=6).read(en, "eng"))
     assert isinstance(texts[1], TypeError) and texts[2] == one_paragraph(ocr.read(en[:h], "eng"))
+
+
+@requires_tesseract
+def test_read_gives_pytesseracts_own_texts(rendered):
+    """TesseractOCR writes Tesseract's input PNG itself (a faster zlib level): the texts are
+    pytesseract's own for the same image, alpha channel included (laid on white)."""
+    import pytesseract
+    from PIL import Image
+
+    ocr = TesseractOCR(psm=6)
+    rgba = np.dstack([rendered["en"], np.where(rendered["en"][..., 0] < 128, 255, 40)])
+    rgba = rgba.astype(np.uint8)
+    for image in (PAGE, rendered["en"], rgba):
+        own = pytesseract.image_to_string(Image.fromarray(image), config="--psm 6 --oem 1")
+        assert ocr.read(image) == own
+        assert ocr.read_many([image, image]) == [own, own]
+    assert "markers" in ocr.read(PAGE)
