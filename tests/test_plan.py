@@ -91,6 +91,41 @@ def test_medibench_jobs_are_given_the_files_they_read(plan):
     assert status["small_kl"] == "results/recon/small_kl/medical_2d/status.csv"
 
 
+def test_small_volume_sets_share_one_job_per_model(plan, shipped):
+    """Volume sets with no path (bundled, synthetic) are reconstructed in one job per model,
+    each with the files and settings its own job would have; a user's volumes (a path) and
+    ``run.batch_packaged_sets: false`` keep one job per (model, dataset)."""
+    medical = MediBench.view(plan)
+    volume_models = [m for m in plan.models if m in plan.models_on("synthetic_3d")]
+    assert medical.volume_batches() == [
+        ("reconstruct_volume_sets", volume_models, ["mri_nibabel", "synthetic_3d"])]
+    jobs = medical.volume_jobs(["mri_nibabel", "synthetic_3d"], "small_vq")
+    assert [j["dataset"] for j in jobs] == ["mri_nibabel", "synthetic_3d"]
+    assert jobs[1]["outputs"] == {
+        "status": "results/recon/small_vq/synthetic_3d/status.csv",
+        "image_quality": "results/metrics/small_vq/synthetic_3d/image_quality.csv",
+        "structure": "results/metrics/small_vq/synthetic_3d/structure.csv",
+        "latent_utility": "results/metrics/small_vq/synthetic_3d/latent_utility.csv"}
+    assert "latent_utility" not in jobs[0]["outputs"]  # nibabel's MRI has no labels
+    assert jobs[1]["seg_status"] == "results/segment/gmm/original/synthetic_3d/status.csv"
+    assert jobs[1]["seg_dir"] == "results/segment/gmm/small_vq/synthetic_3d"
+    assert jobs[1]["settings"]["latent"] == medical.latent_settings("synthetic_3d")
+    assert jobs[1]["settings"]["axis"] == shipped["medical"]["axis"]
+
+    config = copy.deepcopy(shipped)
+    config["datasets"]["mri_nibabel"]["models"] = ["identity"]
+    assert MediBench.view(Plan(config, cores=2)).volume_batches() == [
+        ("reconstruct_volume_sets", ["identity"], ["mri_nibabel", "synthetic_3d"]),
+        ("reconstruct_volume_sets_2", ["small_kl", "small_vq"], ["synthetic_3d"])]
+    config["datasets"]["mri_nibabel"] = {"type": "nifti", "path": "/data/mri",
+                                         "models": ["identity"]}
+    medical = MediBench.view(Plan(config, cores=2))
+    assert not medical.volume_batched("mri_nibabel") and medical.volume_batched("synthetic_3d")
+    assert [b[2] for b in medical.volume_batches()] == [["synthetic_3d"]]
+    config["run"]["batch_packaged_sets"] = False
+    assert MediBench.view(Plan(config, cores=2)).volume_batches() == []
+
+
 def test_model_specs_and_training(plan):
     spec = plan.spec_of("small_vq")
     assert spec["checkpoint"] == "results/weights/small_vq/model.pt"

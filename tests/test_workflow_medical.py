@@ -139,3 +139,14 @@ def test_panels_and_no_rerun(run):
     for d in ("med2d", "mri", "synth"):
         assert (work / f"results/figures/medical/{d}.png").stat().st_size > 10_000
     assert "Nothing to be done" in second.stdout + second.stderr
+
+
+def test_small_volume_sets_run_in_one_job_per_model(run):
+    """The synthetic set (no path) went through each model's batched volume job; the set read
+    from a folder through a job of its own per model."""
+    work, _ = run
+    for model in ("identity", "bicubic_x4", "kl3d"):
+        batched = (work / f"logs/reconstruct_volume_sets/{model}.log").read_text()
+        assert "volume set synth" in batched and "volume set mri" not in batched
+        assert (work / f"logs/reconstruct_volumes/{model}/mri.log").is_file()
+        assert not (work / f"logs/reconstruct_volumes/{model}/synth.log").exists()

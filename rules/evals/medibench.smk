@@ -45,13 +45,12 @@ rule segment_original:
 
 # Volume sets: reconstruction, fidelity and structure in one job per (model, dataset), since all
 # read the same pair of volumes; labeled sets also classify the model's latents there (latent
-# utility), while the model is loaded. Medical 2D sets: rules/stages/reconstruct.smk.
+# utility), while the model is loaded (roundtrip.evals.medibench.volume_job). Medical 2D sets:
+# rules/stages/reconstruct.smk. Small sets with no path (bundled, synthetic) go to the batched
+# jobs below instead.
 LABELED_VOLUMES = [d for d in MEDICAL.volume_datasets if d in MEDICAL.latent_datasets]
-VOLUME_OUTPUT = {
-    "status": "results/recon/{model}/{dataset}/status.csv",
-    "image_quality": "results/metrics/{model}/{dataset}/image_quality.csv",
-    "structure": "results/metrics/{model}/{dataset}/structure.csv",
-}
+OWN_JOB_VOLUMES = [d for d in MEDICAL.volume_datasets if not MEDICAL.volume_batched(d)]
+VOLUME_OUTPUT = MEDICAL.volume_outputs("{dataset}")
 
 
 rule reconstruct_volumes:
@@ -63,16 +62,12 @@ rule reconstruct_volumes:
         **VOLUME_OUTPUT,
     wildcard_constraints:
         model=regex_of(MODELS),
-        dataset=regex_of([d for d in MEDICAL.volume_datasets if d not in LABELED_VOLUMES]),
+        dataset=regex_of([d for d in OWN_JOB_VOLUMES if d not in LABELED_VOLUMES]),
     params:
         spec=model_spec,
-        axis=MEDICAL_CONFIG["axis"],
-        slice_batch=MEDICAL_CONFIG["slice_batch"],
-        roi_size=MEDICAL_CONFIG["roi_size"],
         device=RUN["device"],
-        segmenter=MEDICAL_CONFIG["segmenter"],
         seg_dir=f"results/segment/{SEGMENTER}/{{model}}/{{dataset}}",
-        latent=lambda wc: MEDICAL.latent_settings(wc.dataset),
+        settings=lambda wc: MEDICAL.volume_settings(wc.dataset),
     # above the tables (0): long jobs run beside the reconstructions, not last on one core
     priority: 1
     log:
@@ -96,7 +91,44 @@ use rule reconstruct_volumes as reconstruct_volumes_latent_utility with:
         latent_utility="results/metrics/{model}/{dataset}/latent_utility.csv",
     wildcard_constraints:
         model=regex_of(MODELS),
-        dataset=regex_of(LABELED_VOLUMES),
+        dataset=regex_of([d for d in OWN_JOB_VOLUMES if d in LABELED_VOLUMES]),
+
+
+# Batched volume jobs: a model's small volume sets (no path: nibabel's bundled volumes, MONAI's
+# synthetic ones) in one job, so that they pay one start-up of torch and MONAI (about 8 s); each
+# set gets the files and bytes its own reconstruct_volumes job would write.
+for VOLUME_BATCH, BATCH_MODELS, BATCH_VOLUMES in MEDICAL.volume_batches():
+
+    rule:
+        name:
+            VOLUME_BATCH
+        input:
+            manifests=[f"results/datasets/{d}/manifest.csv" for d in BATCH_VOLUMES],
+            weights=model_weights,
+            seg_status=[MEDICAL.segmenter_status(d) for d in BATCH_VOLUMES],
+        output:
+            [f for d in BATCH_VOLUMES for f in MEDICAL.volume_outputs(d).values()],
+        wildcard_constraints:
+            model=regex_of(BATCH_MODELS),
+        params:
+            spec=model_spec,
+            device=RUN["device"],
+            # per set: manifest, outputs, the segmenter's files, settings
+            sets=lambda wc, sets=BATCH_VOLUMES: MEDICAL.volume_jobs(sets, wc.model),
+        priority: 1
+        log:
+            f"logs/{VOLUME_BATCH}/{{model}}.log",
+        benchmark:
+            f"results/benchmarks/{VOLUME_BATCH}/{{model}}.tsv"
+        threads: 1
+        resources:
+            mem_mb=6000,
+            runtime=120,
+            gpu=lambda wc: PLAN.gpu_for(wc.model),
+        conda:
+            "../../envs/roundtrip.yaml"
+        script:
+            "../../scripts/reconstruct_volume_sets.py"
 
 
 # The image baselines of latent utility (model "original": pixels, ResNet-18, SEResNet).

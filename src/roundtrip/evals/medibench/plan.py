@@ -83,6 +83,64 @@ class MedicalPlan:
                for d in self.latent_datasets},
         }
 
+    def volume_batched(self, dataset: str) -> bool:
+        """Whether a volume set is reconstructed in its models' batched jobs
+        (:meth:`volume_batches`) rather than in one job per (model, dataset): a set with no
+        ``path`` (nibabel's bundled volumes, MONAI's synthetic ones: a few small volumes whose
+        job is mostly the start-up of torch and MONAI, about 8 s), with
+        ``run.batch_packaged_sets`` on. A user's volumes keep jobs of their own, cached and
+        rerun per set."""
+        spec = self.plan.config["datasets"][dataset]
+        return (bool(self.plan.config["run"].get("batch_packaged_sets", True))
+                and dataset in self.volume_datasets and not spec.get("path"))
+
+    def volume_batches(self) -> list[tuple[str, list[str], list[str]]]:
+        """``(rule name, models, datasets)`` of the batched volume jobs: per model, its batched
+        volume sets; models with the same sets share a rule (wildcard ``model``). Names:
+        ``reconstruct_volume_sets``, then ``_2``, ``_3``... where models cover different sets."""
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for model in self.plan.models:
+            sets = tuple(d for d in self.volume_datasets
+                         if self.volume_batched(d) and model in self.plan.models_on(d))
+            if sets:
+                groups.setdefault(sets, []).append(model)
+        return [("reconstruct_volume_sets" + (f"_{k + 1}" if k else ""), models, list(sets))
+                for k, (sets, models) in enumerate(groups.items())]
+
+    def volume_outputs(self, dataset: str, model: str = "{model}") -> dict[str, str]:
+        """The files of one (model, volume set) reconstruction, whichever job writes them:
+        ``status``, ``image_quality``, ``structure``, and ``latent_utility`` on labelled sets."""
+        files = {"status": f"results/recon/{model}/{dataset}/status.csv",
+                 "image_quality": f"results/metrics/{model}/{dataset}/image_quality.csv",
+                 "structure": f"results/metrics/{model}/{dataset}/structure.csv"}
+        if dataset in self.latent_datasets:
+            files["latent_utility"] = f"results/metrics/{model}/{dataset}/latent_utility.csv"
+        return files
+
+    def volume_settings(self, dataset: str) -> dict:
+        """What a volume job reads from the config: ``medical``'s ``axis``, ``slice_batch``,
+        ``roi_size`` and ``segmenter``, and ``latent`` (:meth:`latent_settings`)."""
+        medical = self.plan.config["medical"]
+        return {key: medical[key] for key in ("axis", "slice_batch", "roi_size", "segmenter")} | {
+            "latent": self.latent_settings(dataset)}
+
+    def segmenter_status(self, dataset: str) -> str:
+        """The status file of the segmenter's masks of ``dataset``'s originals."""
+        return (f"results/segment/{self.plan.config['medical']['segmenter']['type']}/original/"
+                f"{dataset}/status.csv")
+
+    def volume_jobs(self, datasets: list[str], model: str) -> list[dict]:
+        """Per volume set of a batched job (rule ``reconstruct_volume_sets``): ``dataset``,
+        ``manifest``, ``outputs`` (:meth:`volume_outputs`), ``seg_status``, ``seg_dir`` and
+        ``settings`` (:meth:`volume_settings`), as its own ``reconstruct_volumes`` job has
+        them."""
+        segmenter = self.plan.config["medical"]["segmenter"]["type"]
+        return [{"dataset": d, "manifest": f"results/datasets/{d}/manifest.csv",
+                 "outputs": self.volume_outputs(d, model),
+                 "seg_status": self.segmenter_status(d),
+                 "seg_dir": f"results/segment/{segmenter}/{model}/{d}",
+                 "settings": self.volume_settings(d)} for d in datasets]
+
     def panel_status(self, dataset: str) -> dict[str, str]:
         """Model -> the status file of its reconstruction job on ``dataset``, in the panel's
         column order (``datasets.<name>.models``); rule ``medical_panel`` reads the
