@@ -22,7 +22,7 @@ rule segment_original:
     input:
         manifest="results/datasets/{dataset}/manifest.csv",
     output:
-        status=f"results/segment/{SEGMENTER}/original/{{dataset}}/status.csv",
+        status=MEDICAL.segmenter_status("{dataset}"),
     params:
         segmenter=MEDICAL_CONFIG["segmenter"],
     # above the tables (0): long jobs run beside the reconstructions, not last on one core
@@ -57,7 +57,7 @@ rule reconstruct_volumes:
     input:
         manifest="results/datasets/{dataset}/manifest.csv",
         weights=model_weights,
-        seg_status=f"results/segment/{SEGMENTER}/original/{{dataset}}/status.csv",
+        seg_status=MEDICAL.segmenter_status("{dataset}"),
     output:
         **VOLUME_OUTPUT,
     wildcard_constraints:
@@ -66,7 +66,7 @@ rule reconstruct_volumes:
     params:
         spec=model_spec,
         device=RUN["device"],
-        seg_dir=f"results/segment/{SEGMENTER}/{{model}}/{{dataset}}",
+        seg_dir=MEDICAL.segmentation_dir("{dataset}", "{model}"),
         settings=lambda wc: MEDICAL.volume_settings(wc.dataset),
     # above the tables (0): long jobs run beside the reconstructions, not last on one core
     priority: 1

@@ -124,21 +124,25 @@ class MedicalPlan:
         return {key: medical[key] for key in ("axis", "slice_batch", "roi_size", "segmenter")} | {
             "latent": self.latent_settings(dataset)}
 
+    def segmentation_dir(self, dataset: str, model: str = "original") -> str:
+        """Where the segmenter's masks of ``model``'s reconstructions of ``dataset`` go
+        (``original``: of the originals, beside their ``status.csv``)."""
+        segmenter = self.plan.config["medical"]["segmenter"]["type"]
+        return f"results/segment/{segmenter}/{model}/{dataset}"
+
     def segmenter_status(self, dataset: str) -> str:
         """The status file of the segmenter's masks of ``dataset``'s originals."""
-        return (f"results/segment/{self.plan.config['medical']['segmenter']['type']}/original/"
-                f"{dataset}/status.csv")
+        return f"{self.segmentation_dir(dataset)}/status.csv"
 
     def volume_jobs(self, datasets: list[str], model: str) -> list[dict]:
         """Per volume set of a batched job (rule ``reconstruct_volume_sets``): ``dataset``,
         ``manifest``, ``outputs`` (:meth:`volume_outputs`), ``seg_status``, ``seg_dir`` and
         ``settings`` (:meth:`volume_settings`), as its own ``reconstruct_volumes`` job has
         them."""
-        segmenter = self.plan.config["medical"]["segmenter"]["type"]
         return [{"dataset": d, "manifest": f"results/datasets/{d}/manifest.csv",
                  "outputs": self.volume_outputs(d, model),
                  "seg_status": self.segmenter_status(d),
-                 "seg_dir": f"results/segment/{segmenter}/{model}/{d}",
+                 "seg_dir": self.segmentation_dir(d, model),
                  "settings": self.volume_settings(d)} for d in datasets]
 
     def panel_status(self, dataset: str) -> dict[str, str]:
