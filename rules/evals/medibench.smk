@@ -66,8 +66,8 @@ rule reconstruct_volumes:
     params:
         spec=model_spec,
         device=RUN["device"],
-        seg_dir=MEDICAL.segmentation_dir("{dataset}", "{model}"),
-        settings=lambda wc: MEDICAL.volume_settings(wc.dataset),
+        # the set's manifest, outputs, the segmenter's files and settings (as a batched job's)
+        sets=lambda wc: MEDICAL.volume_jobs([wc.dataset], wc.model),
     # above the tables (0): long jobs run beside the reconstructions, not last on one core
     priority: 1
     log:
@@ -128,7 +128,7 @@ for VOLUME_BATCH, BATCH_MODELS, BATCH_VOLUMES in MEDICAL.volume_batches():
         conda:
             "../../envs/roundtrip.yaml"
         script:
-            "../../scripts/reconstruct_volume_sets.py"
+            "../../scripts/reconstruct_volumes.py"
 
 
 # The image baselines of latent utility (model "original": pixels, ResNet-18, SEResNet).

@@ -135,10 +135,10 @@ class MedicalPlan:
         return f"{self.segmentation_dir(dataset)}/status.csv"
 
     def volume_jobs(self, datasets: list[str], model: str) -> list[dict]:
-        """Per volume set of a batched job (rule ``reconstruct_volume_sets``): ``dataset``,
-        ``manifest``, ``outputs`` (:meth:`volume_outputs`), ``seg_status``, ``seg_dir`` and
-        ``settings`` (:meth:`volume_settings`), as its own ``reconstruct_volumes`` job has
-        them."""
+        """What a volume job does per set (``params.sets``: one set for rule
+        ``reconstruct_volumes``, a model's small sets for ``reconstruct_volume_sets``):
+        ``dataset``, ``manifest``, ``outputs`` (:meth:`volume_outputs`), ``seg_status``,
+        ``seg_dir`` and ``settings`` (:meth:`volume_settings`)."""
         return [{"dataset": d, "manifest": f"results/datasets/{d}/manifest.csv",
                  "outputs": self.volume_outputs(d, model),
                  "seg_status": self.segmenter_status(d),

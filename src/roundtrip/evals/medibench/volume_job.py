@@ -3,8 +3,9 @@ sets, latent utility, all with the model loaded once.
 
 Rule ``reconstruct_volumes`` runs :func:`run_volume_set` once; the batched rule
 ``reconstruct_volume_sets`` runs it for each small volume set of a model in one process
-(:meth:`roundtrip.evals.medibench.plan.MedicalPlan.volume_batches`), with the same files and
-bytes, since every step is seeded by the config and not by what ran before in the process.
+(:meth:`roundtrip.evals.medibench.plan.MedicalPlan.volume_batches`; both through
+``scripts/reconstruct_volumes.py``), with the same files and bytes, since every step is seeded
+by the config and not by what ran before in the process.
 """
 from __future__ import annotations
 
