@@ -126,6 +126,54 @@ def test_small_volume_sets_share_one_job_per_model(plan, shipped):
     assert MediBench.view(Plan(config, cores=2)).volume_batches() == []
 
 
+def test_small_packaged_sets_are_built_in_one_job_per_kind(plan, shipped):
+    """Packaged image sets, rendered text sets and volume sets with no path are built in one
+    job per kind, each set into the files its own job would write; a user's set, a set of
+    another type and ``run.batch_packaged_sets: false`` keep a build job of their own."""
+    assert plan.build_batches() == [
+        ("build_image_sets", ["natural", "textures", "cmms_train", "cmms_photos",
+                              "natural_256", "highres_1024", "scanned_text", "medical_2d"]),
+        ("build_rendered_sets", ["abstracts", "multilingual_zh", "multilingual_ja",
+                                 "multilingual_ko", "multilingual_hi", "posters",
+                                 "vista_questions"]),
+        ("build_volume_sets", ["mri_nibabel", "synthetic_3d"])]
+    assert plan.build_group("telephone_captions") is None  # chain inputs: a job of its own
+    job = plan.build_jobs(["multilingual_zh"])[0]
+    assert job["manifest"] == "results/datasets/multilingual_zh/manifest.csv"
+    assert job["spec"] == plan.dataset_spec("multilingual_zh")  # render and audit included
+    assert "render" in job["spec"]
+    mixed = small(photos={"type": "skimage", "images": ["astronaut"]},
+                  mine={"type": "folder", "path": str(REPO)},
+                  scans={"type": "nifti", "path": "/data/ct"},
+                  phantoms={"type": "synthetic_volumes", "count": 2})
+    p = Plan(mixed, cores=2)
+    assert p.build_batches() == [("build_image_sets", ["photos"]),
+                                 ("build_volume_sets", ["phantoms"])]
+    assert p.build_group("mine") is None and p.build_group("scans") is None
+    off = copy.deepcopy(shipped)
+    off["run"]["batch_packaged_sets"] = False
+    assert Plan(off, cores=2).build_batches() == []
+
+
+def test_originals_of_packaged_text_sets_are_read_in_one_job_per_engine(plan, shipped):
+    """The OCR of the originals of the packaged text sets runs in one job per engine (engines
+    reading the same sets share a rule), each set into the file its own job would write; a
+    user's text set keeps an ocr_original job of its own."""
+    assert VTBench.ocr_batches(plan) == [
+        ("ocr_original_sets", ["tesseract"], plan.text_datasets),
+        ("ocr_original_sets_2", ["rapidocr"], ["posters"])]
+    job = VTBench.ocr_jobs(plan, ["multilingual_ko"], "tesseract")[0]
+    assert job == {"dataset": "multilingual_ko",
+                   "manifest": "results/datasets/multilingual_ko/manifest.csv", "lang": "kor",
+                   "ocr": "results/ocr/tesseract/original/multilingual_ko.csv"}
+    config = copy.deepcopy(shipped)
+    config["datasets"]["scanned_text"] = {"type": "folder", "path": str(REPO),
+                                          "text_eval": True, "lang": "eng"}
+    p = Plan(config, cores=2)
+    assert not VTBench.ocr_batched(p, "scanned_text")
+    assert "scanned_text" not in VTBench.ocr_batches(p)[0][2]
+
+
 def test_model_specs_and_training(plan):
     spec = plan.spec_of("small_vq")
     assert spec["checkpoint"] == "results/weights/small_vq/model.pt"

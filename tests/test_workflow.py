@@ -255,8 +255,12 @@ def test_lean_jobs(run):
                     "reconstruct_sets_tokens": 2,  # the two models run on qs
                     "reconstruct_sets_tokens_2": 1}
     assert counts["reconstruct_shard"] == 3 * 2  # tex: 2 shards
-    # originals read once per (engine, set): scan by both engines, qs by Tesseract
-    assert counts["ocr_original"] == 3 and counts["train_reference_tokenizer"] == 1
+    # originals read once per (engine, set), the packaged sets in one job per engine: scan
+    # and qs by Tesseract, scan by RapidOCR; the four packaged sets built in two jobs
+    assert counts["ocr_original_sets"] == 1 and counts["ocr_original_sets_2"] == 1
+    assert "ocr_original" not in counts and counts["train_reference_tokenizer"] == 1
+    assert counts["build_image_sets"] == counts["build_rendered_sets"] == 1
+    assert counts["build_dataset"] == 1  # "mine": a user's folder
     for gone in ("merge_status", "image_quality", "perceptual", "token_metrics", "text_metrics",
                  "ocr", "volume_metrics"):
         assert gone not in counts
@@ -302,7 +306,8 @@ def test_adding_a_model_runs_only_its_jobs_and_the_tables(run):
     assert models == {"jpeg_q10"}, models
     # (a dry run prints a cluster group's jobs indented under it)
     rules = set(re.findall(r"^\s*(?:local)?rule (\w+):", plan, re.M))
-    assert not {"build_dataset", "train_tokenizer", "train_reference_tokenizer"} & rules
+    assert not {"build_dataset", "build_image_sets", "build_rendered_sets", "train_tokenizer",
+                "train_reference_tokenizer"} & rules
     assert "train_cmms" not in rules and "token_sensitivity" not in rules
     # one job per (model, dataset) of the user's and sharded sets, one for the packaged sets,
     # reconstructs and scores (LPIPS too: its weights are present; CHD/CMMS on the token
@@ -310,7 +315,7 @@ def test_adding_a_model_runs_only_its_jobs_and_the_tables(run):
     assert {"reconstruct_perceptual_tokens", "reconstruct_shard",
             "reconstruction_table", "token_table", "text_preservation_table"} <= rules
     assert any(r.startswith("reconstruct_sets") for r in rules)  # its one batched job
-    assert "ocr_original" not in rules and "detail_table" not in rules
+    assert not {"ocr_original", "ocr_original_sets", "detail_table"} & rules
     # OCR of the originals is reused, not recomputed
     assert "results/ocr/tesseract/original/scan.csv" not in re.findall(r"output: (\S+)", plan)
     smk(work)
@@ -332,10 +337,11 @@ def test_jobs_claim_no_more_threads_than_they_can_use(run):
             threads = re.search(r"threads: (\d+)", block)
             claims[(rule.group(1), wildcards.group(1) if wildcards else "")] = \
                 int(threads.group(1)) if threads else 1
-    assert claims[("build_dataset", "dataset=tex")] == 1  # bundled photographs: no workers
-    assert claims[("build_dataset", "dataset=qs")] == 1  # rendered, 2 items: one core
-    assert claims[("ocr_original", "ocr=tesseract, dataset=scan")] == 1  # one page
-    assert claims[("ocr_original", "ocr=tesseract, dataset=qs")] == 1  # a few questions
+    # bundled photographs ("tex" among them): no workers
+    assert claims[("build_image_sets", "")] == 1
+    assert claims[("build_rendered_sets", "")] == 1  # rendered, a few items: one core
+    # one page and a few questions, read in one job
+    assert claims[("ocr_original_sets", "ocr=tesseract")] == 1
     assert claims[("train_cmms", "reference=small_vq")] == 1  # --cores 2 // 2
 
 

@@ -14,9 +14,12 @@ rule ocr_original:
         manifest="results/datasets/{dataset}/manifest.csv",
     output:
         ocr="results/ocr/{ocr}/original/{dataset}.csv",
+    wildcard_constraints:
+        # small packaged sets are read in their engine's batched job (below)
+        dataset=regex_of([d for d in PLAN.datasets if not VTBench.ocr_batched(PLAN, d)]),
     params:
         engine=lambda wc: config["ocr"]["engines"][wc.ocr],
-        lang=dataset_param("lang"),
+        sets=lambda wc: VTBench.ocr_jobs(PLAN, [wc.dataset], wc.ocr),
     log:
         "logs/ocr/{ocr}/original/{dataset}.log",
     benchmark:
@@ -33,6 +36,39 @@ rule ocr_original:
         "../../envs/roundtrip.yaml"
     script:
         "../../scripts/ocr.py"
+
+
+# Batched reading of the originals: the small packaged text sets (VTBench.ocr_batched), one job
+# per engine; each set gets the file its own ocr_original job would write.
+for OCR_BATCH, OCR_ENGINES, OCR_DATASETS in VTBench.ocr_batches(PLAN):
+
+    rule:
+        name:
+            OCR_BATCH
+        input:
+            manifests=[f"results/datasets/{d}/manifest.csv" for d in OCR_DATASETS],
+        output:
+            [f"results/ocr/{{ocr}}/original/{d}.csv" for d in OCR_DATASETS],
+        wildcard_constraints:
+            ocr=regex_of(OCR_ENGINES),
+        params:
+            engine=lambda wc: config["ocr"]["engines"][wc.ocr],
+            sets=lambda wc, sets=OCR_DATASETS: VTBench.ocr_jobs(PLAN, sets, wc.ocr),
+        log:
+            f"logs/{OCR_BATCH}/{{ocr}}.log",
+        benchmark:
+            f"results/benchmarks/{OCR_BATCH}/{{ocr}}.tsv"
+        priority: 20
+        threads: 1
+        group:
+            "prepare"
+        resources:
+            mem_mb=2000,
+            runtime=60,
+        conda:
+            "../../envs/roundtrip.yaml"
+        script:
+            "../../scripts/ocr.py"
 
 
 rule reconstruction_table:

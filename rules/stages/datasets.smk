@@ -5,8 +5,11 @@
 rule build_dataset:
     output:
         "results/datasets/{dataset}/manifest.csv",
+    wildcard_constraints:
+        # sets built in a batched job (below) have no job of their own
+        dataset=regex_of([d for d in PLAN.datasets if not PLAN.build_group(d)]),
     params:
-        spec=lambda wc: PLAN.dataset_spec(wc.dataset),
+        sets=lambda wc: PLAN.build_jobs([wc.dataset]),
         fingerprint=lambda wc: PLAN.dataset_fingerprint(wc.dataset),
     log:
         "logs/build_dataset/{dataset}.log",
@@ -29,3 +32,33 @@ rule build_dataset:
         "../../envs/roundtrip.yaml"
     script:
         "../../scripts/build_dataset.py"
+
+
+# Batched builds: the small sets built from packaged data (Plan.build_group), one job per kind
+# (images, rendered text, volumes). Each set gets the files its own build_dataset job would
+# write; a build of a few items is mostly start-up.
+for BUILD, BUILD_DATASETS in PLAN.build_batches():
+
+    rule:
+        name:
+            BUILD
+        output:
+            [f"results/datasets/{d}/manifest.csv" for d in BUILD_DATASETS],
+        params:
+            sets=PLAN.build_jobs(BUILD_DATASETS),
+            fingerprint=[PLAN.dataset_fingerprint(d) for d in BUILD_DATASETS],
+        log:
+            f"logs/{BUILD}.log",
+        benchmark:
+            f"results/benchmarks/{BUILD}.tsv"
+        threads: max(PLAN.build_threads(d) for d in BUILD_DATASETS)
+        priority: 20
+        group:
+            "prepare"
+        resources:
+            mem_mb=4000,
+            runtime=60,
+        conda:
+            "../../envs/roundtrip.yaml"
+        script:
+            "../../scripts/build_dataset.py"

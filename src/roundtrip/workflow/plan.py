@@ -27,12 +27,14 @@ from roundtrip.core.imaging import DEFAULT_MAX_PIXELS
 from roundtrip.datasets import (
     IMAGES,
     MEDICAL_2D,
+    DATASET_TYPES,
     SYNTHETIC_TYPES,
     TEXT,
     VOLUMES,
     dataset_fingerprint,
     expected_item_count,
     file_keys,
+    is_volume_spec,
     role_of,
 )
 from roundtrip.datasets.volumes import DEFAULT_MAX_VOXELS
@@ -245,6 +247,45 @@ class Plan:
         webdataset's shards, an HF dataset's files, any other ``path``
         (:func:`roundtrip.datasets.dataset_fingerprint`)."""
         return dataset_fingerprint(self.config["datasets"][dataset])
+
+    def build_group(self, dataset: str) -> str | None:
+        """The batched build job a dataset is built in (:meth:`build_batches`), or None for a
+        job of its own: with ``run.batch_packaged_sets`` on (the default), a set of a packaged
+        type (:attr:`roundtrip.datasets.DatasetType.packaged`) is built with the other sets of
+        its kind (``"rendered"`` text sets, ``"images"``), and a volume set with no ``path``
+        (nibabel's bundled volumes, MONAI's synthetic ones) with the other such sets
+        (``"volumes"``). Such a build takes a second of work after 1-5 s of Python, torch and
+        MONAI start-up. A user's set (``path``) keeps a job of its own, cached and rebuilt on
+        its own."""
+        spec = self.config["datasets"][dataset]
+        if not self.config["run"].get("batch_packaged_sets", True):
+            return None
+        if is_volume_spec(spec):
+            return None if spec.get("path") else "volumes"
+        kind = DATASET_TYPES.get(spec["type"])
+        if kind is None or not kind.packaged:
+            return None
+        return "rendered" if kind.rendered else "images"
+
+    def build_batches(self) -> list[tuple[str, list[str]]]:
+        """``(rule name, datasets)`` of the batched build jobs (:meth:`build_group`), in the
+        order of the groups' first sets: ``build_image_sets``, ``build_rendered_sets``,
+        ``build_volume_sets``. Each set gets the files its own ``build_dataset`` job would
+        write."""
+        groups: dict[str, list[str]] = {}
+        for d in self.datasets:
+            group = self.build_group(d)
+            if group:
+                groups.setdefault(group, []).append(d)
+        names = {"images": "build_image_sets", "rendered": "build_rendered_sets",
+                 "volumes": "build_volume_sets"}
+        return [(names[g], sets) for g, sets in groups.items()]
+
+    def build_jobs(self, datasets: list[str]) -> list[dict]:
+        """What a build job does, per dataset in order: ``dataset``, ``spec``
+        (:meth:`dataset_spec`) and ``manifest`` (the file it writes)."""
+        return [{"dataset": d, "spec": self.dataset_spec(d),
+                 "manifest": f"results/datasets/{d}/manifest.csv"} for d in datasets]
 
     def shards(self, dataset: str) -> int:
         """Reconstruction jobs a dataset is cut into (``datasets.<name>.shards``)."""

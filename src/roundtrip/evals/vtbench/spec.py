@@ -73,6 +73,37 @@ class VTBench(Evaluation):
         return reconstruction_tables({d: specs[d]["protocol"] for d in plan.recon_datasets},
                                      [d for d in plan.recon_datasets if is_detail_set(specs[d])])
 
+    @staticmethod
+    def ocr_batched(plan, dataset: str) -> bool:
+        """Whether the OCR of a text set's originals runs in its engines' batched jobs
+        (:meth:`ocr_batches`) rather than in a job per (engine, set): a set built in a batched
+        job (:meth:`~roundtrip.workflow.plan.Plan.build_group`: a few packaged items) whose
+        reading takes one core (:meth:`~roundtrip.workflow.plan.Plan.item_threads`)."""
+        return plan.build_group(dataset) is not None and plan.item_threads(dataset, 2) == 1
+
+    @staticmethod
+    def ocr_batches(plan) -> list[tuple[str, list[str], list[str]]]:
+        """``(rule name, engines, datasets)`` of the batched jobs that read the originals: per
+        engine, the text sets it reads that are :meth:`ocr_batched`; engines reading the same
+        sets share a rule (wildcard ``ocr``). Names: ``ocr_original_sets``, then ``_2``,
+        ``_3``... Each set gets the file its own ``ocr_original`` job would write."""
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for engine in plan.ocr_engines:
+            sets = tuple(d for d in plan.text_datasets
+                         if engine in plan.engines_for(d) and VTBench.ocr_batched(plan, d))
+            if sets:
+                groups.setdefault(sets, []).append(engine)
+        return [("ocr_original_sets" + (f"_{k + 1}" if k else ""), engines, list(sets))
+                for k, (sets, engines) in enumerate(groups.items())]
+
+    @staticmethod
+    def ocr_jobs(plan, datasets: list[str], engine: str) -> list[dict]:
+        """What a job reading originals does, per dataset in order: ``dataset``, ``manifest``,
+        ``lang`` (``datasets.<name>.lang``) and ``ocr`` (the file it writes)."""
+        return [{"dataset": d, "manifest": f"results/datasets/{d}/manifest.csv",
+                 "lang": plan.config["datasets"][d].get("lang"),
+                 "ocr": f"results/ocr/{engine}/original/{d}.csv"} for d in datasets]
+
     def checkpoints(self, plan) -> list[str]:
         # the model card describes every trained model, used on a dataset or not
         return [f for m in plan.trained_models for f in plan.weights_of(m)]
