@@ -32,7 +32,11 @@ LIGHT_SCRIPTS = {
     "vista_tables.py": ["matplotlib.pyplot"],
     "telephone_tables.py": ["matplotlib.pyplot", "scipy.optimize"],
     "gallery.py": ["matplotlib.pyplot"],
-    "report_pdf.py": ["reportlab.platypus"],
+    # the report loads every evaluation's spec and findings
+    "report_pdf.py": ["reportlab.platypus", "roundtrip.evals.vista.spec",
+                      "roundtrip.evals.vista.findings", "roundtrip.evals.vtbench.findings",
+                      "roundtrip.evals.chd.spec", "roundtrip.evals.medibench.spec",
+                      "roundtrip.evals.telephone.spec"],
 }
 
 

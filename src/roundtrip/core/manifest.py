@@ -29,6 +29,10 @@ MANIFEST_COLUMNS = ["item_id", "path", "kind", "width", "height", "depth", "sour
                     "status", "reason"]
 OPTIONAL_COLUMNS = ["text", "lang", "label", "subject", "split", "font", "font_size_pt"]
 
+#: Reserved model name of the unmodified originals, the manifest's own items: results about
+#: them are stored under it (``results/ocr/{ocr}/original/...``), and no model may take it.
+ORIGINAL = "original"
+
 
 @dataclass
 class Item:

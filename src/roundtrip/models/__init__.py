@@ -1,6 +1,7 @@
 """Model zoo: the registry that turns a ``models:`` config entry into an :class:`Adapter`."""
 from __future__ import annotations
 
+from roundtrip.core.manifest import ORIGINAL  # noqa: F401 - the reserved model name, here too
 from roundtrip.core.registry import build_registered
 from roundtrip.core.weights import WeightsMissing
 from roundtrip.models.api_backend import ApiImageModel
@@ -35,9 +36,6 @@ CODEC_TYPES = ("identity", "jpeg", "webp", "resample")
 
 #: Keys of a ``models`` entry that belong to the workflow, not to the adapter's constructor.
 WORKFLOW_KEYS = ("batch_size",)
-
-#: Reserved model name: the unmodified originals (OCR of originals is stored under it).
-ORIGINAL = "original"
 
 
 def build_model(name: str, spec: dict) -> Adapter:

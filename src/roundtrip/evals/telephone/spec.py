@@ -121,7 +121,7 @@ class Telephone(Evaluation):
         from roundtrip.datasets import CHAIN_INPUTS, role_of
         from roundtrip.datasets.telephone import chain_items
         from roundtrip.evals.telephone.unified import build_pair
-        from roundtrip.models import ORIGINAL
+        from roundtrip.core.manifest import ORIGINAL
 
         config = plan.config
         tele = config.get("telephone") or {}

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from roundtrip.core.manifest import ORIGINAL
 from roundtrip.metrics.stats import Summary
 from roundtrip.report.findings import Ranking, RunResults, number, table_summary, with_ci
 
-ORIGINAL = "original"  # the model name of the unmodified renders (roundtrip.models.ORIGINAL)
 ACCURACY = "vista_accuracy"
 TOKENIZERS = "vista_tokenizers"
 VT_METRIC = "VT accuracy (%)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from roundtrip.datasets import QUESTION_TYPES
-from roundtrip.models import ORIGINAL
+from roundtrip.core.manifest import ORIGINAL
 
 #: Reader types that answer from an OCR engine's reading of the question image.
 OCR_READER_TYPES = ("ocr_llm", "ocr_solver")

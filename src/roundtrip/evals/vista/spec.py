@@ -6,7 +6,7 @@ from pathlib import Path
 from roundtrip.core.config import ConfigError
 from roundtrip.core.evaluation import Evaluation
 from roundtrip.evals.vista.plan import OCR_READER_TYPES, VistaPlan
-from roundtrip.models import ORIGINAL
+from roundtrip.core.manifest import ORIGINAL
 
 #: Table names (roundtrip.evals.vista.tables; one rule writes them all).
 TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",

@@ -29,12 +29,12 @@ import math
 import numpy as np
 import pandas as pd
 
+from roundtrip.core.manifest import ORIGINAL
 from roundtrip.metrics.accuracy import accuracy_values, paired_gaps
 from roundtrip.metrics.stats import Summary, bootstrap_mean
 from roundtrip.tables import Cell, Column, Table
 from roundtrip.tables.reasons import summarize_reasons
 
-ORIGINAL = "original"  # the model name of the unmodified renders (roundtrip.models.ORIGINAL)
 TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
           "vista_source", "vista_tokenizers"]
 #: Table 1's task categories in the paper's order (§3.3): a category matches the first entry
