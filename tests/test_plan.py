@@ -111,6 +111,9 @@ def test_small_volume_sets_share_one_job_per_model(plan, shipped):
     assert jobs[1]["seg_dir"] == "results/segment/gmm/small_vq/synthetic_3d"
     assert jobs[1]["settings"]["latent"] == medical.latent_settings("synthetic_3d")
     assert jobs[1]["settings"]["axis"] == shipped["medical"]["axis"]
+    assert medical.segment_jobs(["synthetic_3d"]) == [
+        {"dataset": "synthetic_3d", "manifest": "results/datasets/synthetic_3d/manifest.csv",
+         "status": "results/segment/gmm/original/synthetic_3d/status.csv"}]
 
     config = copy.deepcopy(shipped)
     config["datasets"]["mri_nibabel"]["models"] = ["identity"]

@@ -150,3 +150,8 @@ def test_small_volume_sets_run_in_one_job_per_model(run):
         assert "volume set synth" in batched and "volume set mri" not in batched
         assert (work / f"logs/reconstruct_volumes/{model}/mri.log").is_file()
         assert not (work / f"logs/reconstruct_volumes/{model}/synth.log").exists()
+    # the segmenter on the originals likewise: one job for the small sets, one for the folder
+    segmented = (work / "logs/segment_original_sets/gmm.log").read_text()
+    assert "synth: status counts" in segmented and "mri:" not in segmented
+    assert (work / "logs/segment_original/gmm/mri.log").is_file()
+    assert not (work / "logs/segment_original/gmm/synth.log").exists()

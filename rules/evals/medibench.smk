@@ -18,13 +18,21 @@ SEGMENTER = MEDICAL_CONFIG["segmenter"]["type"]
 RESNET18 = roundtrip_weights.path_of("resnet18-imagenet", PLAN.metrics["weights_cache"])
 
 
+# The segmenter on the originals of a volume set; the small sets with no path share one job.
+OWN_JOB_VOLUMES = [d for d in MEDICAL.volume_datasets if not MEDICAL.volume_batched(d)]
+BATCHED_VOLUMES = [d for d in MEDICAL.volume_datasets if MEDICAL.volume_batched(d)]
+
+
 rule segment_original:
     input:
         manifest="results/datasets/{dataset}/manifest.csv",
     output:
         status=MEDICAL.segmenter_status("{dataset}"),
+    wildcard_constraints:
+        dataset=regex_of(OWN_JOB_VOLUMES),
     params:
         segmenter=MEDICAL_CONFIG["segmenter"],
+        sets=lambda wc: MEDICAL.segment_jobs([wc.dataset]),
     # above the tables (0): long jobs run beside the reconstructions, not last on one core
     priority: 1
     log:
@@ -43,13 +51,39 @@ rule segment_original:
         "../../scripts/segment_original.py"
 
 
+if BATCHED_VOLUMES:
+
+    rule segment_original_sets:
+        input:
+            manifests=[f"results/datasets/{d}/manifest.csv" for d in BATCHED_VOLUMES],
+        output:
+            [MEDICAL.segmenter_status(d) for d in BATCHED_VOLUMES],
+        params:
+            segmenter=MEDICAL_CONFIG["segmenter"],
+            sets=MEDICAL.segment_jobs(BATCHED_VOLUMES),
+        priority: 1
+        log:
+            f"logs/segment_original_sets/{SEGMENTER}.log",
+        benchmark:
+            f"results/benchmarks/segment_original_sets/{SEGMENTER}.tsv"
+        threads: 1
+        group:
+            "prepare"
+        resources:
+            mem_mb=4000,
+            runtime=60,
+        conda:
+            "../../envs/roundtrip.yaml"
+        script:
+            "../../scripts/segment_original.py"
+
+
 # Volume sets: reconstruction, fidelity and structure in one job per (model, dataset), since all
 # read the same pair of volumes; labeled sets also classify the model's latents there (latent
 # utility), while the model is loaded (roundtrip.evals.medibench.volume_job). Medical 2D sets:
 # rules/stages/reconstruct.smk. Small sets with no path (bundled, synthetic) go to the batched
 # jobs below instead.
 LABELED_VOLUMES = [d for d in MEDICAL.volume_datasets if d in MEDICAL.latent_datasets]
-OWN_JOB_VOLUMES = [d for d in MEDICAL.volume_datasets if not MEDICAL.volume_batched(d)]
 VOLUME_OUTPUT = MEDICAL.volume_outputs("{dataset}")
 
 

@@ -134,6 +134,14 @@ class MedicalPlan:
         """The status file of the segmenter's masks of ``dataset``'s originals."""
         return f"{self.segmentation_dir(dataset)}/status.csv"
 
+    def segment_jobs(self, datasets: list[str]) -> list[dict]:
+        """What a job segmenting originals does per set (``params.sets``: one set for rule
+        ``segment_original``, the small volume sets (:meth:`volume_batched`) for
+        ``segment_original_sets``): ``dataset``, ``manifest`` and ``status``
+        (:meth:`segmenter_status`, the masks beside it)."""
+        return [{"dataset": d, "manifest": f"results/datasets/{d}/manifest.csv",
+                 "status": self.segmenter_status(d)} for d in datasets]
+
     def volume_jobs(self, datasets: list[str], model: str) -> list[dict]:
         """What a volume job does per set (``params.sets``: one set for rule
         ``reconstruct_volumes``, a model's small sets for ``reconstruct_volume_sets``):
