@@ -274,6 +274,8 @@ rule medibench_latent_shapes:
         report_table("medibench_latent_shapes", "MediBench", "Latent shapes (Table 6)"),
     params:
         specs={m: PLAN.spec_of(m) for m in MEDICAL.models},
+    # reads only the checkpoints: it runs beside the reconstructions, not in the run's tail
+    priority: 1
     log:
         "logs/tables/medibench_latent_shapes.log",
     group:

@@ -232,6 +232,9 @@ rule model_card:
         report_table("model_card", "Models", "Model card"),
     params:
         specs={m: PLAN.spec_of(m) for m in MODELS},
+    # reads only the checkpoints: it runs beside the reconstructions, not in the run's serial
+    # tail before Table 1 (which reads it) and the report
+    priority: 1
     log:
         "logs/tables/model_card.log",
     group:
