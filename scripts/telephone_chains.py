@@ -1,5 +1,6 @@
-"""Rule telephone_chains: the chains of one (pair, set), generation by generation, scored by
-every backbone (and by GenEval's rules on GenEval prompt sets)."""
+"""Rules telephone_chains and telephone_chains_sets: the chains of each (pair, set) of
+``params.jobs``, generation by generation, scored by every backbone (and by GenEval's rules on
+GenEval prompt sets)."""
 import _bootstrap  # noqa: F401
 
 from roundtrip.api.client import USAGE_LEDGER, append_usage
@@ -9,19 +10,22 @@ from roundtrip.evals.telephone.job import run_job
 from roundtrip.evals.telephone.unified import build_pair
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
-w, p = smk.wildcards, smk.params
+p, dataset = smk.params, smk.wildcards.dataset
 log = setup_logging(smk.log[0])
-if p.pair and (p.pair.get("tokenizer") or p.pair.get("type") == "diffusers"):
+if any(job["spec"] and (job["spec"].get("tokenizer") or job["spec"].get("type") == "diffusers")
+       for job in p.jobs):
     # a network runs: torch's threads and kernels follow the reproducibility mode
     log.info("compute: %s", configure_torch(smk.config, smk.threads))
-pair = build_pair(w.pair, p.pair, p.device) if p.pair else None
-try:
-    similarity, mgg = run_job(pair, smk.input.manifest, p.dataset_type, p.chain_root, p.chains,
-                              p.generations, p.backbones, p.mgg, p.seed, p.device)
-finally:
-    append_usage(USAGE_LEDGER, f"telephone/{w.pair}/{w.dataset}")
-similarity.to_csv(smk.output.similarity, index=False)
-mgg.to_csv(smk.output.mgg, index=False)
-ok = similarity[similarity["status"] == "ok"]
-log.info("%s on %s: %d similarity values (%d not ok), mean %.4f; %d MGG verdicts",
-         w.pair, w.dataset, len(ok), len(similarity) - len(ok), ok["similarity"].mean(), len(mgg))
+for job in p.jobs:
+    name = job["pair"]
+    pair = build_pair(name, job["spec"], p.device) if job["spec"] else None
+    try:
+        similarity, mgg = run_job(pair, smk.input.manifest, p.dataset_type, job["chain_root"],
+                                  p.chains, p.generations, p.backbones, p.mgg, p.seed, p.device)
+    finally:
+        append_usage(USAGE_LEDGER, f"telephone/{name}/{dataset}")
+    similarity.to_csv(job["similarity"], index=False)
+    mgg.to_csv(job["mgg"], index=False)
+    ok = similarity[similarity["status"] == "ok"]
+    log.info("%s on %s: %d similarity values (%d not ok), mean %.4f; %d MGG verdicts",
+             name, dataset, len(ok), len(similarity) - len(ok), ok["similarity"].mean(), len(mgg))

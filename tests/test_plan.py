@@ -475,6 +475,13 @@ def test_telephone_plan(plan, tmp_path):
     assert telephone(plan).inputs("render_small_vq", "telephone_captions")["weights"] == [
         "results/weights/small_vq/model.pt"]
     assert telephone(plan).inputs("render_identity", "telephone_captions")["weights"] == []
+    # the offline pairs on the built-in captions: one job for the set
+    assert telephone(plan).batched_datasets == ["telephone_captions"]
+    assert telephone(plan).batched_pairs == list(telephone(plan).pairs)
+    job = telephone(plan).jobs(["render_small_vq"], "telephone_captions")[0]
+    assert job["similarity"] == "results/telephone/render_small_vq/telephone_captions/similarity.csv"
+    assert job["chain_root"] == "results/telephone/render_small_vq/telephone_captions/chains"
+    assert job["spec"]["tokenizer"]["name"] == "small_vq"
     assert "results/tables/telephone_sdr.csv" in plan.targets()
     assert "results/figures/telephone_strip.png" in plan.figures
     # a chains set made elsewhere is scored under its own model name, in its own folder
@@ -487,6 +494,9 @@ def test_telephone_plan(plan, tmp_path):
     assert telephone(p).chain_root("BAGEL", "chains") == str(tmp_path / "c")
     assert telephone(p).pair_spec("BAGEL", "chains") is None
     assert telephone(p).chain_root("r", "caps") == "results/telephone/r/caps/chains"
+    assert telephone(p).batched_datasets == ["caps"]  # the built-in captions (the default)
+    config["datasets"]["caps"]["captions"] = str(tmp_path / "caps.jsonl")
+    assert telephone(Plan(validated(config))).batched_datasets == []  # a user's: a job per pair
     assert telephone(Plan(small())).keys == [] and "telephone_mcd" not in Plan(small()).tables
 
 

@@ -161,3 +161,37 @@ def test_chains_made_elsewhere_are_scored(run):
     later = tt[tt["generation"] == 8]
     assert (later["status"] == "error").all()  # the folder stops at generation 6
     assert not (run["work"] / "results/telephone/other_um/elsewhere/chains").exists()
+
+
+def test_offline_pairs_on_the_builtin_captions_share_one_job(tmp_path):
+    """The render_ocr pairs on the built-in captions run in one job per set
+    (telephone_chains_sets), each writing the bytes its own telephone_chains job writes
+    (``run.batch_packaged_sets: false``)."""
+    files = {}
+    for batched in (True, False):
+        work = tmp_path / f"batched_{batched}"
+        work.mkdir()
+        config = {"datasets": {"caps": {"type": "captions", "captions": "builtin", "count": 1}},
+                  "models": {"identity": {"type": "identity"},
+                             "bicubic_x8": {"type": "resample", "factor": 8}},
+                  "ocr": {"engines": {"tesseract": {"type": "tesseract"}}},
+                  "run": {"batch_packaged_sets": batched},
+                  "telephone": {"generations": 2,
+                                "pairs": {"render_id": {"type": "render_ocr"},
+                                          "render_bicubic": {"type": "render_ocr",
+                                                             "tokenizer": "bicubic_x8"}},
+                                "backbones": {"cer": {"type": "cer"}}},
+                  "metrics": {"lpips": {"enabled": False}, "fid": {"enabled": False},
+                              "tokens": {"reference": None}},
+                  "tables": {"bootstrap": {"samples": 100}}}
+        (work / "config.yaml").write_text(yaml.safe_dump(config))
+        plan = smk(work, dict(os.environ), "-n", "--quiet", "rules").stdout
+        chain_rule = "telephone_chains_sets" if batched else "telephone_chains"
+        counts = dict(line.split() for line in plan.splitlines()
+                      if line.startswith("telephone_chains"))
+        assert counts == {chain_rule: "1" if batched else "2"}
+        smk(work, dict(os.environ))
+        files[batched] = {p.relative_to(work).as_posix(): p.read_bytes()
+                          for p in (work / "results/telephone").glob("*/caps/*.csv")}
+    assert len(files[True]) == 4 and files[True] == files[False]
+    assert (tmp_path / "batched_True/logs/telephone_chains_sets/caps.log").is_file()

@@ -18,9 +18,8 @@ rule telephone_chains:
         similarity="results/telephone/{pair}/{dataset}/similarity.csv",
         mgg="results/telephone/{pair}/{dataset}/mgg.csv",
     params:
-        pair=lambda wc: TELEPHONE.pair_spec(wc.pair, wc.dataset),
+        jobs=lambda wc: TELEPHONE.jobs([wc.pair], wc.dataset),
         dataset_type=lambda wc: config["datasets"][wc.dataset]["type"],
-        chain_root=lambda wc: TELEPHONE.chain_root(wc.pair, wc.dataset),
         chains=TELEPHONE.section.get("chains"),
         generations=TELEPHONE.section.get("generations"),
         seed=TELEPHONE.section.get("seed"),
@@ -42,6 +41,47 @@ rule telephone_chains:
         "../../envs/roundtrip.yaml"
     script:
         "../../scripts/telephone_chains.py"
+
+
+# Batched chains: the offline render_ocr pairs on the built-in captions (TelephonePlan.batched),
+# one job per set; each pair gets the files its own telephone_chains job would write (the
+# ruleorder gives those files to the batched job, where both rules could make them).
+if TELEPHONE.batched_pairs and TELEPHONE.batched_datasets:
+
+    rule telephone_chains_sets:
+        input:
+            manifest="results/datasets/{dataset}/manifest.csv",
+            weights=[f for m in TELEPHONE.batched_pairs
+                     for f in TELEPHONE.inputs(m, TELEPHONE.batched_datasets[0])["weights"]],
+        output:
+            [f for m in TELEPHONE.batched_pairs for f in TELEPHONE.files(m, "{dataset}").values()],
+        wildcard_constraints:
+            dataset=regex_of(TELEPHONE.batched_datasets),
+        params:
+            jobs=lambda wc: TELEPHONE.jobs(TELEPHONE.batched_pairs, wc.dataset),
+            dataset_type=lambda wc: config["datasets"][wc.dataset]["type"],
+            chains=TELEPHONE.section.get("chains"),
+            generations=TELEPHONE.section.get("generations"),
+            seed=TELEPHONE.section.get("seed"),
+            backbones=TELEPHONE.backbones,
+            mgg=TELEPHONE.mgg,
+            device=RUN["device"],
+        priority: 1
+        log:
+            "logs/telephone_chains_sets/{dataset}.log",
+        benchmark:
+            "results/benchmarks/telephone_chains_sets/{dataset}.tsv"
+        threads: 1
+        resources:
+            mem_mb=4000,
+            runtime=240,
+            gpu=lambda wc: max(TELEPHONE.gpu(m, wc.dataset) for m in TELEPHONE.batched_pairs),
+        conda:
+            "../../envs/roundtrip.yaml"
+        script:
+            "../../scripts/telephone_chains.py"
+
+    ruleorder: telephone_chains_sets > telephone_chains
 
 
 rule telephone_tables:

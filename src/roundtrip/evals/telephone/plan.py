@@ -105,6 +105,38 @@ class TelephonePlan:
         return {"manifest": f"results/datasets/{dataset}/manifest.csv",
                 "weights": self.plan.weights_of(tok) if tok else []}
 
+    @cached_property
+    def batched_datasets(self) -> list[str]:
+        """Chain-input sets whose offline pairs run in one job per set
+        (``telephone_chains_sets``): the built-in captions (``captions: builtin``, a few
+        items), with ``run.batch_packaged_sets`` on. Such a chain job is mostly the start-up
+        of Python, torch and the tokenizer."""
+        if not self.plan.config["run"].get("batch_packaged_sets", True):
+            return []
+        specs = self.plan.config["datasets"]
+        return [d for d in self.datasets
+                if specs[d]["type"] == "captions"
+                and specs[d].get("captions", "builtin") == "builtin"]
+
+    @cached_property
+    def batched_pairs(self) -> list[str]:
+        """The pairs that run in the batched jobs: the offline ``render_ocr`` pairs (XeLaTeX,
+        a tokenizer, Tesseract: seconds per chain). Networked pairs (API, diffusers) keep a
+        job per (pair, set), like every pair on a user's captions."""
+        return [m for m, spec in self.pairs.items() if spec.get("type") == "render_ocr"]
+
+    def batched(self, model: str, dataset: str) -> bool:
+        """Whether the chains of ``(model, dataset)`` run in the set's batched job."""
+        return model in self.batched_pairs and dataset in self.batched_datasets
+
+    def jobs(self, models: list[str], dataset: str) -> list[dict]:
+        """What a chain job does per pair (``params.jobs``: one pair for rule
+        ``telephone_chains``, a set's batched pairs for ``telephone_chains_sets``): ``pair``,
+        ``spec`` (:meth:`pair_spec`), ``chain_root`` and the output files (:meth:`files`)."""
+        return [{"pair": m, "spec": self.pair_spec(m, dataset),
+                 "chain_root": self.chain_root(m, dataset), **self.files(m, dataset)}
+                for m in models]
+
     def gpu(self, model: str, dataset: str) -> int:
         """1 when the job runs a network on CUDA (diffusers pairs, learned tokenizers)."""
         spec = self.pair_spec(model, dataset) or {}
