@@ -5,7 +5,8 @@ import pytest
 import skimage.data
 from PIL import Image
 
-from roundtrip.core.imaging import ImageReadError, from_unit, read_image, to_unit, write_png
+from roundtrip.core.imaging import (ImageReadError, from_unit, read_image, same_pixels, to_unit,
+                                    write_png)
 
 
 def test_rgb_png_roundtrip_is_exact(tmp_path):
@@ -104,3 +105,13 @@ def test_to_uint8_rounds_16_bit_and_keeps_8_bit():
     np.testing.assert_array_equal(to_uint8(v), np.round(v / 257.0).astype(np.uint8))
     u = np.arange(256, dtype=np.uint8).reshape(16, 16, 1).repeat(3, axis=2)
     assert to_uint8(u) is u
+
+
+def test_same_pixels_needs_shape_dtype_and_values():
+    a = np.arange(12, dtype=np.uint8).reshape(2, 2, 3)
+    assert same_pixels(a, a.copy())
+    assert not same_pixels(a, a.astype(np.uint16))  # equal values, other dtype (16-bit source)
+    assert not same_pixels(a, a.reshape(2, 3, 2))  # same values, other shape
+    b = a.copy()
+    b[1, 1, 2] += 1
+    assert not same_pixels(a, b)

@@ -198,6 +198,12 @@ def write_png(path: str | Path, image: np.ndarray, compress_level: int = 6) -> N
         raise ValueError(f"expected uint8 or uint16, got {image.dtype}")
 
 
+def same_pixels(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two images are the same array: shape, dtype and every value equal (a lossless
+    reconstruction, or a protocol's copy that changed nothing)."""
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
+
+
 def to_unit(image: np.ndarray) -> np.ndarray:
     """Integer image -> ``float32`` in ``[0, 1]`` (divides by 255 or 65535 by dtype)."""
     return image.astype(np.float32) / np.float32(np.iinfo(image.dtype).max)

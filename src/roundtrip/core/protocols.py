@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from roundtrip.core.imaging import from_unit, to_unit
+from roundtrip.core.imaging import from_unit, same_pixels, to_unit
 
 PROTOCOLS = ("native", "native_resize", "model_size", "fixed_1024", "fixed")
 DEFAULT_ANY_SIZE = 256
@@ -104,7 +104,7 @@ def prepare(image: np.ndarray, protocol: str, info, size: int | None = None) -> 
                   "fixed": (size or DEFAULT_ANY_SIZE,) * 2}[protocol]
         # The model sees exactly the stored (rounded) reference, so identity scores PSNR = inf.
         reference = from_unit(resize(center_square(x), target), image.dtype)
-        if reference.shape == image.shape and np.array_equal(reference, image):
+        if same_pixels(reference, image):
             reference = None  # already at the target size: the original, with no copy on disk
         else:
             x = to_unit(reference)

@@ -10,10 +10,9 @@ import logging
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from roundtrip.core.imaging import read_image
+from roundtrip.core.imaging import read_image, same_pixels
 from roundtrip.core.manifest import read_item_csv, read_manifest
 from roundtrip.core.recon_items import ReconItem
 from roundtrip.core.scoring import ReconScorer
@@ -195,13 +194,13 @@ class TextScorer(ReconScorer):
     def _is_original(self, item: ReconItem) -> bool:
         """The reconstruction has the shape, dtype and pixels of the dataset's original file."""
         rec = item.read_reconstruction()
-        if not _same_pixels(item.read_reference(), rec):  # the model's input is the reference
+        if not same_pixels(item.read_reference(), rec):  # the model's input is the reference
             return False
         path = self.ctx.manifest.parent / item.fields.get("path", "")
         if item.reference == path:
             return True
         try:  # a protocol's copy of the reference: ocr_original read the dataset's file
-            return _same_pixels(read_image(path), rec)
+            return same_pixels(read_image(path), rec)
         except (OSError, ValueError):  # ImageReadError is a ValueError
             return False
 
@@ -223,10 +222,6 @@ class TextScorer(ReconScorer):
             out[f"text_{name}"] = score_text(self.ctx.manifest, self.options["ocr_original"][name],
                                              text, self.ctx.status, norm)
         return out
-
-
-def _same_pixels(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
 
 
 def ocr_rows(items: list[ReconItem], records: list) -> pd.DataFrame:
