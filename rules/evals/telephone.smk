@@ -51,8 +51,8 @@ if TELEPHONE.batched_pairs and TELEPHONE.batched_datasets:
     rule telephone_chains_sets:
         input:
             manifest="results/datasets/{dataset}/manifest.csv",
-            weights=[f for m in TELEPHONE.batched_pairs
-                     for f in TELEPHONE.inputs(m, TELEPHONE.batched_datasets[0])["weights"]],
+            weights=lambda wc: [f for m in TELEPHONE.batched_pairs
+                                for f in TELEPHONE.inputs(m, wc.dataset)["weights"]],
         output:
             [f for m in TELEPHONE.batched_pairs for f in TELEPHONE.files(m, "{dataset}").values()],
         wildcard_constraints:

@@ -18,7 +18,6 @@ from __future__ import annotations
 from functools import cached_property
 
 from roundtrip.core.evaluation import Evaluation
-from roundtrip.datasets import DATASET_TYPES
 
 
 #: ``run.batch_size: auto``: items per forward pass on the CPU (where a larger batch gains
@@ -141,9 +140,8 @@ class ReconJobs:
         (:attr:`roundtrip.datasets.DatasetType.packaged`) in one shard, with
         ``run.batch_packaged_sets`` on (the default). A user's set keeps jobs of its own, so
         that it is cached, sharded and rerun on its own."""
-        spec = self.plan.config["datasets"][dataset]
-        return (bool(self.plan.config["run"].get("batch_packaged_sets", True))
-                and DATASET_TYPES[spec["type"]].packaged and self.plan.shards(dataset) == 1)
+        # the sets built in a batched job (Plan.build_group), unless cut into shards
+        return self.plan.build_group(dataset) is not None and self.plan.shards(dataset) == 1
 
     def unbatched(self, datasets: list[str]) -> list[str]:
         """The datasets of ``datasets`` that get one job per (model, dataset)."""

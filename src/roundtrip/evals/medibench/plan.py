@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
+from roundtrip.core.manifest import ORIGINAL
 from roundtrip.datasets import MEDICAL_2D, VOLUMES
 
 
@@ -90,9 +91,7 @@ class MedicalPlan:
         job is mostly the start-up of torch and MONAI, about 8 s), with
         ``run.batch_packaged_sets`` on. A user's volumes keep jobs of their own, cached and
         rerun per set."""
-        spec = self.plan.config["datasets"][dataset]
-        return (bool(self.plan.config["run"].get("batch_packaged_sets", True))
-                and dataset in self.volume_datasets and not spec.get("path"))
+        return dataset in self.volume_datasets and self.plan.build_group(dataset) == "volumes"
 
     def volume_batches(self) -> list[tuple[str, list[str], list[str]]]:
         """``(rule name, models, datasets)`` of the batched volume jobs: per model, its batched
@@ -124,7 +123,7 @@ class MedicalPlan:
         return {key: medical[key] for key in ("axis", "slice_batch", "roi_size", "segmenter")} | {
             "latent": self.latent_settings(dataset)}
 
-    def segmentation_dir(self, dataset: str, model: str = "original") -> str:
+    def segmentation_dir(self, dataset: str, model: str = ORIGINAL) -> str:
         """Where the segmenter's masks of ``model``'s reconstructions of ``dataset`` go
         (``original``: of the originals, beside their ``status.csv``)."""
         segmenter = self.plan.config["medical"]["segmenter"]["type"]
