@@ -4,6 +4,7 @@ hand-picked cells are found on their row's line within the table, every shipped 
 its line's numbers in order, the row counts are the paper's, and the tables' own arithmetic
 (VISTA's gap and overall, MediBench's averages, VTBench's Table 5 against Table 3) holds."""
 import math
+import os
 import re
 import tomllib
 from functools import cache
@@ -202,10 +203,16 @@ IDS = [f"{p}-{t.replace(' ', '')}" for p, t in TABLES]
 
 
 def papers_dir(path: Path = PAPERS) -> Path:
-    """The papers' folder; a missing folder fails the test (the checks need it; CI has it)."""
+    """The papers' folder. Where it is missing (a clone of the repository alone: the papers'
+    text is a development input, not part of the package) the checks that read it are skipped,
+    saying why; with ``ROUNDTRIP_REQUIRE_PAPERS=1`` (set by CI, which has the folder) a missing
+    folder fails them instead."""
     if not (path / "README.md").is_file():
-        pytest.fail(f"the papers' text is not at {path}: these tests check the shipped numbers "
-                    "against it; check out shared/ beside the repository")
+        message = (f"the papers' text is not at {path}: these tests check the shipped numbers "
+                   "against it; check out shared/ beside the repository")
+        if os.environ.get("ROUNDTRIP_REQUIRE_PAPERS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
     return path
 
 
@@ -282,7 +289,14 @@ def test_the_papers_are_beside_the_checkout():
         assert (PAPERS / fname).is_file(), fname
 
 
-def test_a_missing_papers_folder_fails(tmp_path):
+def test_a_missing_papers_folder_skips(tmp_path, monkeypatch):
+    monkeypatch.delenv("ROUNDTRIP_REQUIRE_PAPERS", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="papers' text is not at"):
+        papers_dir(tmp_path / "shared" / "papers")
+
+
+def test_a_missing_papers_folder_fails_where_required(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROUNDTRIP_REQUIRE_PAPERS", "1")
     with pytest.raises(pytest.fail.Exception, match="papers' text is not at"):
         papers_dir(tmp_path / "shared" / "papers")
 
