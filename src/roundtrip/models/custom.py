@@ -8,6 +8,8 @@ See README, "Bring your own tokenizer".
 from __future__ import annotations
 
 import importlib
+import sys
+from pathlib import Path
 
 import torch
 
@@ -85,34 +87,75 @@ class StateDictModel(_CustomAdapter):
     """A class named by import path, built with ``kwargs``, weights from a state-dict file.
 
     Args:
-        import_path: ``package.module:ClassName`` (importable on ``PYTHONPATH``).
+        import_path: ``package.module:ClassName`` (importable on ``PYTHONPATH``, or under
+            ``pythonpath``).
         kwargs: constructor arguments.
         state_dict: path of a ``torch.save``-d state dict (or ``{"state_dict": ...}``).
         strict: passed to ``load_state_dict``.
+        pythonpath: a folder (or list of folders) searched first for the module, so the model
+            imports in every job without exporting ``PYTHONPATH``.
+
+    Loading raises :class:`ValueError` whose message starts with the key to fix:
+    ``models.<name>.import_path`` (module or class not found), ``models.<name>.kwargs`` (the
+    class refuses them), ``models.<name>.state_dict`` (the weights do not fit the class).
     """
 
     def __init__(self, import_path: str, state_dict: str, kwargs: dict | None = None,
-                 strict: bool = True, **rest):
+                 strict: bool = True, pythonpath: str | list | None = None, **rest):
         super().__init__(**rest)
         if ":" not in import_path:
             raise ValueError(f"import_path must look like 'package.module:Class', got {import_path!r}")
         self.import_path, self.state_dict = import_path, state_dict
         self.kwargs, self.strict = dict(kwargs or {}), bool(strict)
+        folders = [pythonpath] if isinstance(pythonpath, str) else list(pythonpath or [])
+        self.pythonpath = [str(Path(f).expanduser()) for f in folders]
 
     def _class(self):
         mod_name, cls_name = self.import_path.split(":", 1)
+        key = f"models.{self.name}"
+        for folder in reversed(self.pythonpath):
+            if folder not in sys.path:
+                sys.path.insert(0, folder)
         try:
-            return getattr(importlib.import_module(mod_name), cls_name)
-        except (ImportError, AttributeError) as exc:
-            raise ValueError(f"model {self.name}: cannot import {self.import_path}: {exc}") from exc
+            module = importlib.import_module(mod_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and mod_name.split(".")[0] == exc.name.split(".")[0]:
+                raise ValueError(f"{key}.import_path: module '{exc.name}' not found: add its "
+                                 f"folder to PYTHONPATH or set {key}.pythonpath") from exc
+            raise ValueError(f"{key}.import_path: importing '{mod_name}' failed: {exc}") from exc
+        except Exception as exc:  # noqa: BLE001 - the user's module raised while importing
+            raise ValueError(f"{key}.import_path: importing '{mod_name}' failed: "
+                             f"{type(exc).__name__}: {exc}") from exc
+        cls = getattr(module, cls_name, None)
+        if cls is None:
+            classes = sorted(n for n, v in vars(module).items()
+                             if isinstance(v, type) and v.__module__ == module.__name__)
+            raise ValueError(f"{key}.import_path: module '{mod_name}' has no '{cls_name}' "
+                             f"(classes there: {', '.join(classes) or 'none'})")
+        return cls
 
     def check_weights(self):
         require_file(self.state_dict, self.name, "state dict", HOW)
 
     def _load_module(self):
-        module = self._class()(**self.kwargs)
+        cls = self._class()
+        key = f"models.{self.name}"
+        try:
+            module = cls(**self.kwargs)
+        except Exception as exc:  # noqa: BLE001 - the user's constructor
+            raise ValueError(f"{key}.kwargs: {cls.__name__}(**{self.kwargs}) failed: "
+                             f"{type(exc).__name__}: {exc}") from exc
         path = require_file(self.state_dict, self.name, "state dict", HOW)
         sd = torch.load(path, map_location="cpu", weights_only=True)
         sd = sd.get("state_dict", sd) if isinstance(sd, dict) else sd
-        module.load_state_dict(sd, strict=self.strict)
+        try:
+            module.load_state_dict(sd, strict=self.strict)
+        except RuntimeError as exc:
+            # torch lists every mismatch on its own line; the first one says enough
+            lines = [line.strip() for line in str(exc).splitlines()[1:] if line.strip()]
+            first = lines[0] if lines else str(exc).splitlines()[0]
+            more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+            raise ValueError(f"{key}.state_dict: {path} does not fit {cls.__name__}"
+                             f"(**{self.kwargs}): {first}{more}; check {key}.kwargs "
+                             f"(or set {key}.strict: false for missing or extra keys)") from exc
         return module

@@ -1,0 +1,167 @@
+"""Every model of a config probed before any job (:mod:`roundtrip.models.probe`), at the input
+sizes the config's datasets will give it, with the result cached by the model's fingerprint.
+
+The sizes follow the protocols (:mod:`roundtrip.core.protocols`): ``model_size`` gives the
+model's native size (``size`` for any-size models), ``fixed_1024`` 1024 x 1024, ``fixed`` the
+dataset's ``size``, ``native_resize`` the native size; ``native`` (images at their own, varying
+sizes) and 2D models on volume slices are padded to a multiple of ``downsample``, so the probe
+sends an odd multiple of it (:func:`~roundtrip.models.probe.padding_size`), which is what shows
+a wrong ``downsample``. Every size is padded as the protocol pads it.
+
+Not probed: models the workflow trains (no weights before their job; their code is roundtrip's),
+API models (a probe would be a paid request), and 3D models' forward pass (they are loaded only:
+their windows are set per dataset by MediBench's ``roi_size``).
+
+The cache, ``.snakemake/roundtrip/probes/{model}.json`` under the working directory, holds the
+fingerprint (the model's config entry, the sizes, the size and time of every file the entry names
+and of the module of ``import_path``) and the result: a rerun with nothing changed does not load
+the model again.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+from roundtrip.core.protocols import DEFAULT_ANY_SIZE
+from roundtrip.models import CODEC_TYPES, ORIGINAL, TRAINED_TYPES, Adapter, build_model
+from roundtrip.models.probe import ProbeError, ProbeResult, load_model, padding_size, probe_model
+from roundtrip.stages.volumes import is_3d
+
+#: Where probe results are kept, relative to the working directory.
+CACHE = Path(".snakemake/roundtrip/probes")
+#: Model types that are not probed (see the module docstring).
+UNPROBED_TYPES = (*TRAINED_TYPES, "api_image")
+#: Keys of a model entry that name files (their size and time enter the fingerprint).
+FILE_KEYS = ("path", "state_dict", "checkpoint", "weights")
+
+
+def probe_config(config: dict, cache: Path | None = CACHE) -> dict[str, ProbeResult]:
+    """Probe every model of a schema-validated ``config`` (see the module docstring).
+
+    Returns:
+        model name -> :class:`ProbeResult` of the probed models.
+
+    Raises:
+        ProbeError: one line per model that failed, each starting with its config key.
+    """
+    results, problems = {}, []
+    for name, spec in (config.get("models") or {}).items():
+        if spec.get("type") in UNPROBED_TYPES or name == ORIGINAL:
+            continue
+        try:
+            results[name] = probe_cached(name, spec, config, cache)
+        except (ProbeError, ValueError) as exc:
+            problems.append(" ".join(str(exc).split()))
+    if problems:
+        raise ProbeError("\n".join(problems))
+    return results
+
+
+def probe_cached(name: str, spec: dict, config: dict, cache: Path | None = CACHE) -> ProbeResult:
+    """:func:`~roundtrip.models.probe.probe_model` of one model, or its cached result when the
+    fingerprint is unchanged.
+
+    Raises:
+        ProbeError, ValueError: the model does not build, load or round-trip; the message
+            starts with its key.
+    """
+    model = build_model(name, spec)
+    if is_3d(model):
+        load_model(model)  # volumes go through windows sized per dataset: loaded, not run
+        return ProbeResult()
+    sizes = model_sizes(name, model, config)
+    key = fingerprint(spec, sizes)
+    path = cache / f"{name}.json" if cache is not None else None
+    if path is not None and path.is_file():
+        try:
+            stored = json.loads(path.read_text())
+            if stored.get("fingerprint") == key:
+                return ProbeResult.from_dict(stored["result"])
+        except (ValueError, KeyError, TypeError):
+            pass  # a damaged cache entry is probed again
+    result = probe_model(model, sizes)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"fingerprint": key, "result": result.as_dict()}))
+        tmp.replace(path)
+    return result
+
+
+def model_sizes(name: str, model: Adapter, config: dict) -> list[tuple[int, int]]:
+    """The ``(H, W)`` inputs the config's datasets give ``model``, padded to its downsample
+    factor, in first-use order (loads the model: :meth:`Adapter.info` may count parameters).
+
+    Raises:
+        ProbeError: the model cannot be loaded.
+    """
+    load_model(model)
+    info = model.info()
+    d = max(1, int(info.downsample))
+    native = tuple(info.native_sizes[0]) if info.native_sizes else None
+    sizes = []
+    for dataset, spec in (config.get("datasets") or {}).items():
+        if name not in (spec.get("models") or config["models"]):
+            continue
+        sizes.extend(_dataset_sizes(spec, native, info.fixed_size, d))
+    if not sizes and not info.fixed_size:
+        sizes.append(padding_size(d))
+    padded = [(-(-h // d) * d, -(-w // d) * d) for h, w in sizes]
+    return list(dict.fromkeys(padded))
+
+
+def _dataset_sizes(spec: dict, native, fixed_size: bool, d: int) -> list[tuple[int, int]]:
+    from roundtrip.datasets import is_volume_spec
+
+    protocol = spec.get("protocol", "native")
+    side = spec.get("size") or DEFAULT_ANY_SIZE
+    if is_volume_spec(spec) or protocol == "native":
+        return [] if fixed_size else [padding_size(d)]
+    if protocol in ("model_size", "native_resize"):
+        return [native or (side, side)]
+    if protocol == "fixed_1024":
+        return [(1024, 1024)]
+    return [(side, side)]  # fixed
+
+
+def fingerprint(spec: dict, sizes: list[tuple[int, int]]) -> str:
+    """sha256 of the model's entry, the probe sizes and the size and modification time of the
+    files it names (and of its ``import_path`` module's file): a new checkpoint or an edited
+    model class is probed again."""
+    files = {}
+    for key in FILE_KEYS:
+        value = spec.get(key)
+        if isinstance(value, str):
+            files[key] = _stat(Path(value).expanduser())
+    if spec.get("import_path"):
+        files["module"] = _stat(_module_file(spec))
+    blob = json.dumps({"spec": spec, "sizes": sizes, "files": files,
+                       "codec": spec.get("type") in CODEC_TYPES}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _stat(path: Path | None) -> list | None:
+    try:
+        st = path.stat()
+    except (OSError, AttributeError, TypeError):
+        return None
+    return [str(path), st.st_size, st.st_mtime_ns]
+
+
+def _module_file(spec: dict) -> Path | None:
+    """The file of ``import_path``'s module, found without importing it (None if not found)."""
+    module = str(spec["import_path"]).split(":", 1)[0]
+    folders = spec.get("pythonpath") or []
+    folders = [folders] if isinstance(folders, str) else list(folders)
+    saved = list(sys.path)
+    sys.path[:0] = [str(Path(f).expanduser()) for f in folders]
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        found = None
+    finally:
+        sys.path[:] = saved
+    return Path(found.origin) if found and found.origin else None
