@@ -2,6 +2,7 @@
 #   make run    install everything, then run the workflow on config.yaml
 #               (make run CONFIG=my.yaml: check my.yaml, YAML line numbers included, then run it)
 #   make test   install everything, then run the test suite
+#   make report [CONFIG=my.yaml]   rebuild what results/report.pdf needs (of my.yaml's run)
 #   make bench-scale [SIZES="100 1000"]   time the workflow on N generated images (benchmarks/scale.py)
 # Installs Debian packages (as root, or prints the apt-get line to run) and a Python venv in .venv.
 
@@ -11,6 +12,16 @@ CORES       ?= all
 CONFIG      ?=
 SIZES       ?=
 PY          := $(VENV)/bin/python
+SNAKEMAKE   := $(VENV)/bin/snakemake --profile profiles/workstation --cores $(CORES)
+# Every target that runs the workflow reads CONFIG when given. Targets go before
+# --configfile: Snakemake reads every word after it as one more config file.
+ifdef CONFIG
+CONFIG_ARGS  := --configfile $(CONFIG)
+CHECK_CONFIG := $(VENV)/bin/roundtrip check-config $(CONFIG)
+else
+CONFIG_ARGS  :=
+CHECK_CONFIG := @true
+endif
 APT_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-ocr-jpn \
                 tesseract-ocr-kor tesseract-ocr-hin poppler-utils fonts-liberation \
                 fonts-dejavu-core fonts-noto-core fonts-noto-cjk texlive-xetex \
@@ -19,21 +30,18 @@ APT_PACKAGES := tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim tesseract-
 .PHONY: run test setup system-deps lint bench bench-scale clean report
 
 run: setup
-ifdef CONFIG
-	$(VENV)/bin/roundtrip check-config $(CONFIG)
-	$(VENV)/bin/snakemake --profile profiles/workstation --cores $(CORES) --configfile $(CONFIG)
-else
-	$(VENV)/bin/snakemake --profile profiles/workstation --cores $(CORES)
-endif
+	$(CHECK_CONFIG)
+	$(SNAKEMAKE) $(CONFIG_ARGS)
 
 report: setup
-	$(VENV)/bin/snakemake --profile profiles/workstation --cores $(CORES) results/report.pdf
+	$(CHECK_CONFIG)
+	$(SNAKEMAKE) results/report.pdf $(CONFIG_ARGS)
 
 test: setup
 	$(PY) -m pytest -q
 
 lint: setup
-	$(VENV)/bin/snakemake --lint
+	$(VENV)/bin/snakemake --lint $(CONFIG_ARGS)
 
 bench: setup
 	$(PY) benchmarks/default_run.py

@@ -11,7 +11,7 @@ min_version("8.0")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 
-from roundtrip.core.config import resolve_data_root, yaml_file_error
+from roundtrip.core.config import config_names, resolve_data_root, yaml_file_error
 
 # --configfile my.yaml replaces the showcase instead of being merged into it (Snakemake's
 # default); --config key=value overrides still apply to whichever file is used.
@@ -22,6 +22,10 @@ if not workflow.overwrite_configfiles:
 
     configfile: "config.yaml"
 
+
+# The config file(s) this run reads, as its messages ("fix the keys in my.yaml"), its report and
+# its record (results/run.provenance.json, which `roundtrip verify` reads) name them.
+CONFIG_NAMES = config_names(workflow.overwrite_configfiles)
 
 from roundtrip.workflow.checks import schema_problem, validate_config
 

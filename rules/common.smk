@@ -11,7 +11,7 @@ from roundtrip.workflow.plan import Plan, regex_of, table_files
 
 RUN_STARTED = time.time()
 try:
-    check_config(config)
+    check_config(config, source=CONFIG_NAMES)  # CONFIG_NAMES: set in the Snakefile
 except (ConfigError, RegistryError) as exc:  # the first line names the key; no traceback
     sys.exit(str(exc))
 

@@ -114,10 +114,14 @@ def test_missing_weights_fail_early_in_an_explicit_config(default_config, tmp_pa
     assert default_config["metrics"]["missing_weights"] == "error"
     with pytest.raises(ConfigError) as exc:
         check_config(default_config)
-    msg = str(exc.value)
-    assert msg.startswith("metrics.lpips:")
-    assert str(tmp_path / "empty" / "alexnet-owt-7be5be79.pth") in msg
-    assert "roundtrip weights fetch lpips-alex" in msg
+    lines = str(exc.value).splitlines()
+    # both metrics in one message (before: LPIPS, then FID on the next attempt)
+    assert lines[0] == ("metrics: 2 metrics lack their weights; put them there or fix the keys "
+                        "in config.yaml:")
+    assert [line.split(":")[0] for line in lines[1:]] == ["  metrics.lpips", "  metrics.fid"]
+    assert str(tmp_path / "empty" / "alexnet-owt-7be5be79.pth") in lines[1]
+    assert "roundtrip weights fetch lpips-alex" in lines[1]
+    assert "roundtrip weights fetch inception-fid" in lines[2]
     default_config["metrics"]["lpips"]["enabled"] = False
     with pytest.raises(ConfigError, match=r"metrics\.fid:.*inception-fid"):
         check_config(default_config)
@@ -310,7 +314,7 @@ def test_check_config_names_every_missing_path_in_one_message(tmp_path, capsys):
     assert main(["check-config", str(tmp_path / "preset.yaml")]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[0] == f"datasets: 3 paths do not exist (data_root: {root}); put the data there " \
-                       "or fix the keys:"
+                       f"or fix the keys in {tmp_path / 'preset.yaml'}:"
     assert lines[1:] == [f"  datasets.imnet.path: {root / 'imagenet/val'}",
                          f"  datasets.gen.prompts: {root / 'geneval/evaluation_metadata.jsonl'}",
                          f"  datasets.derm.labels_csv: {root / 'derm/labels.csv'}"]
@@ -325,16 +329,62 @@ def test_check_config_on_a_paper_preset_names_all_that_is_missing(preset, tmp_pa
 
     config = yaml.safe_load((REPO / f"configs/papers/{preset}.yaml").read_text())
     config["data_root"] = str(tmp_path / "nowhere")
+    config.setdefault("metrics", {})["weights_cache"] = str(tmp_path / "no_weights")
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     assert main(["check-config", str(tmp_path / "p.yaml")]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
     paths = dataset_paths(resolve_data_root(copy.deepcopy(config)))
     assert lines[0].startswith(f"datasets: {len(paths)} paths do not exist")
+    assert lines[0].endswith(f"or fix the keys in {tmp_path / 'p.yaml'}:")
     listed = [line.split(":")[0].strip() for line in lines[1:]]
     assert listed[:len(paths)] == [key for key, _ in paths]
-    # Hub ids and weight files of the preset's models are not on this machine either.
+    # Hub ids and weight files of the preset's models are not on this machine either, nor the
+    # metrics' weights: all in the same message, not one kind per attempt.
     if preset == "vtbench":
-        assert listed[len(paths):] == ["models.sd35l", "models.flux1_dev"]
-        assert "2 models lack their weights" in lines[0]
-    assert all(key.startswith("models.") for key in listed[len(paths):])
+        assert listed[len(paths):] == ["models.sd35l", "models.flux1_dev", "metrics.lpips",
+                                       "metrics.fid"]
+        assert "2 models lack their weights and 2 metrics lack their weights" in lines[0]
+        assert "alexnet-owt-7be5be79.pth" in lines[-2] and "inception" in lines[-1]
+    assert all(key.startswith(("models.", "metrics.")) for key in listed[len(paths):])
+
+
+def test_a_model_file_missing_names_the_config_file_being_read(tmp_path, capsys):
+    """"fix the path in ..." names the file check-config and snakemake --configfile read, not
+    the shipped config.yaml."""
+    from roundtrip.cli import main
+
+    config = copy.deepcopy(MINIMAL)
+    config["models"]["mine"] = {"type": "torchscript", "path": str(tmp_path / "mine.pt")}
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
+    assert main(["check-config", str(tmp_path / "my.yaml")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (f"models.mine: model mine: TorchScript file not found at {tmp_path / 'mine.pt'}."
+                   f" Copy the file there, or fix the path in {tmp_path / 'my.yaml'}.")
+    proc = _snakemake_n(tmp_path, yaml.safe_dump(config))  # --configfile c.yaml, run in tmp_path
+    assert _message(proc)[0].endswith("Copy the file there, or fix the path in c.yaml.")
+
+
+def test_a_misspelt_key_gets_a_suggestion(tmp_path, capsys):
+    from roundtrip.cli import main
+
+    config = copy.deepcopy(MINIMAL)
+    config["datasets"]["n"]["protocl"] = "native"
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
+    assert main(["check-config", str(tmp_path / "my.yaml")]) == 1
+    assert capsys.readouterr().err.splitlines()[0] == (
+        "datasets.n: Additional properties are not allowed ('protocl' was unexpected); "
+        "did you mean 'protocol'?")
+    config = copy.deepcopy(MINIMAL)
+    config["metrcs"] = config.pop("metrics")
+    config["models"]["identity"]["qualty"] = 3  # two sections: the best match is reported
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
+    assert main(["check-config", str(tmp_path / "my.yaml")]) == 1
+    assert "did you mean 'metrics'?" in capsys.readouterr().err
+    # nothing close: no suggestion
+    config = copy.deepcopy(MINIMAL)
+    config["datasets"]["n"].update(zzz=1, sise=2)
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
+    assert main(["check-config", str(tmp_path / "my.yaml")]) == 1
+    assert capsys.readouterr().err.splitlines()[0].endswith(
+        "('sise', 'zzz' were unexpected); did you mean 'size' for 'sise'?")
 

@@ -8,6 +8,7 @@
     roundtrip verify [WORKDIR] [--configfile FILE]  re-make the tables and report a results
                                                     folder's provenance lists, in a scratch copy;
                                                     identical or different per artifact
+    roundtrip --version                            the installed roundtrip's version
 """
 from __future__ import annotations
 
@@ -74,7 +75,11 @@ def _verify(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``roundtrip`` console script; returns the exit status."""
+    from importlib import metadata
+
     parser = argparse.ArgumentParser(prog="roundtrip")
+    parser.add_argument("--version", action="version",
+                        version=f"roundtrip {metadata.version('roundtrip')}")
     sub = parser.add_subparsers(dest="group", required=True)
     w = sub.add_parser("weights", help="metric weights (LPIPS, Inception) in the offline cache")
     wsub = w.add_subparsers(dest="action", required=True)

@@ -60,6 +60,26 @@ def _type_message(errors: list) -> str | None:
     return None
 
 
+def _did_you_mean(error) -> str:
+    """``"; did you mean 'protocol'?"`` for an unknown key that is a near miss of a key its
+    section knows (``difflib``'s ratio of at least 0.6), one suggestion per unknown key; ``""``
+    where the error is not about unknown keys or none is close."""
+    import difflib
+
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    known = list(schema.get("properties", {}))
+    if error.validator != "additionalProperties" or not isinstance(error.instance, dict) \
+            or not known:
+        return ""
+    unknown = [str(k) for k in error.instance if k not in known]
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        if close:  # with several unknown keys, say which suggestion is for which
+            hints.append(f"'{close[0]}'" + (f" for '{name}'" if len(unknown) > 1 else ""))
+    return f"; did you mean {', '.join(hints)}?" if hints else ""
+
+
 def schema_error(config: dict, schema: dict) -> str | None:
     """The most relevant JSON-schema violation of ``config`` as a short message whose first line
     names the key (``models.jpeg_bad.quality: 500 is greater than the maximum of 100``), with the
@@ -82,7 +102,7 @@ def schema_error(config: dict, schema: dict) -> str | None:
     message = " ".join(error.message.split())
     if len(message) > 240:  # e.g. a whole dataset entry quoted back: keep the verdict
         message = message[:120] + " ... " + message[-100:]
-    lines = [f"{key}: {message}"]
+    lines = [f"{key}: {message}{_did_you_mean(error)}"]
     description = error.schema.get("description") if isinstance(error.schema, dict) else None
     if description and error.absolute_path:
         lines.append(f"  ({key}: {' '.join(str(description).split())[:300]})")
@@ -133,19 +153,29 @@ def resolve_data_root(config: dict) -> dict:
     return config
 
 
-def missing_paths_message(config: dict, weights: list[tuple[str, str]] = ()) -> str | None:
-    """One message naming every dataset path of ``config`` that does not exist and every model
-    whose weights are missing, or None.
+#: The config a plain ``snakemake`` reads (the Snakefile's ``configfile:``).
+DEFAULT_CONFIG = "config.yaml"
+
+
+def missing_paths_message(config: dict, weights: list[tuple[str, str]] = (),
+                          metric_weights: list[tuple[str, str]] = (),
+                          source: str = DEFAULT_CONFIG) -> str | None:
+    """One message naming every dataset path of ``config`` that does not exist, every model
+    whose weights are missing and every metric whose weights are missing, or None.
 
     Args:
         config: the config, dataset paths resolved (:func:`resolve_data_root`).
         weights: ``(key, reason)`` pairs of models whose weights were not found, e.g.
             ``("models.sd35l", "cannot load AutoencoderKL weights ...")``.
+        metric_weights: ``(key, reason)`` pairs of enabled metrics whose weight file is not in
+            the cache, e.g. ``("metrics.lpips", "LPIPS (net: alex) needs ...")``.
+        source: the config file(s) the keys are in, as the message names them
+            (:func:`config_names`).
 
-    The first line names the key (one problem) or the counts (several); each further line is
-    ``  datasets.<name>.<key>: <path>`` or ``  models.<name>: <reason>``, so a preset pointed
-    at a half-copied data root and weights folder lists all that is missing at once instead of
-    one path per attempt.
+    The first line names the key (one problem) or the counts and the file to fix (several);
+    each further line is ``  datasets.<name>.<key>: <path>``, ``  models.<name>: <reason>`` or
+    ``  metrics.<name>: <reason>``, so a preset pointed at a half-copied data root, weights
+    folder and metric cache lists all that is missing at once instead of one kind per attempt.
     """
     from roundtrip.core.paths import any_exists
 
@@ -153,7 +183,7 @@ def missing_paths_message(config: dict, weights: list[tuple[str, str]] = ()) -> 
     # dataset's own check then names any file it spells out that is missing
     missing = [(key, f"{path} does not exist") for key, path in dataset_paths(config)
                if not any_exists(path)]
-    problems = missing + list(weights)
+    problems = missing + list(weights) + list(metric_weights)
     if not problems:
         return None
     if len(problems) == 1:
@@ -161,15 +191,56 @@ def missing_paths_message(config: dict, weights: list[tuple[str, str]] = ()) -> 
         return f"{key}: {what}"
     root = config.get("data_root")
     where = f" (data_root: {root})" if root else ""
-    lack = f"{len(weights)} model{' lacks its' if len(weights) == 1 else 's lack their'} weights"
-    if not weights:
-        head = f"datasets: {len(missing)} paths do not exist{where}; put the data there"
-    elif not missing:
-        head = f"models: {lack}; put them there"
-    else:
-        head = (f"datasets: {len(missing)} paths do not exist{where} and {lack}; put the data "
-                "and weights there")
-    lines = [f"{head} or fix the keys:"]
+    parts = [f"{len(missing)} path{'s do' if len(missing) > 1 else ' does'} not exist{where}"
+             if missing else "",
+             _lack(len(weights), "model"), _lack(len(metric_weights), "metric")]
+    weighed = bool(weights or metric_weights)
+    put = "the data and weights" if missing and weighed else "the data" if missing else "them"
+    section = "datasets" if missing else "models" if weights else "metrics"
+    lines = [f"{section}: {_and([p for p in parts if p])}; put {put} there or fix the keys in "
+             f"{source}:"]
     lines += [f"  {key}: {what.removesuffix(' does not exist')}" for key, what in missing]
-    lines += [f"  {key}: {what}" for key, what in weights]
+    lines += [f"  {key}: {what}" for key, what in list(weights) + list(metric_weights)]
     return "\n".join(lines)
+
+
+def _lack(n: int, what: str) -> str:
+    """``"2 models lack their weights"``, ``"1 metric lacks its weights"``, ``""`` for none."""
+    if not n:
+        return ""
+    return f"{n} {what} lacks its weights" if n == 1 else f"{n} {what}s lack their weights"
+
+
+def _and(parts: list[str]) -> str:
+    """``"a"``, ``"a and b"``, ``"a, b and c"``."""
+    return " and ".join(parts) if len(parts) < 3 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def config_paths(configfiles, workdir: str = ".") -> list[str]:
+    """The config files a run was given, as a user in ``workdir`` names them: each path
+    relative to ``workdir`` where it lies inside it (``my.yaml``,
+    ``configs/papers/vtbench.yaml``), else absolute; ``[]`` where none was given (a plain
+    ``snakemake`` reads :data:`DEFAULT_CONFIG`).
+
+    Args:
+        configfiles: the paths given to ``--configfile`` (Snakemake's
+            ``workflow.overwrite_configfiles``: ``pathlib.Path`` objects, absolute or relative
+            to ``workdir``), or the one file ``check-config`` reads.
+        workdir: the folder Snakemake runs in.
+    """
+    import os
+
+    root = os.path.abspath(workdir)
+    out = []
+    for f in configfiles or ():
+        path = os.path.normpath(os.path.join(root, os.fspath(f)))
+        rel = os.path.relpath(path, root)
+        out.append(path if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel)
+    return out
+
+
+def config_names(configfiles, workdir: str = ".") -> str:
+    """The config file(s) a run reads, as its messages and its report name them:
+    :func:`config_paths` joined by ``", "`` (``--configfile a.yaml b.yaml`` merges both), or
+    :data:`DEFAULT_CONFIG` where none was given."""
+    return ", ".join(config_paths(configfiles, workdir)) or DEFAULT_CONFIG

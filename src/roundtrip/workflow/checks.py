@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from roundtrip.core import weights
-from roundtrip.core.config import ConfigError, missing_paths_message
+from roundtrip.core.config import DEFAULT_CONFIG, ConfigError, missing_paths_message
 from roundtrip.core.evaluation import RegistryError
 from roundtrip.core.weights import WeightsMissing
 from roundtrip.models import ORIGINAL, TRAINED_TYPES, build_model
@@ -91,13 +91,14 @@ def validate_config(config: dict, schema_path: str) -> dict:
 
 def check_file(path: str, schema_path: str) -> str | None:
     """Every check of a config file, as ``roundtrip check-config`` runs them: YAML syntax (with
-    the line), the schema, then :func:`check_config`. Returns the problem, or None.
+    the line), the schema, then :func:`check_config`, whose messages name ``path`` as the file
+    to fix. Returns the problem, or None.
 
     Snakemake's ``--configfile`` loader reports a YAML error without its line; this does not.
     """
     import yaml
 
-    from roundtrip.core.config import resolve_data_root, yaml_error
+    from roundtrip.core.config import config_names, resolve_data_root, yaml_error
 
     try:
         with open(path) as fh:
@@ -114,20 +115,27 @@ def check_file(path: str, schema_path: str) -> str | None:
     validate_config(config, schema_path)  # fills the defaults check_config relies on
     resolve_data_root(config)
     try:
-        check_config(config)
+        check_config(config, source=config_names([path]))
     except ConfigError as exc:
         return str(exc)
     return None
 
 
-def check_config(config: dict) -> None:
+def check_config(config: dict, source: str = DEFAULT_CONFIG) -> None:
     """Validate cross-key constraints of a schema-validated config.
+
+    Args:
+        config: the config, defaults filled in and dataset paths resolved.
+        source: the config file(s) it was read from, as the messages name the file to fix
+            (:func:`roundtrip.core.config.config_names`: ``my.yaml`` for ``--configfile
+            my.yaml``).
 
     Raises:
         ConfigError: naming the key, e.g. ``models.jpeg_q10.quality: quality must be in 1..100``.
     """
-    # Every missing data path and model weight at once, before the rest.
-    if problem := missing_paths_message(config, _missing_weights(config)):
+    # Every missing data path, model weight and metric weight at once, before the rest.
+    if problem := missing_paths_message(config, _missing_weights(config, source),
+                                        _missing_metric_weights(config), source):
         raise ConfigError(problem)
     _check_api(config)
     if ORIGINAL in config.get("models", {}):
@@ -143,6 +151,7 @@ def check_config(config: dict) -> None:
             unknown = [d for d in spec.get("train", {}).get("datasets", []) if d not in datasets]
             if unknown:
                 raise ConfigError(f"models.{name}.train.datasets: unknown datasets {unknown}")
+    _probe_models(config)
     ocr_engines = {}
     for name, spec in config.get("ocr", {}).get("engines", {}).items():
         try:
@@ -158,7 +167,6 @@ def check_config(config: dict) -> None:
         _check_synthetic(name, spec)
         _check_path(name, spec)
         _check_bundled_names(name, spec)
-    _check_metrics(config)
     _check_ocr_datasets(config, ocr_engines)
     try:
         plan = Plan(config)  # registers the evaluations
@@ -168,9 +176,22 @@ def check_config(config: dict) -> None:
         evaluation.check(plan)
 
 
-def _missing_weights(config: dict) -> list[tuple[str, str]]:
+def _probe_models(config: dict) -> None:
+    """Every model imported, loaded and run once at the sizes the run gives it, before any job
+    (:mod:`roundtrip.workflow.probes`; cached by the model's fingerprint)."""
+    from roundtrip.models.probe import ProbeError
+    from roundtrip.workflow.probes import probe_config
+
+    try:
+        probe_config(config)
+    except ProbeError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def _missing_weights(config: dict, source: str = DEFAULT_CONFIG) -> list[tuple[str, str]]:
     """``(models.<name>, reason)`` for every model whose weights are not where its spec says
-    (trained models have none yet; a spec that does not build is reported by its own check)."""
+    (trained models have none yet; a spec that does not build is reported by its own check).
+    A reason that says to fix the path in the config names ``source``, the file being read."""
     missing = []
     for name, spec in (config.get("models") or {}).items():
         if not isinstance(spec, dict) or spec.get("type") in TRAINED_TYPES or name == ORIGINAL:
@@ -183,7 +204,9 @@ def _missing_weights(config: dict) -> list[tuple[str, str]]:
             try:
                 model.check_weights()
             except WeightsMissing as exc:
-                missing.append((f"models.{name}", " ".join(str(exc).split())))
+                # the adapters, which do not know the file, say "config.yaml"
+                reason = " ".join(str(exc).split()).replace(f"in {DEFAULT_CONFIG}", f"in {source}")
+                missing.append((f"models.{name}", reason))
     return missing
 
 
@@ -327,12 +350,17 @@ def _check_synthetic(name: str, spec: dict) -> None:
         raise ConfigError(f"datasets.{name}.questions: file {source} does not exist")
 
 
-def _check_metrics(config: dict) -> None:
+def _missing_metric_weights(config: dict) -> list[tuple[str, str]]:
+    """``(metrics.<name>, reason)`` for every enabled metric whose weight file is not in the
+    cache, where ``metrics.missing_weights`` is ``error`` (with ``n/a`` its cells read n/a)."""
     metrics = config.get("metrics", {})
-    if metrics.get("missing_weights", "error") == "error":
-        for key, name in metric_weight_names(metrics).items():
-            try:
-                weights.require(name, metrics.get("weights_cache"))
-            except WeightsMissing as exc:
-                raise ConfigError(f"{key}: {exc} (or set metrics.missing_weights: n/a, or "
-                                  f"{key}.enabled: false)") from exc
+    if metrics.get("missing_weights", "error") != "error":
+        return []
+    missing = []
+    for key, name in metric_weight_names(metrics).items():
+        try:
+            weights.require(name, metrics.get("weights_cache"))
+        except WeightsMissing as exc:
+            missing.append((key, f"{exc} (or set metrics.missing_weights: n/a, or "
+                                 f"{key}.enabled: false)"))
+    return missing
