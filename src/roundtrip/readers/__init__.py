@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from roundtrip.core.imaging import read_image
+from roundtrip.core.progress import Progress
 from roundtrip.core.registry import build_registered
 from roundtrip.readers.answerers import ANSWERER_TYPES, build_answerer
 from roundtrip.readers.rapidocr import RapidOCR
@@ -76,13 +77,16 @@ def read_many(engine, images: list[np.ndarray], lang: str) -> list[str | Excepti
 
 def read_in_batches(engine, jobs: list[tuple[str, object]],
                     load: Callable[[object], np.ndarray] = lambda image: image,
-                    threads: int = 1) -> list[str | Exception]:
+                    threads: int = 1, progress: Progress | None = None) -> list[str | Exception]:
     """Read ``(lang, source)`` jobs in batches of one language; one entry per job, in order.
 
     ``load(source)`` gives the ``(H, W, 3)`` image (the default: the source is the image); it
     runs in the batch's thread, so only ``threads`` batches of images are in memory at once.
     Batches hold at most the engine's ``batch_size`` images (1 without ``read_many``) and are
     split so that ``threads`` of them run in parallel.
+
+    Args:
+        progress: counts each job read (a long OCR job reports items done and time left).
 
     Returns:
         Each job's text, or the exception that loading (:data:`READ_ERRORS`, e.g.
@@ -100,6 +104,8 @@ def read_in_batches(engine, jobs: list[tuple[str, object]],
         texts = read_many(engine, [image for _, image in loaded], jobs[batch[0]][0])
         for (i, _), text in zip(loaded, texts, strict=True):
             out[i] = text
+        if progress is not None:
+            progress.add(len(batch))
 
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         list(pool.map(run, _batches(engine, [lang for lang, _ in jobs], threads)))
@@ -120,7 +126,7 @@ def _batches(engine, langs: list[str], threads: int) -> list[list[int]]:
 
 
 def ocr_items(engine, items: list[tuple[str, Path | np.ndarray, str]],
-              threads: int = 1) -> pd.DataFrame:
+              threads: int = 1, progress: Progress | None = None) -> pd.DataFrame:
     """Run OCR over ``(item_id, image, lang)`` triples; ``image`` is a file path or an
     ``(H, W, 3)`` uint8/uint16 array.
 
@@ -133,7 +139,7 @@ def ocr_items(engine, items: list[tuple[str, Path | np.ndarray, str]],
         exception.
     """
     texts = read_in_batches(engine, [(lang, image) for _, image, lang in items], _image_of,
-                            threads)
+                            threads, progress)
     rows = []
     for (item_id, _, _), text in zip(items, texts, strict=True):
         if isinstance(text, Exception):

@@ -106,6 +106,10 @@ def summary_rst(inputs) -> str:
         lines += ["**Not run**", ""]
         lines += [f"- {esc(name)}: {esc(why)}" for name, why in c["not_ran"]]
         lines.append("")
+    if c.get("failures"):
+        lines += ["**Items that failed**", ""]
+        lines += [f"- {esc(line)}" for line in c["failures"]]
+        lines.append("")
     lines.append("The PDF report (results/report.pdf) has the headline figures, every table and "
                  "the provenance of each number.")
     return "\n".join(lines) + "\n"

@@ -82,7 +82,9 @@ class ReportInputs:
         galleries: dataset -> (gallery PNG, OCR lines ``[{item_id, model, line}]``, ground truth
             ``{item_id: text}``).
         cover: ``title, date, version, commit, config_sha256``, ``ran`` / ``not_ran``
-            (``[(evaluation, why)]``) and ``compute`` (the provenance records' compute fields:
+            (``[(evaluation, why)]``), ``failures`` (one line per (model, dataset) with failed
+            items, :meth:`roundtrip.tables.failures.Failures.line`) and ``compute`` (the
+            provenance records' compute fields:
             ``reproducibility``, ``cpu_capability``, ``threads``, ``promise``, ``gpu``).
         appendix: ``packages`` (name -> version), ``seeds``, ``config`` (YAML text),
             ``checksums`` (``[(table, inputs, digest of the input digests)]``), ``weights``
@@ -261,6 +263,9 @@ def _front_page(inputs: ReportInputs, st: dict) -> list:
     out.append(_p("What did not run, and why", st["h3"]))
     out += [_p(f"{name}: {why}", st["finding"]) for name, why in c.get("not_ran", [])] or \
         [_p("everything configured ran", st["finding"])]
+    if c.get("failures"):  # items a model could not reconstruct: the tables count them apart
+        out.append(_p("Items that failed", st["h3"]))
+        out += [_p(line, st["finding"]) for line in c["failures"]]
     compute = c.get("compute")
     if compute:
         gpu = compute.get("gpu")

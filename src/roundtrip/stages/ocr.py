@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from roundtrip.core.manifest import read_item_csv, read_manifest
+from roundtrip.core.progress import Progress
 from roundtrip.readers import ocr_items
 
 
@@ -41,7 +42,12 @@ def ocr_dataset(engine, manifest_path: str | Path, lang: str, status_path: str |
     else:
         root = Path(manifest_path).parent
         paths = {r.item_id: root / r.path for r in manifest.itertuples() if r.status == "ok"}
-    result = ocr_items(engine, [(i, p, item_lang[i]) for i, p in paths.items()], threads=threads)
+    whose = "originals" if status_path is None else Path(status_path).parent.parent.name
+    progress = Progress(len(paths), f"OCR ({getattr(engine, 'name', '') or type(engine).__name__}) "
+                        f"of {Path(manifest_path).parent.name} ({whose})")
+    result = ocr_items(engine, [(i, p, item_lang[i]) for i, p in paths.items()], threads=threads,
+                       progress=progress)
+    progress.finish()
     skipped = pd.DataFrame({"item_id": [i for i in manifest["item_id"] if i not in paths],
                             "text": "", "status": "error", "reason": "no image to read"})
     return pd.concat([result, skipped], ignore_index=True)

@@ -40,6 +40,7 @@ import torch
 
 from roundtrip.core.imaging import FAST_PNG, ImageReadError, from_unit, read_image, write_png
 from roundtrip.core.manifest import merge_status, read_manifest
+from roundtrip.core.progress import Progress
 from roundtrip.core.protocols import Prepared, prepare
 from roundtrip.core.recon_items import ReconItem
 from roundtrip.models import Adapter, build_model
@@ -106,6 +107,8 @@ class Journal:
     def __init__(self, path: Path):
         self.path = path
         self.done: dict[str, dict] = {}
+        #: counts each recorded item (:class:`roundtrip.core.progress.Progress`), when set
+        self.progress: Progress | None = None
         if path.exists():
             for row in csv.DictReader(open(path, newline="")):
                 self.done[row["item_id"]] = row
@@ -122,6 +125,8 @@ class Journal:
         self._w.writerow(row)
         self._fh.flush()
         self.done[item_id] = row
+        if self.progress is not None:
+            self.progress.add()
 
     def close(self):
         self._fh.close()
@@ -184,9 +189,13 @@ def reconstruct_shard(model: Adapter | Callable[[], Adapter], manifest_path: str
         if len(todo) and not isinstance(model, Adapter):
             model = model()
         if len(todo):
+            shard_note = f" (shard {shard + 1} of {n_shards})" if n_shards > 1 else ""
+            journal.progress = Progress(len(todo), f"reconstruct {out_dir.parent.name} on "
+                                        f"{out_dir.name}{shard_note}")
             _stream(model, todo, manifest_path.parent, out_dir, journal, protocol, size,
                     batch_size, kept_ids, sink,
                     overlaps(model, threads) if overlap is None else overlap)
+            journal.progress.finish()
     finally:
         journal.close()
     status = pd.DataFrame([journal.done[i] for i in rows["item_id"]], columns=STATUS_COLUMNS)
@@ -394,7 +403,10 @@ def _run_batch(model: Adapter, batch) -> list[tuple]:
         return [(batch[0][0], "error", f"{type(exc).__name__}: {exc}",
                  time.perf_counter() - t0, None, None, None)]
     if tuple(y.shape) != tuple(x.shape):
-        reason = f"model returned shape {tuple(y.shape)} for input {tuple(x.shape)}"
+        # the input was padded to a multiple of ``downsample``: a wrong factor is the usual cause
+        reason = (f"model returned {'x'.join(map(str, y.shape[2:]))} for "
+                  f"{'x'.join(map(str, x.shape[2:]))}: check models.{model.name}.downsample "
+                  f"({model.info().downsample})")
         return [(item_id, "error", reason, 0.0, None, None, None) for item_id, _, _ in batch]
     out = (y.float().cpu().permute(0, 2, 3, 1).numpy() + 1.0) / 2.0
     seconds = (time.perf_counter() - t0) / len(batch)

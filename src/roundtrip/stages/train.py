@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from roundtrip.core.checkpoint import save_checkpoint
+from roundtrip.core.progress import Progress
 from roundtrip.models.small import SmallAutoencoder, arch_args
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ def train_small_tokenizer(spec: dict, images: list[np.ndarray], out_path: str | 
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     model.train()
     t0, history = time.perf_counter(), []
+    progress = Progress(steps, f"train {Path(out_path).parent.name}", unit="steps")
     for step in range(steps):
         x = _training_crops(images, batch_size, crop, rng)
         latent, _, aux = model.encode(x)
@@ -85,6 +87,8 @@ def train_small_tokenizer(spec: dict, images: list[np.ndarray], out_path: str | 
         if step % 100 == 0 or step == steps - 1:
             history.append({"step": step, "mse": float(rec.detach()), "aux": float(aux.detach())})
             log.info("step %d mse %.5f aux %.5f", step, history[-1]["mse"], history[-1]["aux"])
+        progress.add()
+    progress.finish()
     summary = {"steps": steps, "final_mse": history[-1]["mse"], "seed": seed}
     save_checkpoint(out_path, model.state_dict(),
                     {"arch": arch, "history": history, "summary": summary})

@@ -183,6 +183,14 @@ class Plan:
         return {(m, d): f"not run on this dataset (datasets.{d}.models)" for d in datasets
                 for m in self.models if m not in self.models_on(d)}
 
+    def status_files(self) -> dict[tuple[str, str], str]:
+        """``(model, dataset) -> results/recon/{model}/{dataset}/status.csv`` of every
+        reconstruction the run makes (image, text, medical and volume sets), for the summary
+        of failed items at the end of a run and on the report's first page
+        (:mod:`roundtrip.tables.failures`)."""
+        sets = self.with_role(IMAGES, TEXT, MEDICAL_2D, VOLUMES)
+        return {(m, d): f"results/recon/{m}/{d}/status.csv" for m, d in self.model_datasets(sets)}
+
     # -- models ----------------------------------------------------------------------------------
     def is_trained(self, model: str) -> bool:
         return self.config["models"][model]["type"] in TRAINED_TYPES
