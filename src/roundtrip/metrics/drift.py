@@ -74,6 +74,11 @@ def _exp(g, a, b, c):
 
 
 _FUNCTIONS = {"power": _power, "exp": _exp}
+#: Power-law bounds (alpha, beta, gamma): a decay (alpha, beta >= 0) to a baseline in [0, 1]; the
+#: published Table 3 has every gamma >= 0 and most exactly 0, at the bound.
+POWER_BOUNDS = ((0.0, 0.0, 0.0), (2.0, 10.0, 1.0))
+#: The released exponential fit: start and evaluation budget of its unbounded ``curve_fit``.
+EXP_INITIAL, EXP_MAXFEV = (1.0, 0.1, 0.0), 5000
 
 
 @dataclass
@@ -122,12 +127,20 @@ def _failed(form: str, n: int, reason: str, initial=(), bounds=((), ())) -> SDRF
 def fit_sdr(generations, similarities, form: str = "power") -> SDRFit:
     """Fit the Semantic Drift Rate curve to ``S_delta(g)`` (UCF-UM Sec. 3.2, Table 3).
 
-    ``power``: ``y = alpha * g^(-beta) + gamma`` (the paper), initial values ``alpha = y_first -
-    min(y)``, ``beta = 0.1``, ``gamma = min(y)``, bounds ``alpha`` in [0, 2], ``beta`` in [0, 10],
-    ``gamma`` in [-1, 1] (similarities are cosines or shares). ``exp``: ``y = a * exp(-b * g) +
-    c`` (the released code, which starts at ``(1, 0.1, 0)``), same bounds for ``a, b, c``.
-    Bounds keep the parameters where the paper reads them (a decay, a baseline inside the
-    similarity range); the paper's Table 3 has ``gamma`` = 0 at the bound for most models.
+    ``power``: ``y = alpha * g^(-beta) + gamma`` (Sec. 3.2), initial values ``alpha = y_first -
+    min(y)``, ``beta = 0.1``, ``gamma = min(y)`` clipped to [0, 1], bounds
+    :data:`POWER_BOUNDS`: ``alpha`` in [0, 2], ``beta`` in [0, 10], ``gamma`` in [0, 1]. The
+    published Table 3 fits are bounded so: its 14 ``gamma`` are all >= 0, 9 printed 0.0000 (the
+    bound) and one 0.0001, which a ``gamma >= -1`` fit of a near-linear decay does not give
+    (S = 0.62 - 0.006 g at g = 2, 4, ..., 20: ``gamma >= -1`` gives alpha 1.659, beta 0.030,
+    gamma -1.000; ``gamma >= 0`` gives 0.662, 0.082, 0). Tolerances 1e-12: scipy's defaults
+    stop short of a ``gamma`` at its bound.
+
+    ``exp``: ``y = a * exp(-b * g) + c`` as the authors' released code fits it
+    (github.com/mollahsabbir/Semantic-Drift-in-Unified-Models @ 4f1d253,
+    ``semantic-drift/mcd-sdr.py``, ``main``): ``scipy.optimize.curve_fit`` unbounded
+    (Levenberg-Marquardt) from ``p0 = (1, 0.1, 0)`` with ``maxfev = 5000``
+    (:data:`EXP_INITIAL`, :data:`EXP_MAXFEV`).
 
     Args:
         generations: the generations ``g`` (>= 1; for the power law g = 0 is undefined).
@@ -135,9 +148,10 @@ def fit_sdr(generations, similarities, form: str = "power") -> SDRFit:
         form: ``power`` or ``exp``.
 
     Returns:
-        :class:`SDRFit`. A constant curve (no drift) gives the exact flat fit (alpha = beta =
-        0, gamma = S) with ``reason`` saying so. A fit that cannot be made (fewer than 3 points, a non-positive
-        generation for the power law, no convergence) has ``ok=False`` with the reason and NaN
+        :class:`SDRFit` (``bounds`` infinite for ``exp``). A constant curve (no drift) gives the
+        exact flat fit (``alpha = beta = 0, gamma = S``; ``a = b = 0, c = S``) with ``reason``
+        saying so. A fit that cannot be made (fewer than 3 points, a non-positive generation
+        for the power law, no convergence) has ``ok=False`` with the reason and NaN
         parameters: a failed fit is reported as such, never as numbers.
 
     Raises:
@@ -163,11 +177,16 @@ def fit_sdr(generations, similarities, form: str = "power") -> SDRFit:
         flat = dict(zip(names, (0.0, 0.0, float(y[0]))))
         return SDRFit(form, flat, dict.fromkeys(names, math.nan), math.nan, n, True,
                       "constant S(g): no drift", (), ((), ()))
-    lower, upper = (0.0, 0.0, -1.0), (2.0, 10.0, 1.0)
     if form == "power":
-        initial = (float(np.clip(y[0] - y.min(), 1e-3, 2.0)), 0.1, float(np.clip(y.min(), -1, 1)))
-    else:
-        initial = (1.0, 0.1, 0.0)
+        lower, upper = POWER_BOUNDS
+        initial = (float(np.clip(y[0] - y.min(), 1e-3, 2.0)), 0.1, float(np.clip(y.min(), 0, 1)))
+        # tight tolerances: scipy's defaults stop short when gamma sits at its bound 0
+        options = {"bounds": (lower, upper), "maxfev": 20000, "ftol": 1e-12, "xtol": 1e-12,
+                   "gtol": 1e-12}
+    else:  # unbounded Levenberg-Marquardt, as the released fit
+        lower, upper = (-np.inf,) * 3, (np.inf,) * 3
+        initial = EXP_INITIAL
+        options = {"maxfev": EXP_MAXFEV}
     import warnings
 
     from scipy.optimize import OptimizeWarning, curve_fit
@@ -175,8 +194,7 @@ def fit_sdr(generations, similarities, form: str = "power") -> SDRFit:
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", OptimizeWarning)  # NaN stderr says it
-            popt, pcov = curve_fit(_FUNCTIONS[form], g, y, p0=initial, bounds=(lower, upper),
-                                   maxfev=20000)
+            popt, pcov = curve_fit(_FUNCTIONS[form], g, y, p0=initial, **options)
     except (RuntimeError, ValueError) as exc:
         return _failed(form, n, f"curve_fit did not converge: {exc}", initial, (lower, upper))
     if not np.all(np.isfinite(popt)):
