@@ -344,7 +344,8 @@ def test_findings_inputs_are_the_per_item_similarity_files():
 def test_report_tables_in_the_papers_order_and_table3_stacks_by_chain_order(tmp_path):
     """Table 3's Markdown heads each parameter "chain order: α", so the report prints one row
     per pair and chain order (the paper's mappings, then roundtrip's every-experiment average),
-    narrow enough for the page; the CSV keeps its column names."""
+    then the released code's exponential a, b, c over the four mappings, narrow enough for the
+    page; the CSV keeps its column names."""
     from roundtrip.evals.telephone.tables import sdr_table
     from roundtrip.report.document import fit_table
     from roundtrip.report.tables import read_markdown
@@ -359,10 +360,10 @@ def test_report_tables_in_the_papers_order_and_table3_stacks_by_chain_order(tmp_
     md = read_markdown(tmp_path / "telephone_sdr.md")
     assert "text-first: α" in md.header and "image-first (all experiments): γ" in md.header
     table, labels, starts, parts, _ = fit_table(md, style.TEXT_WIDTH_PT - 15)
-    assert len(parts) == 1 and table.header[labels:] == ["α", "β", "γ"]
+    assert len(parts) == 1 and table.header[labels:] == ["α", "β", "γ", "a", "b", "c"]
     assert [r[labels - 1] for r in table.rows[::len(PAIRS)]] == [
         "text-first", "image-first", "text-first (all experiments)",
-        "image-first (all experiments)"]
+        "image-first (all experiments)", "exponential, four mappings (released code)"]
     csv = pd.read_csv(tmp_path / "telephone_sdr.csv")
     assert "text-first α" in csv.columns and "image-first γ (all experiments)" in csv.columns
 

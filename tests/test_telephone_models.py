@@ -79,12 +79,14 @@ def test_clip_scores_every_direction_of_both_chains(folders, tmp_path):
                     ("image-first", "text_text")}
 
 
-def test_owlv2_detector_and_clip_colour_feed_genevals_rules(folders, tmp_path):
+def test_owlv2_detector_feeds_the_released_rules_and_clip_colour_genevals(folders, tmp_path):
     detector = OwlDetector(str(folders["owl"]), threshold=0.0)
     image = _img(5, 48, 64)
-    dets = detector.detect(image, ["bus", "cat"])
+    dets = detector.detect(image, ["a photo of a red bus", "a photo of a cat"], ["bus", "cat"])
     assert dets and {d.label for d in dets} <= {"bus", "cat"}
     assert all(0.0 <= d.score <= 1.0 and len(d.box) == 4 for d in dets)
+    with pytest.raises(ValueError, match="2 queries but 1 labels"):
+        detector.detect(image, ["a photo of a bus", "a photo of a cat"], ["bus"])
     colour = ClipColour(str(folders["clip"]))
     assert colour.colour(image, dets[0].box, dets[0].label) in COLORS
     assert colour.colour(image, (64, 48, 64, 48), "bus") in COLORS  # a degenerate box
@@ -96,10 +98,15 @@ def test_owlv2_detector_and_clip_colour_feed_genevals_rules(folders, tmp_path):
     df = score_images(tmp_path / "chains", meta, 4, detector, colour)
     assert sorted(set(df["generation"])) == [1, 3]
     assert (df["status"] == "ok").all() and df["correct"].isin([0.0, 1.0]).all()
+    assert df["correct_geneval"].isin([0.0, 1.0]).all()
     assert all(isinstance(json.loads(d), list) for d in df["detections"])
+    geneval = [json.loads(d) for d in df["detections_geneval"]]
+    assert all(c in COLORS for rows in geneval[1::2] for *_, c in rows)  # the colour prompts
+    # the released rules need no colour classifier; GenEval's are then not run, and say why
     no_colour = score_images(tmp_path / "chains", meta, 4, detector, None)
-    colours = no_colour[no_colour["tag"] == "colors"]
-    assert (colours["status"] == "n/a").all() and "colour classifier" in colours["reason"].iloc[0]
+    assert (no_colour["status"] == "ok").all() and no_colour["correct"].isin([0.0, 1.0]).all()
+    assert no_colour["correct_geneval"].isna().all()
+    assert "telephone.mgg.colour" in no_colour["reason_geneval"].iloc[0]
     missing = score_images(tmp_path / "chains", meta, 4, "n/a: no detector", None)
     assert (missing["status"] == "n/a").all()
 

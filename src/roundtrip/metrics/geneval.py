@@ -51,32 +51,58 @@ class Detection:
     color: str | None = None
 
 
-def relative_position(a: tuple, b: tuple, threshold: float = POSITION_THRESHOLD) -> set[str]:
-    """Relations of box ``a`` to box ``b`` (GenEval): a subset of ``{"left of", "right of",
-    "above", "below"}``; empty when the boxes overlap too much to tell.
+def shrunk_offset(a: tuple, b: tuple, threshold: float = POSITION_THRESHOLD
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The centre offset of box ``a`` from box ``b`` and the same offset shrunk towards 0 by
+    ``threshold`` times the two boxes' summed size, per axis (GenEval's first step in reading a
+    relation).
 
     Args:
         a, b: ``(x0, y0, x1, y1)`` boxes in pixels (y downwards).
         threshold: share of the summed widths (heights) removed from the x (y) offset.
+
+    Returns:
+        ``(offset, shrunk)``: float64 arrays ``[dx, dy]`` in pixels, ``a``'s centre minus
+        ``b``'s; ``shrunk`` is ``max(|offset| - threshold * size, 0) * sign(offset)``.
     """
     ca = np.array([(a[0] + a[2]) / 2, (a[1] + a[3]) / 2])
     cb = np.array([(b[0] + b[2]) / 2, (b[1] + b[3]) / 2])
     size = np.abs([a[2] - a[0], a[3] - a[1]]) + np.abs([b[2] - b[0], b[3] - b[1]])
     offset = ca - cb
-    revised = np.maximum(np.abs(offset) - threshold * size, 0) * np.sign(offset)
+    return offset, np.maximum(np.abs(offset) - threshold * size, 0) * np.sign(offset)
+
+
+def relations_of(dx: float, dy: float, cut: float = 0.5) -> set[str]:
+    """The relations an offset ``(dx, dy)`` (y downwards) reads as: each component beyond
+    ``cut`` in magnitude names one (``left of``/``right of`` for x, ``above``/``below`` for y)."""
+    out = set()
+    if dx < -cut:
+        out.add("left of")
+    if dx > cut:
+        out.add("right of")
+    if dy < -cut:
+        out.add("above")
+    if dy > cut:
+        out.add("below")
+    return out
+
+
+def relative_position(a: tuple, b: tuple, threshold: float = POSITION_THRESHOLD) -> set[str]:
+    """Relations of box ``a`` to box ``b`` (GenEval): a subset of ``{"left of", "right of",
+    "above", "below"}``; empty when the boxes overlap too much to tell.
+
+    The :func:`shrunk_offset` divided by the length of the unshrunk offset, each component read
+    against 0.5 (:func:`relations_of`): a relation needs its axis to carry most of the offset.
+
+    Args:
+        a, b: ``(x0, y0, x1, y1)`` boxes in pixels (y downwards).
+        threshold: share of the summed widths (heights) removed from the x (y) offset.
+    """
+    offset, revised = shrunk_offset(a, b, threshold)
     if np.all(np.abs(revised) < 1e-3):
         return set()
     dx, dy = revised / np.linalg.norm(offset)
-    out = set()
-    if dx < -0.5:
-        out.add("left of")
-    if dx > 0.5:
-        out.add("right of")
-    if dy < -0.5:
-        out.add("above")
-    if dy > 0.5:
-        out.add("below")
-    return out
+    return relations_of(dx, dy)
 
 
 def score_prompt(metadata: dict, detections: list[Detection]) -> tuple[bool, str]:

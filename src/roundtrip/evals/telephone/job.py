@@ -61,7 +61,7 @@ def run_job(pair, manifest_path: str | Path, dataset_type: str, chain_root: str 
         chains: config names (``text_first``, ``image_first``).
         generations: ``G``.
         backbones: ``telephone.backbones`` (name -> spec).
-        mgg: ``telephone.mgg`` (detector, colour) for GenEval sets.
+        mgg: ``telephone.mgg`` (detector; colour: GenEval's rules beside) for GenEval sets.
         seed: base of the per-item seeds; device: where networks run.
 
     Returns:
@@ -99,9 +99,10 @@ def _mgg(root: Path, manifest: pd.DataFrame, generations: int, spec: dict, devic
                                                        det_spec.get("threshold", 0.1), device),
                            "MGG detector (OWLv2)")
     else:
-        detector = "n/a: MGG needs an OWLv2 detector: set telephone.mgg.detector.weights to a " \
-                   "local folder (google/owlv2-base-patch16-ensemble)"
+        detector = "n/a: MGG needs an OWLv2 detector: set telephone.mgg.detector.weights to " \
+                   "owlv2-large (google/owlv2-large-patch14-ensemble, the released code's) or " \
+                   "a local folder"
     col_spec = spec.get("colour") or {}
     colour = _loaded(lambda: mgg_mod.ClipColour(col_spec["weights"], device),
-                     "MGG colour classifier (CLIP)") if col_spec.get("weights") else None
+                     "GenEval's colour classifier (CLIP)") if col_spec.get("weights") else None
     return mgg_mod.score_images(root, metadata, generations, detector, colour)

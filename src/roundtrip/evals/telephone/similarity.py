@@ -24,7 +24,8 @@ Backbones (:data:`BACKBONE_TYPES`, config ``telephone.backbones.<name>.type``):
 - ``clip``: CLIP (``transformers``) from a local folder, cosine of projected embeddings; all four
   directions (the paper's cross-modal backbone).
 - ``dino``: a DINO/DINOv2 ViT (``transformers``) from a local folder, cosine of the CLS
-  embeddings; image only (the paper's image backbone).
+  embeddings of the released code's 224 px centre crop (:func:`dino_pixels`); image only (the
+  paper's image backbone).
 """
 from __future__ import annotations
 
@@ -184,31 +185,91 @@ class ClipBackbone(Backbone):
         return out.float().cpu().numpy().astype(np.float64)
 
 
+#: DINO's input preprocessing in the authors' released code (mcd-sdr.py, ``DINOWrapper``):
+#: the shorter side resized to 256 (bilinear), the central 224 x 224 crop, ImageNet's mean and
+#: standard deviation.
+DINO_RESIZE, DINO_CROP = 256, 224
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+#: ``telephone.backbones.<name>.preprocess`` of a ``dino`` backbone.
+DINO_PREPROCESS = ("released", "processor")
+
+
+def dino_pixels(images: list[np.ndarray]):
+    """The released DINO input tensors: torchvision ``Resize(256)`` (shorter side, bilinear),
+    ``CenterCrop(224)``, ``ToTensor()``, ``Normalize`` with ImageNet's mean and std (the authors'
+    released code, github.com/mollahsabbir/Semantic-Drift-in-Unified-Models @ 4f1d253,
+    ``semantic-drift/mcd-sdr.py``, ``DINOWrapper``). On a 4:3 image the crop keeps the central
+    65.7 % of the width and 87.5 % of the height.
+
+    Args:
+        images: ``(H, W, 3)`` uint8 arrays, any sizes.
+
+    Returns:
+        ``torch.float32`` tensor ``[N, 3, 224, 224]``, normalized (about [-2.1, 2.6]).
+    """
+    import torch
+    from PIL import Image
+    from torchvision import transforms
+
+    pipeline = transforms.Compose([
+        transforms.Resize(DINO_RESIZE), transforms.CenterCrop(DINO_CROP), transforms.ToTensor(),
+        transforms.Normalize(mean=IMAGENET_MEAN, std=IMAGENET_STD)])
+    return torch.stack([pipeline(Image.fromarray(np.ascontiguousarray(v)).convert("RGB"))
+                        for v in images])
+
+
 class DinoBackbone(Backbone):
     """A DINO or DINOv2 ViT (``transformers`` ``AutoModel``) from a local folder: the CLS token
-    of the last layer as the image embedding."""
+    of the last layer (after its layer norm) as the image embedding, the feature timm's
+    ``vit_base_patch16_224_dino`` returns in the released code.
+
+    Args:
+        weights: model folder or registry name (``dino-vitb16``: the paper's DINO v1 ViT-B/16).
+        preprocess: ``released`` (default): :func:`dino_pixels`, the released code's resize to
+            256 and central 224 crop; ``processor``: the folder's own image processor
+            (``dino-vitb16``'s resizes the whole image to 224 x 224).
+        device, name: torch device; the config key (for messages).
+
+    Raises:
+        ValueError: an unknown ``preprocess``.
+    """
     kinds = ("image",)
 
-    def __init__(self, weights: str, device: str = "cpu", name: str = ""):
+    def __init__(self, weights: str, device: str = "cpu", name: str = "",
+                 preprocess: str = "released"):
         import transformers
 
+        if preprocess not in DINO_PREPROCESS:
+            raise ValueError(f"preprocess: unknown {preprocess!r}; use one of {DINO_PREPROCESS}")
         folder = model_folder(weights, f"telephone.backbones.{name}.weights")
         self._model = transformers.AutoModel.from_pretrained(folder, local_files_only=True
                                                              ).to(device).eval()
-        self._processor = transformers.AutoImageProcessor.from_pretrained(folder,
-                                                                          local_files_only=True)
-        self.weights, self.device = folder, device
+        self._processor = None if preprocess == "released" else \
+            transformers.AutoImageProcessor.from_pretrained(folder, local_files_only=True)
+        self.weights, self.device, self.preprocess = folder, device, preprocess
 
     def describe(self) -> str:
-        return f"DINO {Path(self.weights).name}"
+        return f"DINO {Path(self.weights).name} ({self.preprocess} preprocessing)"
+
+    def pixels(self, values: list[np.ndarray]):
+        """The model's input tensor ``[N, 3, h, w]`` for ``(H, W, 3)`` uint8 images."""
+        if self._processor is None:
+            return dino_pixels(values)
+        return self._processor(images=[np.ascontiguousarray(v) for v in values],
+                               return_tensors="pt")["pixel_values"]
 
     def embed(self, kind, values):
+        import inspect
+
         import torch
 
+        # a ViT made for another input size (DINOv2 always interpolates) reads the 224 px crop
+        # with its position embeddings interpolated; at its own size that is the identity
+        extra = {"interpolate_pos_encoding": True} if "interpolate_pos_encoding" in \
+            inspect.signature(self._model.forward).parameters else {}
         with torch.no_grad():
-            inputs = self._processor(images=[np.ascontiguousarray(v) for v in values],
-                                     return_tensors="pt").to(self.device)
-            out = self._model(**inputs).last_hidden_state[:, 0]
+            pixels = self.pixels(values).to(self.device)
+            out = self._model(pixel_values=pixels, **extra).last_hidden_state[:, 0]
         return out.float().cpu().numpy().astype(np.float64)
 
 

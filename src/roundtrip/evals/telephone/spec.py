@@ -25,8 +25,11 @@ WEIGHT_FOLDERS = (
     HubFolder("dino-vitb16", "facebook/dino-vitb16",
               "Telephone Game image->image backbone (the paper's DINO v1 ViT-B/16)"),
     HubFolder("dinov2-base", "facebook/dinov2-base", "Telephone Game DINOv2 backbone (option)"),
-    HubFolder("owlv2-base", "google/owlv2-base-patch16-ensemble", "MGG detector (OWLv2)"),
-    HubFolder("clip-vit-l14", "openai/clip-vit-large-patch14", "MGG colour check (GenEval's CLIP)"),
+    HubFolder("owlv2-large", "google/owlv2-large-patch14-ensemble",
+              "MGG detector (OWLv2 large, the released code's)"),
+    HubFolder("owlv2-base", "google/owlv2-base-patch16-ensemble", "MGG detector (OWLv2 base)"),
+    HubFolder("clip-vit-l14", "openai/clip-vit-large-patch14",
+              "GenEval's colour check beside MGG (CLIP)"),
 )
 
 
@@ -54,8 +57,8 @@ class Telephone(Evaluation):
          "Telephone Game Sec. 3.1, Eq. 2"),
         ("SDR", "alpha g^(-beta) + gamma fitted to S(g); beta is the decay rate",
          "Telephone Game Sec. 3.2, Table 3"),
-        ("MGG", "GenEval accuracy at every image generation, averaged over generations",
-         "Telephone Game Sec. 3.3"))
+        ("MGG", "accuracy on GenEval's prompts at every image generation (OWLv2 detections, the "
+         "released rules), averaged over generations", "Telephone Game Sec. 3.3"))
 
     @staticmethod
     def view(plan) -> TelephonePlan:

@@ -6,12 +6,14 @@
 - ``telephone_mcd``: ``MCD_delta`` (Eq. 2) per experiment (chain, direction, backbone),
   ``MCD_avg`` over the paper's four mappings (Sec. 3.1) and roundtrip's mean over every
   experiment beside it;
-- ``telephone_sdr``: Table 3's layout, power-law ``α, β, γ`` per chain averaged over the paper's
-  mappings (Sec. 3.2); ``telephone_sdr_fits``: every fit, power law (paper) and exponential
-  (released code), with initial values, bounds, standard errors and R^2;
-- ``telephone_mgg``: GenEval accuracy per task (Fig. 11's order) and generation, the
-  prompt-weighted ``overall_prompts`` (headline, reproduces Fig. 8) and the task mean
-  ``overall_tasks``, and the MGG row, the mean over generations (Sec. 3.3).
+- ``telephone_sdr``: Table 3's layout, power-law ``α, β, γ`` (``γ >= 0``) per chain averaged
+  over the paper's mappings (Sec. 3.2), and the released code's exponential ``a, b, c``
+  averaged over the four mappings; ``telephone_sdr_fits``: every fit, power law (paper) and
+  exponential (released code), with initial values, bounds, standard errors and R^2;
+- ``telephone_mgg``: accuracy per task (Fig. 11's order) and generation by the released MGG
+  rules, the prompt-weighted ``overall_prompts`` (headline, reproduces Fig. 8), the task mean
+  ``overall_tasks`` and GenEval's own rules' ``overall_prompts_geneval``, and the MGG row, the
+  mean over generations (Sec. 3.3).
 
 Models are the pairs (``telephone.pairs``) and the chain sets made elsewhere. A cell that cannot
 be computed is "n/a" with the reason in a numbered note.
@@ -308,9 +310,39 @@ def sdr_frame(curve: pd.DataFrame, backbone_types: dict[str, str] | None = None
                 key = f"{chain} {name} (all experiments)"
                 row[key] = avg.get(k, math.nan) if avg["n_fits"] else math.nan
                 text[key] = f"{row[key]:.4f}" if avg["n_fits"] else "n/a"
+        _released_exp(grp, paper, row, text, notes)
         rows.append(row)
         shown.append(text)
     return pd.DataFrame(rows), pd.DataFrame(shown), notes.texts
+
+
+#: Columns of the released code's exponential SDR (``a, b, c`` over the paper's four mappings).
+EXP_COLUMNS = tuple(f"exponential {k} (released)" for k in ("a", "b", "c"))
+
+
+def _released_exp(grp: pd.DataFrame, paper, row: dict, text: dict, notes: Notes) -> None:
+    """The released code's SDR line: ``a * exp(-b g) + c`` fitted per mapping (unbounded, from
+    ``(1, 0.1, 0)``) and each parameter averaged over the paper's four mappings of both chains
+    (github.com/mollahsabbir/Semantic-Drift-in-Unified-Models @ 4f1d253,
+    ``semantic-drift/mcd-sdr.py``, ``main``); n/a when a mapping is not measured or its fit
+    does not converge (the released script stops there)."""
+    fits, why = [], ""
+    for m, b in paper:
+        e = grp[(grp["chain"] == m[0]) & (grp["direction"] == m[1]) & (grp["backbone"] == b)]
+        if b is None or e.empty:
+            why = (f"n/a: the released exponential SDR averages the paper's four mappings; not "
+                   f"measured: {_mapping_label(m)}; run {FETCH_PAPER_BACKBONES}")
+            break
+        fit = fit_sdr(e["generation"].to_numpy(float), e["s"].to_numpy(float), "exp")
+        if not fit.ok:
+            why = f"n/a: the exponential fit of {_mapping_label(m)} failed: {fit.reason}"
+            break
+        fits.append(fit)
+    avg = average_fits(fits) if not why else {}
+    mark = notes.mark(why) if why else ""
+    for key, k in zip(EXP_COLUMNS, ("a", "b", "c")):
+        row[key] = avg.get(k, math.nan)
+        text[key] = f"{row[key]:.4f}" if not why else f"n/a {mark}"
 
 
 def _grouped_header(column: str) -> str:
@@ -322,6 +354,8 @@ def _grouped_header(column: str) -> str:
                 return f"{chain}: {name}"
             if column == f"{chain} {name} (all experiments)":
                 return f"{chain} (all experiments): {name}"
+    if column in EXP_COLUMNS:
+        return f"exponential, four mappings (released code): {column.split()[1]}"
     return column
 
 
@@ -332,9 +366,12 @@ def sdr_table(curve: pd.DataFrame, out_dir, backbone_types: dict[str, str] | Non
     notes = notes + ["power law y = α g^(-β) + γ fitted to S(g) (Sec. 3.2) with scipy; each "
                      "parameter averaged over the paper's mappings of the chain (text-first: "
                      "MPNet text→text, CLIP text→image; image-first: DINO image→image, CLIP "
-                     "image→text), as Table 3; '(all experiments)': roundtrip's average over "
-                     "every experiment of the chain; every fit, and the exponential of the "
-                     "released code: telephone_sdr_fits"]
+                     "image→text), as Table 3, bounds α in [0, 2], β in [0, 10], γ in [0, 1] "
+                     "(the published γ are all >= 0, most at the bound 0); '(all experiments)': "
+                     "roundtrip's average over every experiment of the chain; exponential "
+                     "(released code): a e^(-b g) + c fitted unbounded from (1, 0.1, 0) per "
+                     "mapping, each parameter averaged over the four mappings of both chains, "
+                     "as the authors' released script; every fit: telephone_sdr_fits"]
     # Markdown and LaTeX head each parameter "chain order: α", so a reader (and the report,
     # which stacks column groups as blocks of rows) sees one row per pair and chain order
     write_frame(shown.rename(columns=_grouped_header), "telephone_sdr", "The Telephone Game: "
@@ -342,8 +379,9 @@ def sdr_table(curve: pd.DataFrame, out_dir, backbone_types: dict[str, str] | Non
                 notes, out_dir, csv_frame=frame)
     fits = sdr_fits_frame(curve)
     fit_notes = ["power: y = alpha * g^(-beta) + gamma (p1, p2, p3 = alpha, beta, gamma; the "
-                 "paper, Sec. 3.2); exp: y = a * exp(-b * g) + c (the authors' released code); "
-                 "scipy curve_fit with the bounds shown; a failed fit has no numbers"]
+                 "paper, Sec. 3.2), bounded as shown; exp: y = a * exp(-b * g) + c as the "
+                 "authors' released code fits it, unbounded from (1, 0.1, 0) with at most 5000 "
+                 "evaluations; scipy curve_fit; a failed fit has no numbers"]
     exact = fits[(fits["n"] == 3) & (fits["status"] == "ok")]
     if len(exact):
         fit_notes.append(f"{len(exact)} fit(s) on 3 points: 3 parameters interpolate them exactly "
@@ -389,15 +427,22 @@ def mgg_table(mgg: dict[Key, pd.DataFrame], out_dir, why_none: str = "") -> pd.D
     frame, notes = mgg_frame(mgg)
     if frame.empty:
         notes = [why_none or "n/a: no GenEval prompt set (type: geneval) is configured"]
-    notes = notes + ["overall_prompts (headline): accuracy over all prompts of the generation, "
-                     "the convention that reproduces Fig. 8's published cells; overall_tasks: the "
-                     "unweighted mean of the six task accuracies (Sec. 3.3's text, GenEval's "
-                     "overall); MGG row: the mean over generations of each column; tasks in "
-                     "Fig. 11's order"]
+    notes = notes + ["verdicts by the authors' released MGG rules (mgg.py): OWLv2 queried once "
+                     "per include entry with its colour in the query, every detection scoring "
+                     ">= 0.1 counted, every object in the position relation to some target "
+                     "object, in pixels; overall_prompts (headline): accuracy over all prompts "
+                     "of the generation, the convention that reproduces Fig. 8's published "
+                     "cells; overall_tasks: the unweighted mean of the six task accuracies "
+                     "(Sec. 3.3's text, GenEval's overall); overall_prompts_geneval: "
+                     "overall_prompts by GenEval's own rules (class queries, CLIP colour, the "
+                     "most confident objects, normalized offsets), n/a unless "
+                     "telephone.mgg.colour is set; MGG row: the mean over generations of each "
+                     "column; tasks in Fig. 11's order"]
     write_frame(frame, "telephone_mgg", "The Telephone Game: Multi-Generation GenEval accuracy per "
                 "task and generation, and MGG = the mean over generations (Sec. 3.3, Figs. 8, "
                 "11)", notes, out_dir,
-                digits={c: 3 for c in (*TASKS, "overall_prompts", "overall_tasks")})
+                digits={c: 3 for c in (*TASKS, "overall_prompts", "overall_tasks",
+                                       "overall_prompts_geneval")})
     return frame
 
 
