@@ -1,5 +1,5 @@
 """Rules telephone_chains and telephone_chains_sets: the chains of each (pair, set) of
-``params.jobs``, generation by generation, scored by every backbone (and by GenEval's rules on
+``params.jobs``, generation by generation, scored by every backbone (and by MGG's verdicts on
 GenEval prompt sets)."""
 import _bootstrap  # noqa: F401
 

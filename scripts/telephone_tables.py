@@ -15,7 +15,7 @@ similarity = {k: pd.read_csv(f, dtype={"item_id": str, "reason": str}, keep_defa
                              na_values={"similarity": [""]})
               for k, f in zip(keys, smk.input.similarity)}
 mgg = {k: pd.read_csv(f, dtype={"item_id": str, "reason": str}, keep_default_na=False,
-                      na_values={"correct": [""]})
+                      na_values={"correct": [""], "correct_geneval": [""]})
        for k, f in zip(keys, smk.input.mgg)}
 out_dir = Path(smk.output[0]).parent
 types = {name: spec.get("type", "") for name, spec in (smk.params.backbones or {}).items()}

@@ -1,6 +1,6 @@
 # The Telephone Game (roundtrip.evals.telephone): one job per (pair, chain-input set) makes the
 # text-first and image-first chains generation by generation (resumable) and scores them with
-# every backbone (and GenEval's rules on geneval sets); one job writes the tables and figures.
+# every backbone (and MGG's verdicts on geneval sets); one job writes the tables and figures.
 # A chains set (made elsewhere) is scored by the same rule under its own model name.
 from roundtrip.evals.telephone.spec import Telephone
 

@@ -11,7 +11,8 @@ Modules:
   (:mod:`roundtrip.datasets.chain_layout`);
 - :mod:`.similarity`: the backbones (wordllama, 1 - CER, MPNet, CLIP, DINO) and the per-item
   similarities of every direction (Table 1 of the paper);
-- :mod:`.mgg`: OWLv2 detection, CLIP colour, GenEval's rules per generation (Sec. 3.3);
+- :mod:`.mgg`: OWLv2 detection and MGG verdicts per generation (Sec. 3.3): the released rules
+  (:mod:`.mgg_rules`) as the headline, GenEval's own rules with CLIP colour beside;
 - :mod:`.job`: one (pair, set) job: chains, similarities, MGG;
 - :mod:`.tables`, :mod:`.figures`: S(g), MCD, SDR, MGG tables; Figs. 1/5, 6, 7, 8/11, 9.
 

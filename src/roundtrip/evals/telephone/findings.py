@@ -12,9 +12,10 @@ Models):
 - SDR (Sec. 3.2, Table 3): the power law ``alpha g^(-beta) + gamma`` fitted to ``S_delta(g)``,
   each parameter averaged over the mappings of a chain order; ``beta`` is the decay rate (lower:
   slower drift, the paper's reading of Fig. 7), ``gamma`` the asymptote the chain collapses to.
-- MGG (Sec. 3.3, Fig. 8): GenEval accuracy per generation averaged over the generations; the
-  headline ``overall_prompts`` weighs every prompt equally (the convention of Fig. 8's cells),
-  ``overall_tasks`` averages the six task accuracies.
+- MGG (Sec. 3.3, Fig. 8): the accuracy on GenEval's prompts per generation (the released MGG
+  rules' verdicts) averaged over the generations; the headline ``overall_prompts`` weighs every
+  prompt equally (the convention of Fig. 8's cells), ``overall_tasks`` averages the six task
+  accuracies.
 
 Rows are the pairs (``telephone.pairs``) and chain sets; with several chain-input sets a row is
 named ``pair (set)``.
@@ -337,15 +338,15 @@ def mgg_sentence(results) -> str:
     best, worst = order.iloc[0], order.iloc[-1]
     d = DIGITS
     if len(order) == 1:
-        head = (f"{best['label']} is the only pair with MGG (Sec. 3.3, the mean GenEval accuracy "
-                f"over generations): {best['overall_prompts']:.{d}f} prompt-weighted "
-                "(overall_prompts, Fig. 8's convention)")
+        head = (f"{best['label']} is the only pair with MGG (Sec. 3.3, the mean accuracy on "
+                f"GenEval's prompts over generations): {best['overall_prompts']:.{d}f} "
+                "prompt-weighted (overall_prompts, Fig. 8's convention)")
         return head + f" against {_fmt(best['overall_tasks'])} averaged over the six tasks " \
             "(overall_tasks)."
-    head = (f"On MGG (Sec. 3.3, the mean GenEval accuracy over generations), prompt-weighted as "
-            f"Fig. 8 (overall_prompts), {best['label']} is best ({best['overall_prompts']:.{d}f})"
-            f" and {worst['label']} worst ({worst['overall_prompts']:.{d}f}) of {len(order)} "
-            "pairs")
+    head = (f"On MGG (Sec. 3.3, the mean accuracy on GenEval's prompts over generations), "
+            f"prompt-weighted as Fig. 8 (overall_prompts), {best['label']} is best "
+            f"({best['overall_prompts']:.{d}f}) and {worst['label']} worst "
+            f"({worst['overall_prompts']:.{d}f}) of {len(order)} pairs")
     tasks = have.dropna(subset=["overall_tasks"])
     if tasks.empty:
         return head + "; no pair has the task-averaged overall_tasks."

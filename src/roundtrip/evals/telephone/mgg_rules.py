@@ -91,8 +91,8 @@ def verdict(metadata: dict, detections: list[Detection], threshold: float = THRE
     for req in metadata.get("include", []):
         cls, count = req["class"], int(req.get("count", 1))
         found = by_class.get(cls, [])
-        # the released code keeps a box when any detection with that very box scores enough
-        # (two detections of one box are one object seen twice)
+        # the released code matches each box to the detections by value and keeps it when any
+        # detection with that very box scores enough
         strong = {tuple(d.box) for d in found if d.score >= threshold}
         boxes = [d.box for d in found if tuple(d.box) in strong]
         if len(boxes) < count:
