@@ -508,6 +508,34 @@ def test_exponential_sdr_fails_where_the_released_script_stops():
     assert all(math.isnan(v) for v in fit.params.values())
 
 
+def _curve_frame(curves: dict) -> pd.DataFrame:
+    """:func:`roundtrip.evals.telephone.tables.curves`' layout for designed S(g) curves, the
+    mappings named as the released script's scorers."""
+    direction = {("text", "text"): "text_text", ("text", "image"): "text_image",
+                 ("image", "image"): "image_image", ("image", "text"): "image_text"}
+    return pd.DataFrame([{"model": "designed", "dataset": "curves", "chain": chain,
+                          "direction": direction[(src, dst)], "backbone": scorer,
+                          "generation": g, "s": f(g), "note": ""}
+                         for (chain, src, dst, scorer), f in curves.items()
+                         for g in curve_generations(chain, dst)])
+
+
+def test_table3_carries_the_released_sdr_line_or_says_which_fit_failed():
+    """``telephone_sdr``'s exponential columns are the released "SDR: a=0.7703, b=0.1826,
+    c=0.0285" on :data:`CURVES`; on :data:`LINEAR_CURVES`, where the released script stops at
+    the text->text fit, they are n/a and the note names that fit."""
+    from roundtrip.evals.telephone.tables import EXP_COLUMNS, sdr_frame
+
+    frame, _, _ = sdr_frame(_curve_frame(CURVES), TYPES)
+    assert [frame.iloc[0][c] for c in EXP_COLUMNS] == pytest.approx([0.7703, 0.1826, 0.0285],
+                                                                    abs=5e-5)
+    frame, shown, notes = sdr_frame(_curve_frame(LINEAR_CURVES), TYPES)
+    assert frame[list(EXP_COLUMNS)].isna().all(axis=None)
+    assert shown.iloc[0][EXP_COLUMNS[0]].startswith("n/a")
+    assert any("exponential fit of text-first text→text (MPNet) failed" in n and
+               "maxfev = 5000" in n for n in notes)
+
+
 #: The released DINO transform's tensor on :func:`image_4x3` (``DINOWrapper(device="cpu")
 #: .transform``): per-channel means and the three channels at (row, column).
 RELEASED_DINO_MEANS = (0.050518, 0.187675, 0.417158)

@@ -326,13 +326,16 @@ def _released_exp(grp: pd.DataFrame, paper, row: dict, text: dict, notes: Notes)
     (github.com/mollahsabbir/Semantic-Drift-in-Unified-Models @ 4f1d253,
     ``semantic-drift/mcd-sdr.py``, ``main``); n/a when a mapping is not measured or its fit
     does not converge (the released script stops there)."""
+    def rows_of(m, b):
+        return grp[(grp["chain"] == m[0]) & (grp["direction"] == m[1]) & (grp["backbone"] == b)]
+
+    missing = [_mapping_label(m) for m, b in paper if b is None or rows_of(m, b).empty]
     fits, why = [], ""
-    for m, b in paper:
-        e = grp[(grp["chain"] == m[0]) & (grp["direction"] == m[1]) & (grp["backbone"] == b)]
-        if b is None or e.empty:
-            why = (f"n/a: the released exponential SDR averages the paper's four mappings; not "
-                   f"measured: {_mapping_label(m)}; run {FETCH_PAPER_BACKBONES}")
-            break
+    if missing:
+        why = (f"n/a: the released exponential SDR averages the paper's four mappings; not "
+               f"measured: {', '.join(missing)}; run {FETCH_PAPER_BACKBONES}")
+    for m, b in paper if not missing else ():
+        e = rows_of(m, b)
         fit = fit_sdr(e["generation"].to_numpy(float), e["s"].to_numpy(float), "exp")
         if not fit.ok:
             why = f"n/a: the exponential fit of {_mapping_label(m)} failed: {fit.reason}"
