@@ -265,8 +265,7 @@ def _chain_clause(params: pd.DataFrame, chain: str) -> str:
 
 def fit_points(fits: pd.DataFrame | None) -> int | None:
     """The most generations any successful power-law fit of ``telephone_sdr_fits`` had, when
-    that is no more than its 3 parameters (the fit then interpolates and identifies nothing);
-    else None."""
+    that is no more than its 3 parameters (the fit then identifies nothing); else None."""
     if fits is None or fits.empty or not {"form", "status", "n"} <= set(fits.columns):
         return None
     power = fits[fits["form"].astype(str).str.startswith("alpha") & (fits["status"] == "ok")]
@@ -278,7 +277,7 @@ def _few_points(fits: pd.DataFrame | None) -> str:
     n = fit_points(fits)
     return "" if n is None else (
         f"; every power-law fit in telephone_sdr_fits has {n} generations for 3 parameters, so "
-        "the parameters interpolate the points and are not identified")
+        "the parameters are not identified")
 
 
 def sdr_sentence(results) -> str:

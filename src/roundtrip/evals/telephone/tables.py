@@ -387,10 +387,11 @@ def sdr_table(curve: pd.DataFrame, out_dir, backbone_types: dict[str, str] | Non
                  "evaluations; scipy curve_fit; a failed fit has no numbers"]
     exact = fits[(fits["n"] == 3) & (fits["status"] == "ok")]
     if len(exact):
-        fit_notes.append(f"{len(exact)} fit(s) on 3 points: 3 parameters interpolate them exactly "
-                         "(no residual, no standard errors), so the parameters are not "
-                         "identified; the text->text rows get G/2 points, so G >= 10 is needed "
-                         "for a fit with residuals (the paper: G = 20)")
+        fit_notes.append(f"{len(exact)} fit(s) on 3 points: 3 parameters for 3 points (no "
+                         "standard errors), so the parameters are not identified: the curve "
+                         "passes through the points or, where a bound or a local optimum holds "
+                         "it (R^2 < 1), misses them; the text->text rows get G/2 points, so "
+                         "G >= 10 is needed for a fit with residuals (the paper: G = 20)")
     digits = {c: 4 for c in ("p1", "p1_se", "p2", "p2_se", "p3", "p3_se", "r2")}
     shown_fits = fits.copy()
     shown_fits["n"] = shown_fits["n"].astype("Int64").astype(str)
