@@ -16,5 +16,5 @@ write_all(p.models, p.specs, p.datasets_2d, p.datasets_3d, p.latent_datasets, p.
           p.not_run, dict(p.segmenter), build_segmenter(dict(p.segmenter)).qc_note,
           Path(smk.output[0]).parent, p.pool_modalities, dict(p.sizes),
           manifests=files["manifests"], quality=files["quality"], structure=files["structure"],
-          latent=files["latent"])
+          latent=files["latent"], settings=dict(p.settings))
 write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

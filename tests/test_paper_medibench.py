@@ -15,6 +15,7 @@ import yaml
 from conftest import REPO
 from PIL import Image
 
+from roundtrip.core.manifest import read_manifest
 from roundtrip.evals.medibench import latent_features as lu
 from roundtrip.evals.medibench import tables as mt
 
@@ -209,7 +210,192 @@ def test_split_follows_the_papers_rule():
         lu.make_split(y, groups, None, {"split": "kfold"})
 
 
-# -- 6. The preset plans on stand-in files -----------------------------------------------------
+# -- 6. One block per input size ---------------------------------------------------------------
+def test_2d_tables_print_one_block_per_size(tmp_path, monkeypatch):
+    """Table 1 is at 256x256 only, Table 8 at 512x512; the preset runs every 2D set at both
+    (``pathmnist_256``, ``pathmnist_512``). Worked case, SDXL's PathMNIST and DermaMNIST cells of
+    Tables 7 and 8: 26.0/0.740 and 37.2/0.905 at 256, 32.2/0.911 and 40.3/0.962 at 512. One
+    Average row over all four rows read 33.9/0.880 (a mix of sizes, in no table of the paper)
+    and bolded only the 512 rows; now each size has its own Average, 31.6/0.823 at 256 (Table
+    1's layout) and 36.2/0.937 at 512, and its own bold cell. No Average cell carries a
+    footnote: each used to read "not computed"."""
+    monkeypatch.chdir(tmp_path)
+    cells = {"pathmnist_256": (26.0, 0.740), "dermamnist_256": (37.2, 0.905),
+             "pathmnist_512": (32.2, 0.911), "dermamnist_512": (40.3, 0.962)}
+    for d, (psnr, ssim) in cells.items():
+        _fidelity_files(tmp_path, d, d.split("_")[0], [psnr] * 2, [ssim] * 2)
+    order = ["pathmnist_256", "pathmnist_512", "dermamnist_256", "dermamnist_512"]
+    sizes = {d: int(d.rsplit("_", 1)[1]) for d in order}
+    inputs = _fidelity_inputs(order)
+    before = pd.read_csv(mt.write_fidelity("old", "t", order, ["kl", "vq"], SPECS, {}, {},
+                                           tmp_path / "out", **inputs)[0]).set_index("Dataset")
+    assert before.loc["Average", "kl.psnr"] == pytest.approx(33.925)
+    paths = mt.write_fidelity("fid", "t", order, ["kl", "vq"], SPECS, {}, {}, tmp_path / "out",
+                              blocks=mt.size_blocks(order, sizes), **inputs)
+    csv = pd.read_csv(paths[0])
+    assert list(csv["Size"]) == ["256x256"] * 3 + ["512x512"] * 3
+    assert list(csv["Dataset"]) == ["pathmnist_256 (pathmnist)", "dermamnist_256 (dermamnist)",
+                                    "Average (256x256)", "pathmnist_512 (pathmnist)",
+                                    "dermamnist_512 (dermamnist)", "Average (512x512)"]
+    avg = csv.set_index("Dataset")
+    assert avg.loc["Average (256x256)", ["kl.psnr", "kl.ssim"]].tolist() == \
+        pytest.approx([31.6, 0.8225])
+    assert avg.loc["Average (512x512)", ["kl.psnr", "kl.ssim"]].tolist() == \
+        pytest.approx([36.25, 0.9365])
+    md = paths[1].read_text()
+    assert "| *256x256* |" in md and "| *512x512* |" in md
+    assert "**37.2/0.905**" in md and "**40.3/0.962**" in md  # best SSIM within each size
+    assert "| Average (256x256) | 31.6/0.823 |" in md  # no footnote mark on the average
+    assert not [line for line in md.splitlines() if line.startswith("[") and "] Average" in line]
+    assert "not computed" not in md
+    # the report's findings read the 256x256 block's Average row (Table 1)
+    from roundtrip.evals.medibench.findings import column_means
+    from roundtrip.report.findings import RunResults
+
+    means = column_means(RunResults(tables={"medibench_2d_fidelity": paths[0]}),
+                         "medibench_2d_fidelity", "psnr")
+    assert means == pytest.approx({"kl": 31.6, "vq": 30.6})
+
+
+def test_a_single_size_keeps_one_table(tmp_path, monkeypatch):
+    """The default run's 2D sets are all at 256: one block, labelled ``Average``, no Size
+    column; a cell that is not computed still says so, the Average row does not."""
+    monkeypatch.chdir(tmp_path)
+    _fidelity_files(tmp_path, "a", "x", [30.0], [0.9])
+    inputs = _fidelity_inputs(["a"])
+    del inputs["quality"][("vq", "a")]
+    with pytest.raises(KeyError):  # a (model, dataset) that runs needs its file
+        mt.write_fidelity("f", "t", ["a"], ["kl", "vq"], SPECS, {}, {}, tmp_path / "o", **inputs)
+    paths = mt.write_fidelity("f", "t", ["a"], ["kl", "vq"], SPECS, {}, {("vq", "a"): "not run"},
+                              tmp_path / "o", blocks={"a": "256x256"}, **inputs)
+    csv = pd.read_csv(paths[0])
+    assert "Size" not in csv and list(csv["Dataset"]) == ["a (x)", "Average"]
+    md = paths[1].read_text()
+    assert "a (x), vq: not run" in md and "Average, " not in md
+
+
+# -- 7. Fidelity on the held-out part --------------------------------------------------------
+def _split_set(root, dataset, splits, psnr, ssim, subjects=None, labels=None):
+    """A manifest with split/subject/label columns and one model's image_quality.csv."""
+    (root / f"results/datasets/{dataset}").mkdir(parents=True)
+    ids = [f"i{k}" for k in range(len(psnr))]
+    pd.DataFrame({"item_id": ids, "path": [f"{i}.png" for i in ids], "status": "ok",
+                  "reason": "", "modality": "m", "split": splits,
+                  "subject": subjects or ids, "label": labels or ["a"] * len(ids)}).to_csv(
+        root / f"results/datasets/{dataset}/manifest.csv", index=False)
+    (root / f"results/metrics/kl/{dataset}").mkdir(parents=True)
+    pd.DataFrame({"item_id": ids, "status": "ok", "reason": "", "psnr": psnr, "ssim": ssim}
+                 ).to_csv(root / f"results/metrics/kl/{dataset}/image_quality.csv", index=False)
+    return ({dataset: f"results/datasets/{dataset}/manifest.csv"},
+            {("kl", dataset): f"results/metrics/kl/{dataset}/image_quality.csv"})
+
+
+def test_fidelity_is_scored_on_the_held_out_part(tmp_path, monkeypatch):
+    """MediBench reports fidelity "on held-out data" (Sec. 1), on "the official test set" where
+    there is one (Sec. 4.1). Worked case: two train items at 30 dB / 0.950 and two test items
+    at 20 dB / 0.800: the test split reads 20.0/0.800, the mean over all four items 25.0/0.875.
+    Without an official split, the held-out subjects of the classifiers' split are scored (every
+    item of theirs): 4 subjects, one held out (test_fraction 0.2 rounds to 1)."""
+    from roundtrip.evals.medibench.splits import held_out_items
+
+    monkeypatch.chdir(tmp_path)
+    manifests, quality = _split_set(tmp_path, "path", ["train", "train", "test", "test"],
+                                    [30.0, 30.0, 20.0, 20.0], [0.95, 0.95, 0.80, 0.80])
+    _, cells = mt.fidelity_cells(["path"], ["kl"], {}, {}, manifests=manifests, quality=quality)
+    assert cells[("path", "kl")][0] == pytest.approx((25.0, 0.875))  # every item
+    held = mt.held_out_parts(["path"], {"path": {}}, manifests=manifests)
+    assert held["path"] == ({"i2", "i3"}, "official test split (2 of 4 items)")
+    _, cells = mt.fidelity_cells(["path"], ["kl"], {}, {}, manifests=manifests, quality=quality,
+                                 held_out={"path": held["path"][0]})
+    assert cells[("path", "kl")][0] == pytest.approx((20.0, 0.800))
+    md = mt.write_fidelity("f", "t", ["path"], ["kl"], SPECS, {}, {}, tmp_path / "o",
+                           manifests=manifests, quality=quality, held_out=held)[1].read_text()
+    assert "| path (m) | 20.0/0.800 |" in md and "path: official test split (2 of 4 items)" in md
+    # no official split: the classifiers' held-out subjects, all their items
+    manifests, quality = _split_set(tmp_path, "derm", [""] * 8, [30.0] * 8, [0.9] * 8,
+                                    subjects=[f"p{k // 2}" for k in range(8)],
+                                    labels=["a", "a", "b", "b"] * 2)
+    manifest = read_manifest(manifests["derm"])
+    ids, text = held_out_items(manifest, {"split": "holdout", "test_fraction": 0.2, "seed": 0})
+    y = np.array([0, 0, 1, 1] * 2)
+    (_, test), = lu.make_split(y, [f"p{k // 2}" for k in range(8)], None, {})[0]
+    assert ids == {f"i{k}" for k in test} and len(ids) == 2
+    assert text == "held-out subjects (1 of 4; 2 of 8 items)"
+    # cv and sets without labels: every item is held out once, or there is no split
+    assert held_out_items(manifest, {"split": "cv"})[0] is None
+    assert held_out_items(manifest, None)[0] is None
+
+
+# -- 8. Official splits: the train part trains -------------------------------------------------
+def test_official_split_trains_on_the_train_part_only():
+    """Table 11 counts the official train parts (PCam 262,144 of 327,680; PathMNIST 89,996 of
+    107,180): the validation part is not trained on. Worked case, PCam's official parts
+    (262,144 train, 32,768 valid, 32,768 test): the classifiers train on 262,144 items (before:
+    294,912, train and valid together) and test on 32,768."""
+    splits = ["train"] * 262_144 + ["valid"] * 32_768 + ["test"] * 32_768
+    y = np.zeros(len(splits), int)
+    groups = [str(i) for i in range(len(splits))]
+    (train, test), = lu.make_folds(y, groups, splits)
+    assert len(train) == 262_144 and len(test) == 32_768
+    assert train.max() == 262_143 and test.min() == 294_912
+    folds, text = lu.make_split(y, groups, splits, {})
+    assert text == ("official split: 262144 train / 32768 test items; valid (32768 items) not "
+                    "used")
+    folds, text = lu.make_split(y[:6], groups[:6], ["train", "val", "train", "test", "val", ""], {})
+    assert list(folds[0][0]) == [0, 2] and list(folds[0][1]) == [3]
+    assert text.endswith("val (2 items) not used; (none) (1 items) not used")
+    with pytest.raises(ValueError, match="train and test"):
+        lu.make_folds(y[:3], groups[:3], ["val", "test", "test"])
+
+
+def test_coltea_volumes_carry_phase_labels_and_ten_subjects_are_held_out(tmp_path):
+    """Table 12: Coltea-Lung-CT-100W, contrast phase classification (non-contrast, venous,
+    arterial), "10 subjects held out". A nifti set with a labels CSV (path, label = phase,
+    subject = patient) carries the labels, so latent utility runs on it (before, the preset's
+    Coltea set had no labels and Table 5's CT row was never produced); the split holds out 10
+    whole patients, every phase of each: here 30 patients x 3 phases, 10 held out, 30 volumes
+    tested."""
+    from roundtrip.datasets import build_dataset
+    from roundtrip.evals.medibench.latent_utility import samples_3d
+    from roundtrip.evals.medibench.splits import held_out_items
+
+    root = tmp_path / "coltea"
+    rows = []
+    rng = np.random.default_rng(0)
+    for k in range(30):
+        for phase in ("NATIVE", "ARTERIAL", "VENOUS"):
+            _nifti(root / f"patient{k:03d}" / f"{phase}.nii.gz", (4, 4, 2))
+            rows.append({"path": f"patient{k:03d}/{phase}.nii.gz", "label": phase,
+                         "subject": f"patient{k:03d}"})
+    rng.shuffle(rows)
+    pd.DataFrame(rows).to_csv(root / "labels.csv", index=False)
+    spec = {"type": "nifti", "path": str(root), "labels_csv": str(root / "labels.csv"),
+            "intensity": {"mode": "window", "window": [-1000, 1000]}, "modality": "CT (Coltea)"}
+    manifest = build_dataset("coltea", spec, tmp_path / "built")
+    assert (manifest["status"] == "ok").all() and len(manifest) == 90
+    assert manifest.loc[manifest["item_id"] == "patient007__VENOUS", "label"].item() == "VENOUS"
+    assert manifest.loc[manifest["item_id"] == "patient007__VENOUS", "subject"].item() == \
+        "patient007"
+    vols, labels, groups, splits, skipped = samples_3d(tmp_path / "built/manifest.csv")
+    y, classes, _ = lu.encode_labels(labels)
+    assert classes == ["ARTERIAL", "NATIVE", "VENOUS"] and splits is None and skipped == 0
+    folds, text = lu.make_split(y, groups, None, {"held_out_subjects": 10})
+    assert text == "subject-wise hold-out: 10 of 30 subjects"
+    test_subjects = {groups[i] for i in folds[0][1]}
+    assert len(folds[0][1]) == 30 and not test_subjects & {groups[i] for i in folds[0][0]}
+    ids, _ = held_out_items(read_manifest(tmp_path / "built/manifest.csv"),
+                            {"held_out_subjects": 10})
+    assert len(ids) == 30  # fidelity: the same 10 patients' 30 volumes
+    preset = yaml.safe_load((REPO / "configs/papers/medibench.yaml").read_text())
+    coltea = preset["datasets"]["coltea"]
+    assert coltea["labels_csv"] == "coltea/labels.csv"
+    assert coltea["latent_utility"] == {"held_out_subjects": 10}
+    with pytest.raises(ValueError, match="not NIfTI files"):
+        from roundtrip.datasets.medical import nifti_sources
+        nifti_sources(root, labels=pd.DataFrame({"path": ["missing.nii.gz"], "label": ["x"]}))
+
+
+# -- 9. The preset plans on stand-in files -----------------------------------------------------
 def _png(path, size=8):
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(np.full((size, size, 3), 120, np.uint8)).save(path)
@@ -246,7 +432,14 @@ def _stand_ins(root):
     case = "BraTS-GLI-00000-000"
     _nifti(root / "brats2023" / case / f"{case}-t1n.nii.gz")
     _nifti(root / "brats2023" / case / f"{case}-seg.nii.gz")
-    _nifti(root / "coltea" / "case1.nii.gz")
+    for patient in ("p001", "p002"):
+        for phase in ("NATIVE", "ARTERIAL", "VENOUS"):
+            _nifti(root / "coltea" / patient / f"{phase}.nii.gz")
+    pd.DataFrame({"path": [f"{p}/{ph}.nii.gz" for p in ("p001", "p002")
+                           for ph in ("NATIVE", "ARTERIAL", "VENOUS")],
+                  "label": ["NATIVE", "ARTERIAL", "VENOUS"] * 2,
+                  "subject": ["p001"] * 3 + ["p002"] * 3}).to_csv(root / "coltea/labels.csv",
+                                                                 index=False)
 
 
 def _tiny_vaes(root):
@@ -287,6 +480,9 @@ def test_paper_preset_plans_on_stand_in_files(tmp_path):
     assert "rule medical_tables:" in out and "rule reconstruct_volumes" in out
     for d in ("pathmnist_256", "pathmnist_512", "pcam_512", "ds005892_t1w", "coltea"):
         assert f"dataset={d}" in out or f"datasets/{d}/" in out
+    # Table 5's CT row: Coltea carries labels, so its latent utility is planned
+    assert "results/metrics/original/coltea/latent_utility.csv" in out
+    assert "results/metrics/sdxl_vae/coltea/latent_utility.csv" in out
     total = [line for line in out.splitlines() if line.startswith("total")]
     print("planned:", total)
     assert total and int(total[0].split()[-1]) > 40

@@ -253,6 +253,9 @@ rule medical_tables:
         pool_modalities=MEDICAL_CONFIG.get("pool_modalities", False),
         sizes={d: config["datasets"][d].get("size") for d in MEDICAL.medical_2d
                if config["datasets"][d].get("protocol") == "fixed"},
+        # the split of each labeled set: fidelity is scored on its held-out part
+        settings={d: MEDICAL.latent_settings(d) if d in MEDICAL.latent_datasets else None
+                  for d in MEDICAL.datasets},
         files=MEDIBENCH_TABLE_FILES,
     log:
         "logs/tables/medibench.log",

@@ -15,7 +15,10 @@ Sources (all offline):
 - ``medmnist``: a MedMNIST v3 ``.npz`` (keys ``{train,val,test}_images`` / ``_labels``, the
   official splits); 2D arrays ``(N, H, W[, 3])`` give images, 3D arrays ``(N, D, H, W)`` volumes.
 - ``folder`` + ``labels_csv``: a CSV with ``path, label[, subject][, split]`` joined to the images.
-- ``nifti``: a folder of ``.nii``/``.nii.gz`` files, or nibabel's bundled files.
+- ``nifti``: a folder of ``.nii``/``.nii.gz`` files, or nibabel's bundled files; with
+  ``labels_csv`` (``path, label[, subject][, split]``, paths relative to the folder) its volumes
+  carry class labels, subjects and splits (e.g. a CT set's contrast phase per scan, several scans
+  per patient).
 - ``bids``: ``sub-*/[ses-*/]anat/*_{suffix}.nii.gz`` with labels from ``participants.tsv``.
 - ``brats``: BraTS 2023 case folders (``*-t1n/-t1c/-t2w/-t2f/-seg.nii.gz``).
 - ``synthetic_volumes``: MONAI ``create_test_image_3d`` volumes with label maps and a class label.
@@ -137,8 +140,8 @@ def medmnist_items(path: str | Path, splits: list[str], modality: str,
 
 
 def read_labels_csv(path: str | Path) -> pd.DataFrame:
-    """A labels CSV for a folder dataset: ``path`` (relative to the folder), ``label``, optional
-    ``subject`` (patient id, for subject-wise splits) and ``split``.
+    """A labels CSV for a folder or nifti dataset: ``path`` (relative to the folder), ``label``,
+    optional ``subject`` (patient id, for subject-wise splits) and ``split``.
 
     Raises:
         ValueError: a required column is missing or a path is listed twice.
@@ -181,12 +184,19 @@ class VolumeSource:
     extra: dict = field(default_factory=dict)
 
 
-def nifti_sources(root: str | Path | None = None, bundled: list[str] | None = None
-                  ) -> list[VolumeSource]:
+def nifti_sources(root: str | Path | None = None, bundled: list[str] | None = None,
+                  labels: pd.DataFrame | None = None) -> list[VolumeSource]:
     """NIfTI files under ``root`` (recursively) and/or nibabel's bundled files.
+
+    Args:
+        labels: a labels table (:func:`read_labels_csv`: ``path`` relative to ``root``,
+            ``label``, optional ``subject`` and ``split``) joined to the files under ``root``;
+            a file with no row keeps an empty label (reconstructed and scored, not classified),
+            and its subject is the file itself.
 
     Raises:
         FileNotFoundError: ``root`` has no ``.nii``/``.nii.gz`` file.
+        ValueError: ``labels`` names a path that is not a NIfTI file under ``root``.
     """
     out = [VolumeSource(safe_item_id(n.replace(".nii.gz", "").replace(".nii", "")),
                         f"nibabel:{n}", path=bundled_nifti(n)) for n in bundled or []]
@@ -195,10 +205,20 @@ def nifti_sources(root: str | Path | None = None, bundled: list[str] | None = No
         files = sorted(p for p in root.rglob("*") if p.name.endswith((".nii", ".nii.gz")))
         if not files:
             raise FileNotFoundError(f"no .nii or .nii.gz files under {root}")
-        for f in files:
-            rel = f.relative_to(root).as_posix()
-            out.append(VolumeSource(safe_item_id(rel.replace(".nii.gz", "").replace(".nii", "")),
-                                    f"folder:{rel}", path=f))
+        rows = labels.set_index("path") if labels is not None else None
+        rels = [f.relative_to(root).as_posix() for f in files]
+        if rows is not None and (unknown := sorted(set(rows.index) - set(rels))):
+            raise ValueError(f"labels_csv names {len(unknown)} path(s) that are not NIfTI files "
+                             f"under {root}: {unknown[:5]}")
+        for f, rel in zip(files, rels):
+            item_id = safe_item_id(rel.replace(".nii.gz", "").replace(".nii", ""))
+            extra = {}
+            if rows is not None:
+                row = rows.loc[rel] if rel in rows.index else None
+                extra = {"label": "", "subject": item_id, "split": ""} if row is None else {
+                    "label": row["label"], "subject": row.get("subject") or item_id,
+                    "split": row.get("split", "")}
+            out.append(VolumeSource(item_id, f"folder:{rel}", path=f, extra=extra))
     return out
 
 
@@ -410,7 +430,8 @@ def volume_sources(name: str, spec: dict) -> list[VolumeSource]:
     if kind == "nifti":
         if not spec.get("path") and not spec.get("bundled"):
             raise ValueError(f"datasets.{name}: a nifti dataset needs path or bundled")
-        return nifti_sources(spec.get("path"), spec.get("bundled"))
+        labels = read_labels_csv(spec["labels_csv"]) if spec.get("labels_csv") else None
+        return nifti_sources(spec.get("path"), spec.get("bundled"), labels)
     if kind == "bids":
         return bids_sources(spec["path"], spec.get("suffix", "T1w"), spec.get("label_column"))
     if kind == "brats":
@@ -435,6 +456,14 @@ def build_medmnist(name: str, spec: dict, out_dir: str | Path) -> list[Item]:
     """``medmnist`` (2D): the official splits of the ``.npz`` at ``spec["path"]``."""
     return medmnist_items(spec["path"], spec.get("splits", ["train", "test"]),
                           spec.get("modality", "medmnist"), spec.get("limit"))
+
+
+def volume_fingerprint(spec: dict) -> str:
+    """Fingerprint of a volume set read from files (dataset registry): the files under its
+    ``path`` and its ``labels_csv`` (which may lie outside the folder)."""
+    from roundtrip.datasets.folder import path_fingerprint
+
+    return path_fingerprint(spec.get("path")) + path_fingerprint(spec.get("labels_csv"))
 
 
 def build_volumes(name: str, spec: dict, out_dir: str | Path) -> pd.DataFrame:

@@ -36,17 +36,22 @@ AVG = "Avg"  # the tables' column of row means over the models
 def column_means(results: RunResults, table: str, metric: str) -> dict[str, float]:
     """``model -> value`` of ``metric`` in the ``Average`` row of a MediBench table (the mean
     over its dataset rows; SegSim and Dice as fractions, PSNR in dB, ``inf`` for exact
-    reconstructions), models in column order, the ``Avg`` column and NaN cells left out. Empty
-    where the table is missing or has no ``Average`` row."""
+    reconstructions), models in column order, the ``Avg`` column and NaN cells left out. In a
+    table with one block per input size, the first block's (``Average (256x256)``: Table 1).
+    Empty where the table is missing or has no ``Average`` row."""
     df = results.table(table)
     if df is None or df.empty:
         return {}
-    avg = df[df.iloc[:, 0].astype(str) == AVERAGE]
+    # tables with one block per input size have a Size column first and an "Average (256x256)"
+    # row per block; the first block (the smallest size, Table 1's 256x256) stands for the table
+    labels = "Dataset" if "Dataset" in df.columns else df.columns[0]
+    names = df[labels].astype(str)
+    avg = df[(names == AVERAGE) | names.str.startswith(f"{AVERAGE} (")]
     if avg.empty:
         return {}
     row = avg.iloc[0]
     out = {}
-    for col in df.columns[1:]:
+    for col in df.columns[list(df.columns).index(labels) + 1:]:
         model, _, m = str(col).rpartition(".")
         if m == metric and model != AVG and pd.notna(row[col]):
             out[model] = float(row[col])

@@ -8,10 +8,12 @@ Protocol (MediBench Sec. 3.2 Pillar 3, Sec. 4.1 and Appendix A):
   (2048-d, 3D), each followed by the same heads.
 - Heads: features standardized on the training part (scikit-learn ``StandardScaler``), then an
   MLP (one hidden layer of 256, ``MLPClassifier``) and a linear classifier (``LogisticRegression``).
-- Splits (MediBench Sec. 4.1, Tables 11-12; :func:`make_split`): official ``split`` columns
-  when present (train/val -> train, test -> test); otherwise one subject-wise held-out part
-  (``split: holdout``: ``held_out_subjects`` subjects, e.g. Table 12's "6 subjects held out", or
-  ``test_fraction`` of the subjects, the 80/20 of Table 11); ``split: cv`` runs grouped k-fold
+- Splits (MediBench Sec. 4.1, Tables 11-12; :func:`~.splits.make_split`): official ``split``
+  columns when present (the ``train`` part trains, the ``test`` part is held out, a validation
+  part is not used: Table 11's train counts, e.g. PCam 262,144); otherwise one subject-wise
+  held-out part (``split: holdout``: ``held_out_subjects`` subjects, e.g. Table 12's "6
+  subjects held out", or ``test_fraction`` of the subjects, the 80/20 of Table 11); ``split:
+  cv`` runs grouped k-fold
   cross-validation (Table 12: 10-fold CV for the T1w set) and pools the folds' predictions.
   No subject (patient; for the bundled 2D patches, a quadrant of a source image) is in both
   parts. Seeds fixed.
@@ -27,6 +29,14 @@ import warnings
 import numpy as np
 import torch
 
+# labels and splits live in a torch-free module (the tables use them too); re-exported here
+from roundtrip.evals.medibench.splits import (  # noqa: F401
+    SPLITS,
+    encode_labels,
+    holdout_split,
+    make_folds,
+    make_split,
+)
 from roundtrip.models import Adapter
 
 HEADS = ("mlp", "linear")
@@ -35,139 +45,6 @@ METRIC_COLUMNS = ("accuracy", "macro_f1", "macro_precision", "macro_recall", "ma
 
 class NoLatent(ValueError):
     """The model has no latent tensor to classify (a codec's bitstream); the message is the reason."""
-
-
-# -- labels and splits -----------------------------------------------------------------------
-def encode_labels(labels: list[str]) -> tuple[np.ndarray, list[str], bool]:
-    """``(y, class names, multilabel)``: class indices ``(N,)``, or a 0/1 matrix ``(N, L)`` when
-    every label is a space-separated 0/1 vector (MedMNIST multi-label sets)."""
-    parts = [str(v).split() for v in labels]
-    if len(parts[0]) > 1 and all(len(p) == len(parts[0]) and set(p) <= {"0", "1"} for p in parts):
-        y = np.array([[int(v) for v in p] for p in parts], dtype=np.int64)
-        return y, [f"label_{i}" for i in range(y.shape[1])], True
-    classes = sorted(set(map(str, labels)))
-    return np.array([classes.index(str(v)) for v in labels]), classes, False
-
-
-def make_folds(labels: np.ndarray, groups: list[str], splits: list[str] | None = None,
-               n_folds: int = 4, seed: int = 0, fold_ids: list[int] | None = None
-               ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(train_idx, test_idx)`` pairs.
-
-    Priority: ``fold_ids`` (a given assignment, e.g. image quadrants), official ``splits``
-    (``test`` held out, everything else trains), then stratified grouped folds
-    (``StratifiedGroupKFold``, shuffled with ``seed``) over ``groups``.
-
-    Raises:
-        ValueError: fewer than 2 groups, or a split without a test part.
-    """
-    n = len(groups)
-    if fold_ids is not None:
-        ids = np.asarray(fold_ids)
-        return [(np.flatnonzero(ids != f), np.flatnonzero(ids == f)) for f in np.unique(ids)]
-    if splits is not None and any(s for s in splits):
-        s = np.asarray(splits)
-        test = np.flatnonzero(s == "test")
-        if test.size == 0 or test.size == n:
-            raise ValueError("the split column needs both test and train/val items")
-        return [(np.flatnonzero(s != "test"), test)]
-    from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
-
-    k = min(n_folds, len(set(groups)))
-    if k < 2:
-        raise ValueError(f"{len(set(groups))} subject(s): at least 2 are needed for a held-out split")
-    y = labels if labels.ndim == 1 else labels.argmax(1)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "least populated class has fewer members"
-            cv = StratifiedGroupKFold(k, shuffle=True, random_state=seed)
-            return [(tr, te) for tr, te in cv.split(np.zeros(n), y, groups)]
-    except ValueError:
-        return list(GroupKFold(k).split(np.zeros(n), y, groups))
-
-
-SPLITS = ("holdout", "cv")
-
-
-def holdout_split(labels: np.ndarray, groups: list[str], test_fraction: float = 0.2,
-                  held_out_subjects: int | None = None, seed: int = 0
-                  ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """One subject-wise train/test split (MediBench Sec. 4.1: "patient/subject-wise splits ...
-    report on the held-out" part; Table 11's 80/20, Table 12's "N subjects held out").
-
-    Subjects are shuffled with ``seed`` and taken in that order, class by class in turn (each
-    subject counted under its first item's class) so that the held-out part has every class
-    that has at least two subjects.
-
-    Args:
-        labels: ``(N,)`` class indices or ``(N, L)`` 0/1 labels. groups: subject of each item.
-        test_fraction: share of subjects held out, in (0, 1) (rounded, at least 1).
-        held_out_subjects: exact number of subjects held out (overrides ``test_fraction``).
-
-    Returns:
-        ``[(train_idx, test_idx)]``, one pair.
-
-    Raises:
-        ValueError: fewer than 2 subjects, or ``held_out_subjects`` not in [1, subjects - 1].
-    """
-    subjects = list(dict.fromkeys(groups))
-    if len(subjects) < 2:
-        raise ValueError(f"{len(subjects)} subject(s): at least 2 are needed for a held-out split")
-    k = int(held_out_subjects) if held_out_subjects else max(1, round(test_fraction * len(subjects)))
-    if not 1 <= k < len(subjects):
-        raise ValueError(f"held_out_subjects={k}: must be in [1, {len(subjects) - 1}] for "
-                         f"{len(subjects)} subjects")
-    y = labels if labels.ndim == 1 else labels.argmax(1)
-    first = {g: int(y[groups.index(g)]) for g in subjects}
-    rng = np.random.default_rng(seed)
-    by_class: dict[int, list[str]] = {}
-    for g in rng.permutation(np.array(subjects, dtype=object)):
-        by_class.setdefault(first[g], []).append(g)
-    order, queues = [], [q for _, q in sorted(by_class.items())]
-    while any(queues):  # round robin over classes: a stratified choice of subjects
-        for q in queues:
-            if q:
-                order.append(q.pop(0))
-    test = set(order[:k])
-    is_test = np.array([g in test for g in groups])
-    return [(np.flatnonzero(~is_test), np.flatnonzero(is_test))]
-
-
-def make_split(labels: np.ndarray, groups: list[str], splits: list[str] | None = None,
-               settings: dict | None = None, fold_ids: list[int] | None = None
-               ) -> tuple[list[tuple[np.ndarray, np.ndarray]], str]:
-    """The paper's split rule (MediBench Sec. 4.1, Tables 11-12) and a description of it.
-
-    Priority: ``fold_ids`` (image quadrants), official ``splits``, then ``settings["split"]``:
-    ``holdout`` (default; :func:`holdout_split`) or ``cv`` (``folds`` grouped folds,
-    :func:`make_folds`).
-
-    Returns:
-        ``(folds, text)``; ``text`` names the split for the tables (e.g. "subject-wise hold-out:
-        3 of 12 subjects").
-
-    Raises:
-        ValueError: unknown ``split``, or the errors of :func:`make_folds`/:func:`holdout_split`.
-    """
-    settings = settings or {}
-    seed = int(settings.get("seed", 0))
-    n_subjects = len(set(groups))
-    if fold_ids is not None:
-        folds = make_folds(labels, groups, None, 2, seed, fold_ids)
-        return folds, f"quadrant folds: one quadrant of every image held out, {len(folds)} folds pooled"
-    if splits is not None and any(splits):
-        folds = make_folds(labels, groups, splits)
-        return folds, f"official split: {len(folds[0][1])} test items held out"
-    kind = settings.get("split", "holdout")
-    if kind == "cv":
-        folds = make_folds(labels, groups, None, int(settings.get("folds", 10)), seed)
-        return folds, f"{len(folds)}-fold subject-wise CV ({n_subjects} subjects), folds pooled"
-    if kind != "holdout":
-        raise ValueError(f"latent_utility.split: unknown {kind!r}; use one of {SPLITS}")
-    folds = holdout_split(labels, groups, float(settings.get("test_fraction", 0.2)),
-                          settings.get("held_out_subjects"), seed)
-    held = len({groups[i] for i in folds[0][1]})
-    return folds, f"subject-wise hold-out: {held} of {n_subjects} subjects"
 
 
 # -- classifiers -------------------------------------------------------------------------------

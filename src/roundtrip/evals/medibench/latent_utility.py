@@ -16,14 +16,8 @@ from roundtrip.core.manifest import read_manifest
 from roundtrip.core.scoring import ReconScorer
 from roundtrip.datasets.medical import read_volume
 from roundtrip.evals.medibench import latent_features as lu
+from roundtrip.evals.medibench.splits import labeled_rows, subject_of
 from roundtrip.models import Adapter
-
-
-def _labeled(m: pd.DataFrame) -> pd.DataFrame:
-    """The ok rows with a label (a manifest without a ``label`` column has none)."""
-    if "label" not in m.columns:
-        return m.iloc[:0]
-    return m[(m["status"] == "ok") & (m["label"].astype(str) != "")]
 
 
 def samples_2d(manifest_path: str | Path, size: int = 256, patch: int | None = None):
@@ -45,7 +39,7 @@ def samples_2d(manifest_path: str | Path, size: int = 256, patch: int | None = N
 
     manifest_path = Path(manifest_path)
     m = read_manifest(manifest_path)
-    labeled = _labeled(m)
+    labeled = labeled_rows(m)
     xs, labels, groups, splits, folds = [], [], [], [], []
     for _, row in labeled.iterrows():
         img = resize(center_square(to_unit(read_image(manifest_path.parent / row["path"]))),
@@ -53,8 +47,7 @@ def samples_2d(manifest_path: str | Path, size: int = 256, patch: int | None = N
         tiles, quads = (lu.quadrant_patches(img, patch) if patch else (img[None], [0]))
         xs.append(tiles)
         labels += [row["label"]] * len(tiles)
-        groups += [f"{row.get('subject') or row['item_id']}/q{q}" if patch else
-                   str(row.get("subject") or row["item_id"]) for q in quads]
+        groups += [f"{subject_of(row)}/q{q}" if patch else subject_of(row) for q in quads]
         splits += [str(row.get("split", ""))] * len(tiles)
         folds += quads
     if not xs:
@@ -68,13 +61,12 @@ def samples_3d(manifest_path: str | Path):
     """``(volumes [0, 1], labels, groups, splits or None, skipped)`` of a labeled volume set."""
     manifest_path = Path(manifest_path)
     m = read_manifest(manifest_path)
-    labeled = _labeled(m)
+    labeled = labeled_rows(m)
     if labeled.empty:
         raise ValueError("no labeled volumes to classify")
     vols = [read_volume(manifest_path.parent / p) for p in labeled["path"]]
     splits = [str(s) for s in labeled.get("split", [""] * len(labeled))]
-    groups = [str(s or i) for s, i in zip(labeled.get("subject", labeled["item_id"]),
-                                          labeled["item_id"])]
+    groups = [subject_of(row) for _, row in labeled.iterrows()]
     skipped = len(m) - len(labeled)
     return vols, list(labeled["label"]), groups, (splits if any(splits) else None), skipped
 
@@ -109,7 +101,7 @@ def latent_utility(manifest_path: str | Path, kind: str, settings: dict,
     Returns:
         Rows ``features, head, status, reason, accuracy, macro_f1, macro_precision,
         macro_recall, macro_auc, n_train, n_test, n_features, split`` (``split`` names the
-        train/test split, :func:`~.latent_features.make_split`).
+        train/test split, :func:`~.splits.make_split`).
     """
     seed = int(settings.get("seed", 0))
     if kind == "volume":

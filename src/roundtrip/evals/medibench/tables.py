@@ -85,10 +85,22 @@ def grouped_columns(columns: list[str], specs: dict) -> list[tuple[str, str]]:
     return sorted(tagged, key=lambda t: GROUPS.index(t[0]))
 
 
+def _blocks(rows: list[tuple[str, str]], block_of: Mapping[str, str] | None
+            ) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Rows grouped by block label (order of first appearance; one unnamed block without
+    ``block_of``)."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for key, label in rows:
+        out.setdefault((block_of or {}).get(key, ""), []).append((key, label))
+    return list(out.items())
+
+
 def write_grouped(name: str, title: str, row_label: str, rows: list[tuple[str, str]],
                   columns: list[str], specs: dict, cells: dict, numbers: tuple[str, ...],
                   notes: Notes, out_dir, avg_columns: list[str], digits: tuple[int, ...],
-                  bold_by: int, empty_note: str, scale: float = 1.0) -> list[Path]:
+                  bold_by: int, empty_note: str, scale: float = 1.0,
+                  block_of: Mapping[str, str] | None = None,
+                  block_column: str = "Block") -> list[Path]:
     """Write a MediBench matrix: CSV (raw numbers in the units of ``cells``), Markdown and LaTeX
     with a group header row, per-column best in bold and ``scale`` applied to printed values.
 
@@ -96,27 +108,39 @@ def write_grouped(name: str, title: str, row_label: str, rows: list[tuple[str, s
         rows: ``(key, label)``; keys starting with :data:`POOLED` are pooled rows, left out of
             the Average row. cells: ``{(key, column): (values tuple, note)}``.
         bold_by: index into ``numbers`` of the value whose per-column maximum is bold.
+        block_of: row key -> block label (e.g. the 2D input size): rows of one block are
+            printed together under a header line, each block has its own ``Average`` row
+            (``Average (<block>)``) and its own bold marks, so that no average or best cell
+            mixes blocks (MediBench prints 256 x 256 and 512 x 512 in separate tables, 7 and 8).
+            The CSV gets a ``block_column`` column. None or a single block: one table as before.
     """
     if not rows:
         return write_frame(pd.DataFrame({row_label: ["n/a"]}), name, title, [empty_note], out_dir)
     cols = [c for _, c in grouped_columns(columns, specs)]
     groups = [g for g, _ in grouped_columns(columns, specs)]
+    blocks = _blocks(rows, block_of)
+    several = len(blocks) > 1
     values: dict[tuple[str, str], tuple] = {}
-    for key, _ in rows:
-        for c in cols:
-            values[(key, c)] = cells.get((key, c), ((math.nan,) * len(numbers), "not computed"))[0]
-        values[(key, "Avg")] = tuple(
-            nan_mean([values[(key, c)][i] for c in avg_columns if c in cols])
-            for i in range(len(numbers)))
-    plain = [k for k, _ in rows if not k.startswith(POOLED)]
-    for c in cols + ["Avg"]:
-        values[("Average", c)] = tuple(nan_mean([values[(k, c)][i] for k in plain])
-                                       for i in range(len(numbers)))
-    best = {}
-    for c in cols + ["Avg"]:
-        scores = [(values[(k, c)][bold_by], k) for k in plain
-                  if not math.isnan(values[(k, c)][bold_by])]
-        best[c] = max(scores)[1] if len(scores) > 1 else None
+    best: dict[tuple[str, str], str | None] = {}
+    table: list[tuple[str, str, str]] = []  # (block, key, label) in print order, averages included
+    for block, block_rows in blocks:
+        for key, _ in block_rows:
+            for c in cols:
+                values[(key, c)] = cells.get((key, c), ((math.nan,) * len(numbers), ""))[0]
+            values[(key, "Avg")] = tuple(
+                nan_mean([values[(key, c)][i] for c in avg_columns if c in cols])
+                for i in range(len(numbers)))
+        plain = [k for k, _ in block_rows if not k.startswith(POOLED)]
+        average = f"Average ({block})" if several else "Average"
+        for c in cols + ["Avg"]:
+            values[(average, c)] = tuple(nan_mean([values[(k, c)][i] for k in plain])
+                                         for i in range(len(numbers)))
+            scores = [(values[(k, c)][bold_by], k) for k in plain
+                      if not math.isnan(values[(k, c)][bold_by])]
+            for k, _ in block_rows:
+                best[(k, c)] = max(scores)[1] if len(scores) > 1 else None
+        table += [(block, k, label) for k, label in block_rows] + [(block, average, average)]
+    labels = dict(rows)
 
     def text(key, c, md: bool) -> str:
         vals = values[(key, c)]
@@ -124,33 +148,38 @@ def write_grouped(name: str, title: str, row_label: str, rows: list[tuple[str, s
             out = "n/a"
         else:
             out = "/".join(format_value(v * scale, d) for v, d in zip(vals, digits))
-        if best.get(c) == key and out != "n/a":
+        if best.get((key, c)) == key and out != "n/a":
             out = f"**{out}**" if md else rf"\textbf{{{out}}}"
-        note = cells.get((key, c), (None, ""))[1] if c != "Avg" else ""
-        if (key, c) not in cells and c != "Avg":
-            note = "not computed"
-        mark = notes.mark(f"{dict(rows).get(key, key)}, {c}: {note}") if note else ""
-        if any(math.isinf(v) for v in vals):
+        note = ""
+        if key in labels and c != "Avg":  # a dataset row's cell; average cells have no note
+            note = cells[(key, c)][1] if (key, c) in cells else "not computed"
+        mark = notes.mark(f"{labels.get(key, key)}, {c}: {note}") if note else ""
+        if any(math.isinf(v) for v in vals) and (c == "Avg" or key not in labels):
             mark += notes.mark("an average over a cell that reads inf is inf (exact "
-                               "reconstructions; the cell's note counts them)") if c == "Avg" or key == "Average" else ""
+                               "reconstructions; the cell's note counts them)")
         return out + mark
 
-    all_rows = rows + [("Average", "Average")]
-    md_cells = [[label] + [text(k, c, True) for c in cols + ["Avg"]] for k, label in all_rows]
-    tex_cells = [[tex_escape(label)] + [text(k, c, False).replace("_", r"\_")
-                                        for c in cols + ["Avg"]] for k, label in all_rows]
-    csv = pd.DataFrame([{row_label: label} | {f"{c}.{n}": v for c in cols + ["Avg"]
-                                              for n, v in zip(numbers, values[(k, c)])}
-                        for k, label in all_rows])
+    head = [c for c in cols + ["Avg"]]
+    md_rows, tex_rows, csv_rows, shown = [], [], [], None
+    for block, key, label in table:
+        if several and block != shown:  # a header line per block
+            md_rows.append([f"*{block}*"] + [""] * len(head))
+            tex_rows.append([rf"\multicolumn{{{len(head) + 1}}}{{l}}{{\emph{{{tex_escape(block)}}}}}"])
+            shown = block
+        md_rows.append([label] + [text(key, c, True) for c in head])
+        tex_rows.append([tex_escape(label)] + [text(key, c, False).replace("_", r"\_")
+                                               for c in head])
+        csv_rows.append(({block_column: block} if several else {}) | {row_label: label}
+                        | {f"{c}.{n}": v for c in head for n, v in zip(numbers, values[(key, c)])})
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{name}.{ext}" for ext in ("csv", "md", "tex")]
-    csv.to_csv(paths[0], index=False)
+    pd.DataFrame(csv_rows).to_csv(paths[0], index=False)
     header_groups = [""] + groups + [""]
     md = [f"### {title}", "", "| " + " | ".join(header_groups) + " |",
           "|" + "|".join("---" for _ in header_groups) + "|",
           "| " + " | ".join([f"**{row_label}**"] + [f"**{c}**" for c in cols] + ["**Avg**"]) + " |"]
-    md += ["| " + " | ".join(r) + " |" for r in md_cells]
+    md += ["| " + " | ".join(r) + " |" for r in md_rows]
     md += [""] + [f"[{i}] {n}" for i, n in enumerate(notes.texts, 1)]
     paths[1].write_text("\n".join(md) + "\n")
     spans, prev = [], None
@@ -166,7 +195,7 @@ def write_grouped(name: str, title: str, row_label: str, rows: list[tuple[str, s
            rf"\label{{tab:{name}}}", r"\begin{tabular}{l" + "r" * (len(cols) + 1) + "}",
            r"\toprule", group_line,
            " & ".join(tex_escape(c) for c in [row_label] + cols + ["Avg"]) + r" \\", r"\midrule"]
-    tex += [" & ".join(r) + r" \\" for r in tex_cells]
+    tex += [" & ".join(r) + r" \\" for r in tex_rows]
     tex += [r"\bottomrule", r"\end{tabular}"]
     tex += [rf"\par\footnotesize $^{{{i}}}$ {tex_escape(n)}" for i, n in enumerate(notes.texts, 1)]
     tex.append(r"\end{table}")
@@ -196,18 +225,22 @@ def _cell(df: pd.DataFrame, constant: set) -> tuple[tuple[float, float], str]:
 
 def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str, str],
                    not_run: dict, pool_modalities: bool = False, *,
-                   manifests: Mapping[str, PathLike], quality: ModelDatasetFiles):
+                   manifests: Mapping[str, PathLike], quality: ModelDatasetFiles,
+                   held_out: Mapping[str, set[str] | None] | None = None):
     """Rows and cells of a fidelity table from ``image_quality.csv`` files.
 
     One row per dataset (MediBench Table 7: PathMNIST and PCam are separate rows); a dataset
     whose manifest gives its items several ``modality`` values (``skimage_medical``) gets one row
     per (dataset, modality), never mixing datasets. With ``pool_modalities``, one extra row per
     modality shared by several datasets pools their items (item-weighted), labelled
-    ``Pooled: <modality> (k datasets)``.
+    ``Pooled: <modality> (k datasets)``. Cells average the dataset's held-out items only
+    (``held_out``; MediBench reports fidelity on held-out data, the official test set where
+    there is one: Secs. 1, 4.1; :func:`~.splits.held_out_items`).
 
     Args:
         manifests: dataset -> its ``manifest.csv``.
         quality: ``(model, dataset) -> image_quality.csv`` of every combination not in ``not_run``.
+        held_out: dataset -> the item ids scored (None or absent: every item).
 
     Returns:
         ``(rows [(key, label)], cells {(key, model): ((psnr dB, ssim in [0, 1]), note)})``;
@@ -240,6 +273,8 @@ def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str,
                     reasons[(f"{d}: {mod}" if split else d, m)] = not_run[(m, d)]
                 continue
             per_item = read_per_item(quality[(m, d)])
+            if (held_out or {}).get(d) is not None:  # the held-out part only
+                per_item = per_item[per_item["item_id"].astype(str).isin(held_out[d])]
             per_item["dataset"] = d
             per_item["modality"] = (per_item["item_id"].map(item_mod).fillna("")
                                     if item_mod else "")
@@ -261,20 +296,50 @@ def fidelity_cells(datasets: list[str], models: list[str], modalities: dict[str,
 
 def write_fidelity(name: str, title: str, datasets, models, specs, modalities, not_run, out_dir,
                    pool_modalities: bool = False, size_note: str = "", *,
-                   manifests: Mapping[str, PathLike], quality: ModelDatasetFiles):
+                   manifests: Mapping[str, PathLike], quality: ModelDatasetFiles,
+                   held_out: Mapping[str, tuple[set[str] | None, str]] | None = None,
+                   blocks: Mapping[str, str] | None = None):
     """PSNR (dB, one decimal) / SSIM per dataset x model (MediBench Tables 1, 3, 7, 8) from the
     ``image_quality.csv`` files ``quality`` names (see :func:`fidelity_cells`); returns the
-    written paths."""
-    rows, cells = fidelity_cells(datasets, models, modalities, not_run, pool_modalities,
-                                 manifests=manifests, quality=quality)
-    notes = Notes(["Cells: PSNR (dB) / SSIM, means over items in [0, 1] intensities "
-                   "(MediBench Sec. 3.2, Eq. 3); inf = exact reconstruction. Rows: one per "
-                   "dataset (Sec. 4.2, Tables 7-8). Bold: the best row of each column by SSIM "
-                   "(Tables 1, 3). Avg leaves out identity (a reference row)."
-                   + (f" {size_note}" if size_note else "")])
+    written paths.
+
+    Args:
+        held_out: dataset -> ``(item ids scored or None for all, description)``
+            (:func:`~.splits.held_out_items`); the note names each dataset's part.
+        blocks: dataset -> block label (the 2D input size, :func:`size_blocks`): one block per
+            size with its own Average row and bold marks (Table 1 is 256 x 256 only; Tables 7
+            and 8 print the two sizes apart). Pooled rows pool within a block.
+    """
+    held_out = held_out or {}
+    by_block: dict[str, list[str]] = {}
+    for d in datasets:
+        by_block.setdefault((blocks or {}).get(d, ""), []).append(d)
+    rows, cells, block_of = [], {}, {}
+    for block, sets in sorted(by_block.items(), key=lambda b: block_order(b[0])):
+        block_rows, block_cells = fidelity_cells(
+            sets, models, modalities, not_run, pool_modalities, manifests=manifests,
+            quality=quality, held_out={d: held_out.get(d, (None, ""))[0] for d in sets})
+        if len(by_block) > 1:  # the same modality pooled in two blocks: two rows
+            rename = {k: f"{k} [{block}]" for k, _ in block_rows if k.startswith(POOLED)}
+            block_rows = [(rename.get(k, k), label) for k, label in block_rows]
+            block_cells = {(rename.get(k, k), m): v for (k, m), v in block_cells.items()}
+        rows += block_rows
+        cells |= block_cells
+        block_of |= {k: block for k, _ in block_rows}
+    parts = [f"{d}: {held_out[d][1]}" for d in datasets if held_out.get(d, (None, ""))[1]]
+    notes = Notes(["Cells: PSNR (dB) / SSIM, means over the held-out items in [0, 1] "
+                   "intensities (MediBench Sec. 3.2, Eq. 3; held-out data, Secs. 1 and 4.1); "
+                   "inf = exact reconstruction. Rows: one per dataset (Sec. 4.2, Tables 7-8). "
+                   "Bold: the best row of each column by SSIM (Tables 1, 3)"
+                   + (", within each input size (Table 1: 256x256; Tables 7 and 8 apart), "
+                      "each with its own Average row" if len(by_block) > 1 else "")
+                   + ". Avg leaves out identity (a reference row)."
+                   + (f" {size_note}" if size_note else "")]
+                  + (["Items scored per dataset: " + "; ".join(parts) + "."] if parts else []))
     return write_grouped(name, title, "Dataset", rows, models, specs, cells, ("psnr", "ssim"),
                          notes, out_dir, _avg_models(models, specs), (1, 3), 1,
-                         "n/a: no dataset of this kind in the config")
+                         "n/a: no dataset of this kind in the config", block_of=block_of,
+                         block_column="Size")
 
 
 # -- structure ---------------------------------------------------------------------------------
@@ -367,10 +432,11 @@ def split_notes(rows: pd.DataFrame) -> list[str]:
 
 
 def write_latent(name, title, datasets, models, specs, modalities, rows: pd.DataFrame, out_dir,
-                 head: str = "mlp"):
+                 head: str = "mlp", blocks: Mapping[str, str] | None = None):
     """Macro-AUC in [0, 1] of ``head`` per dataset x (model latents, then image baselines)
     (MediBench Tables 2 and 5) from the rows of :func:`latent_rows`; the note names each
-    dataset's split."""
+    dataset's split. ``blocks``: dataset -> input-size block (:func:`size_blocks`; Table 2 is at
+    256 x 256): each block its own Average row and bold marks."""
     baselines = [f for f in dict.fromkeys(rows["features"]) if f not in models] if len(rows) else []
     cells = {}
     for _, r in rows[rows["head"] == head].iterrows():
@@ -383,11 +449,13 @@ def write_latent(name, title, datasets, models, specs, modalities, rows: pd.Data
                    "columns classify the model's latent, the last columns are image baselines. "
                    "Bold: the best row of each column. Avg: models only. All metrics and the "
                    "linear head: medibench_classifiers."] + split_notes(rows))
+    ordered = sorted(datasets, key=lambda d: block_order((blocks or {}).get(d, "")))
     return write_grouped(name, title, "Dataset",
-                         [(d, row_label(d, modalities.get(d, d))) for d in datasets],
+                         [(d, row_label(d, modalities.get(d, d))) for d in ordered],
                          models + baselines, specs, cells, ("auc",), notes, out_dir,
                          _avg_models(models, specs), (3,), 0,
-                         "n/a: no labeled dataset of this kind in the config")
+                         "n/a: no labeled dataset of this kind in the config",
+                         block_of=blocks, block_column="Size")
 
 
 def write_classifiers(rows: pd.DataFrame, out_dir):
@@ -446,6 +514,24 @@ def write_latent_shapes(models, out_dir):
                                "elements_512": 0, "elements_3d": 0})
 
 
+#: Block label of the 2D sets without a fixed input size (protocols other than ``fixed``).
+OTHER_SIZES = "other sizes"
+
+
+def size_blocks(datasets: list[str], sizes: Mapping[str, int | None]) -> dict[str, str]:
+    """Dataset -> the block of its 2D input size: ``"256x256"`` for a set at a fixed size,
+    :data:`OTHER_SIZES` for the others (MediBench Tables 1, 2 and 7 are at 256 x 256, Table 8
+    at 512 x 512: one block per size)."""
+    return {d: f"{sizes[d]}x{sizes[d]}" if sizes.get(d) else OTHER_SIZES for d in datasets}
+
+
+def block_order(label: str) -> tuple:
+    """Sort key of block labels: fixed sizes ascending (``"256x256"`` before ``"512x512"``),
+    then any other label."""
+    head = label.split("x", 1)[0]
+    return (0, int(head), label) if head.isdigit() else (1, 0, label)
+
+
 def size_note(sizes: dict[str, int | None]) -> str:
     """The 2D input sizes (MediBench App. A: every model at 256^2 and 512^2, Tables 7-8)."""
     if not sizes:
@@ -458,10 +544,29 @@ def size_note(sizes: dict[str, int | None]) -> str:
             "images center-cropped first): " + "; ".join(parts) + ".")
 
 
+def held_out_parts(datasets: list[str], settings: Mapping[str, dict | None], *,
+                   manifests: Mapping[str, PathLike]) -> dict[str, tuple[set[str] | None, str]]:
+    """Dataset -> ``(held-out item ids or None for all, description)``
+    (:func:`~.splits.held_out_items` on its manifest and latent-utility settings); a split that
+    cannot be made (one subject) scores every item and says why."""
+    from roundtrip.evals.medibench.splits import held_out_items
+
+    out = {}
+    for d in datasets:
+        manifest = read_manifest(manifests[d])
+        try:
+            out[d] = held_out_items(manifest, settings.get(d))
+        except ValueError as exc:
+            out[d] = (None, f"all {int((manifest['status'] == 'ok').sum())} items (no held-out "
+                            f"part: {exc})")
+    return out
+
+
 def write_all(models, specs, datasets_2d, datasets_3d, latent_datasets, modalities, not_run,
               segmenter: dict, qc_note: str, out_dir, pool_modalities: bool = False,
               sizes: dict[str, int | None] | None = None, *, manifests: Mapping[str, PathLike],
-              quality: ModelDatasetFiles, structure: ModelDatasetFiles, latent: ModelDatasetFiles) -> list[Path]:
+              quality: ModelDatasetFiles, structure: ModelDatasetFiles, latent: ModelDatasetFiles,
+              settings: Mapping[str, dict | None] | None = None) -> list[Path]:
     """Every MediBench table but the latent shapes into ``out_dir`` (the ``medical_tables``
     rule; it builds no model, so it imports no torch).
 
@@ -469,24 +574,30 @@ def write_all(models, specs, datasets_2d, datasets_3d, latent_datasets, modaliti
 
     Args:
         pool_modalities: add the labelled pooled-modality rows (``medical.pool_modalities``).
-        sizes: 2D dataset -> its fixed input side (protocol ``fixed``), named in the note.
+        sizes: 2D dataset -> its fixed input side (protocol ``fixed``): the 2D tables print one
+            block per size (:func:`size_blocks`) and the note names them.
         manifests: dataset -> ``manifest.csv``, for every dataset of the tables.
         quality, structure, latent: ``(model, dataset) -> image_quality.csv / structure.csv /
             latent_utility.csv`` (see :func:`fidelity_cells`, :func:`write_structure`,
             :func:`latent_rows`).
+        settings: dataset -> its latent-utility settings (None for a set without labels): the
+            fidelity tables score the held-out part of that split (:func:`held_out_parts`).
 
     Raises:
         KeyError: a file the tables need is missing from the mappings.
     """
     out_dir = Path(out_dir)
+    sizes = sizes or {}
+    blocks = size_blocks(datasets_2d, sizes)
+    held_out = held_out_parts(datasets_2d + datasets_3d, settings or {}, manifests=manifests)
     paths = write_fidelity("medibench_2d_fidelity", "MediBench 2D reconstruction fidelity "
                            "(PSNR/SSIM)", datasets_2d, models, specs, modalities, not_run, out_dir,
-                           pool_modalities, size_note(sizes or {}), manifests=manifests,
-                           quality=quality)
+                           pool_modalities, size_note(sizes), manifests=manifests,
+                           quality=quality, held_out=held_out, blocks=blocks)
     paths += write_fidelity("medibench_3d_fidelity", "MediBench 3D reconstruction fidelity "
                             "(PSNR/SSIM, 3D SSIM)", datasets_3d, models, specs, modalities,
                             not_run, out_dir, pool_modalities, manifests=manifests,
-                            quality=quality)
+                            quality=quality, held_out=held_out)
     paths += write_structure("medibench_3d_structure", "MediBench 3D clinical structure "
                              "(SegQC/SegSim/Dice)", datasets_3d, models, specs, modalities,
                              not_run, segmenter, qc_note, out_dir, structure=structure)
@@ -495,6 +606,7 @@ def write_all(models, specs, datasets_2d, datasets_3d, latent_datasets, modaliti
                        ("3d", [d for d in latent_datasets if d in datasets_3d])):
         sub = rows[rows["dataset"].isin(sets)] if len(rows) else rows
         paths += write_latent(f"medibench_{dims}_latent", f"MediBench {dims.upper()} latent "
-                              "utility (Macro-AUC)", sets, models, specs, modalities, sub, out_dir)
+                              "utility (Macro-AUC)", sets, models, specs, modalities, sub, out_dir,
+                              blocks=blocks if dims == "2d" else None)
     paths += write_classifiers(rows, out_dir)
     return paths
