@@ -322,8 +322,9 @@ def test_fidelity_is_scored_on_the_held_out_part(tmp_path, monkeypatch):
     assert ids == {f"i{k}" for k in test} and len(ids) == 2
     assert text == "held-out subjects (1 of 4; 2 of 8 items)"
     # cv and sets without labels: every item is held out once, or there is no split
-    assert held_out_items(manifest, {"split": "cv"})[0] is None
-    assert held_out_items(manifest, None)[0] is None
+    assert held_out_items(manifest, {"split": "cv", "folds": 4}) == \
+        (None, "all 8 items (4-fold CV: every item is held out once)")
+    assert held_out_items(manifest, None) == (None, "all 8 items (no labels: no split)")
 
 
 # -- 8. Official splits: the train part trains -------------------------------------------------

@@ -223,11 +223,13 @@ def held_out_items(manifest: pd.DataFrame, settings: dict | None) -> tuple[set[s
         return ids, f"official test split ({len(ids)} of {len(ok)} items)"
     labeled = labeled_rows(manifest)
     settings = settings or {}
-    if labeled.empty or not settings or settings.get("patch") or \
-            settings.get("split", "holdout") != "holdout":
-        why = ("no labels, no split" if labeled.empty or not settings else
-               "quadrant folds" if settings.get("patch") else f"{settings.get('split')}")
-        return None, f"all {len(ok)} items ({why}: every item is held out once or none is)"
+    if labeled.empty or not settings:
+        return None, f"all {len(ok)} items (no labels: no split)"
+    if settings.get("patch"):
+        return None, f"all {len(ok)} items (quadrant folds: every item is held out once)"
+    if settings.get("split", "holdout") == "cv":
+        return None, (f"all {len(ok)} items ({settings.get('folds', 10)}-fold CV: every item "
+                      "is held out once)")
     groups = [subject_of(r) for _, r in labeled.iterrows()]
     y, _, _ = encode_labels(list(labeled["label"]))
     (_, test), = make_split(y, groups, None, settings)[0]
