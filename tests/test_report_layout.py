@@ -13,7 +13,8 @@ from scipy import stats
 
 from roundtrip.core.evaluation import Evaluation
 from roundtrip.metrics.stats import bootstrap_mean, paired_bootstrap_diff
-from roundtrip.report.assemble import findings_of, headline_of, published_of, summary_rst
+from roundtrip.report.assemble import (findings_of, headline_of, published_of, same_model,
+                                       summary_rst)
 from roundtrip.report.document import ReportInputs, build_report
 from roundtrip.report.findings import RunResults, rank
 from roundtrip.report.sections import Section
@@ -167,9 +168,59 @@ def test_published_tables_follow_the_config_switch():
         key = "telephone"
 
     Tel.__module__ = "roundtrip.evals.telephone.spec"
-    shown = published_of(Tel(), RunResults({}, published=True))
+    shown = published_of(Tel(), RunResults({}, models=["bagel"], published=True))
     assert len(shown) == 1 and shown[0].title.startswith("Published results, other data")
-    assert published_of(Tel(), RunResults({}, published=False)) == []
+    assert published_of(Tel(), RunResults({}, models=["bagel"], published=False)) == []
+
+
+def _vtbench():
+    class VT(Evaluation):
+        key = "vtbench"
+
+    VT.__module__ = "roundtrip.evals.vtbench.spec"
+    return VT()
+
+
+def test_published_rows_on_other_data_are_only_the_runs_models(tmp_path):
+    """A user's run (their own models on their own photos) gets no page of the paper's rows;
+    a run of a model the paper has gets that model's rows, in every table that has it."""
+    mine = published_of(_vtbench(), RunResults({}, models=["identity", "jpeg_q10", "my_vq"]))
+    assert [(t.title, t.rows, t.notes) for t in mine] == [
+        ("Table 1", [], ["24 models"]), ("Table 2", [], ["24 models"]),
+        ("Table 3", [], ["21 models"]), ("Table 5", [], ["24 models"])]
+    preset = published_of(_vtbench(), RunResults({}, models=["identity", "sd35l", "flux1_dev"]))
+    assert [t.title.split(" of the paper")[0] for t in preset] == \
+        ["Published results, other data: Table " + n for n in "1235"]
+    assert all([r[0] for r in t.rows] == ["SD3.5L", "FLUX.1-dev"] for t in preset)
+    # the published numbers themselves, as printed: Table 1's PSNR of SD3.5L on ImageNet
+    cells = read_published("roundtrip.evals.vtbench", table="Table 1")
+    cell = cells[(cells["model"] == "SD3.5L") & (cells["column_group"] == "ImageNet")
+                 & (cells["column"] == "PSNR")]["printed"].iat[0]
+    assert preset[0].rows[0][preset[0].header.index("ImageNet: PSNR")] == cell
+    # a name of the run's tables' rows counts too (readers, model pairs: not config models)
+    rows = tmp_path / "t.csv"
+    pd.DataFrame({"pair": ["Bagel"], "x": [1.0]}).to_csv(rows, index=False)
+
+    class Tel(Evaluation):
+        key = "telephone"
+
+    Tel.__module__ = "roundtrip.evals.telephone.spec"
+    [table] = published_of(Tel(), RunResults({"t": rows}, models=[]))
+    assert [r[0] for r in table.rows] == ["Bagel"]
+
+
+@pytest.mark.parametrize("published,ran", [("SD3.5L", "sd35l"), ("FLUX.1-dev", "flux1_dev"),
+                                           ("SDXL", "sdxl_vae"), ("Bagel", "bagel"),
+                                           ("Qwen2.5-VL-7B", "Qwen/Qwen2.5-VL-7B-Instruct")])
+def test_same_model_across_spellings(published, ran):
+    assert same_model(published, ran)
+
+
+@pytest.mark.parametrize("published,ran", [("SD3.5L", "sd"), ("VAR", "variant"),
+                                           ("LlamaGen ds8", "identity"), ("GPT-4o", ""),
+                                           ("", "identity")])
+def test_different_models_do_not_match(published, ran):
+    assert not same_model(published, ran)
 
 
 def test_figures_are_drawn_at_print_width_with_one_colour_per_model(tmp_path):
@@ -232,6 +283,7 @@ def test_report_front_page_headlines_body_and_appendix(tmp_path):
     assert "Appendix A: tables in full" in appendix and "m39" in appendix
     assert "SSIM" in appendix and "11.1250" in appendix  # every column of the wide table
     assert "Appendix B: published results, other data" in appendix and "Bagel" in appendix
+    assert "published numbers on its own data are in appendix B" in body
     rst = summary_rst(inputs)
     assert "**Toy** (2 models)" in rst and "- alpha is best (1.00 [0.50, 1.50]) and beta worst." \
         in rst and "- Other: not configured" in rst
@@ -296,3 +348,28 @@ def test_summary_table_cells_are_read_with_their_intervals_and_ranked():
     ranked = rank_table(table, "model", "s.psnr", higher_is_better=True)
     assert [m for m, _ in ranked] == ["b", "a", "c"]  # the empty row last
     assert [m for m, _ in rank_table(table, "model", "s.psnr", False)] == ["a", "b", "c"]
+
+
+@requires_poppler
+def test_appendix_b_names_the_tables_it_leaves_out(tmp_path):
+    """A run whose models are none of the paper's: one line in appendix B instead of the
+    paper's tables (4 pages of VTBench rows in a user's report before), and the section does
+    not send the reader there."""
+    table = _md(tmp_path / "ev_t.md", "A table", ["model", "x"], [["mine", "1.0"]])
+    published = published_of(_vtbench(), RunResults({}, models=["mine"]))
+    inputs = ReportInputs(
+        tables={"ev_t": table}, figures=[], galleries={},
+        sections=[Section("vtbench", "VTBench section", "a paper", ("ev_t",), name="VT",
+                          all_tables=("ev_t",))],
+        cover={"title": "test report", "ran": [("VT", "1 model")], "models": ["mine"]},
+        appendix={"packages": {"numpy": "2"}, "config": "a: 1\n"},
+        published={"vtbench": published})
+    pages = build_report(tmp_path / "r.pdf", inputs)
+    text = " ".join(subprocess.run(["pdftotext", str(tmp_path / "r.pdf"), "-"],
+                                   capture_output=True, text=True, check=True).stdout.split())
+    assert "Appendix B: published results, other data" in text
+    assert ("VTBench section: not printed, as none of their models ran here: Table 1 (24 "
+            "models), Table 2 (24 models), Table 3 (21 models), Table 5 (24 models).") in text
+    assert "SD3.5L" not in text and "LlamaGen" not in text
+    assert "are in appendix B" not in text
+    assert pages.appendix == 2  # appendix B in a few lines, then E (provenance) on its page

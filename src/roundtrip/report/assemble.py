@@ -53,7 +53,12 @@ def published_of(evaluation, results: RunResults) -> list[MdTable]:
     """The evaluation's papers' published tables (its package's ``published/`` CSVs), with this
     run's rows in the same table where it ran the paper's data
     (:meth:`~roundtrip.core.evaluation.Evaluation.published_cells`); none where the config
-    says ``report.published: false`` or the package ships none."""
+    says ``report.published: false`` or the package ships none.
+
+    A table on other data keeps only the rows of models this run has results for
+    (:func:`run_names`, :func:`same_model`): the paper's numbers for the model the reader
+    compares, not pages of models the run never saw. A table left with no row comes back with
+    no rows, its models counted in ``notes`` (the appendix names it in one line)."""
     from roundtrip.tables.published import PublishedError, read_published
 
     if not results.published:
@@ -68,18 +73,60 @@ def published_of(evaluation, results: RunResults) -> list[MdTable]:
         log.exception("published_cells of %s failed", evaluation.key)
         mine = None
     out = []
+    names = run_names(results)
     for table, group in cells.groupby("table", sort=False):
         source = group["source"].iat[0]
         run = None if mine is None else mine[mine["table"] == table]
         if run is not None and len(run):
             title = (f"{table} of the paper, this run's rows beside the published ones "
                      f"(published rows grey; source: {source})")
-        else:
-            run = None
-            title = (f"Published results, other data: {table} of the paper as printed "
-                     f"(source: {source}); not measured on this run's data")
-        out.append(published_table(group, title, run))
+            out.append(published_table(group, title, run))
+            continue
+        ours = group[group["model"].fillna("").map(lambda m: any(same_model(m, n)
+                                                                 for n in names))]
+        if ours.empty:
+            out.append(MdTable(table, [], [], [f"{group['model'].nunique()} models"]))
+            continue
+        title = (f"Published results, other data: {table} of the paper, the rows of this run's "
+                 f"models (source: {source}); not measured on this run's data")
+        out.append(published_table(ours, title))
     return out
+
+
+def run_names(results: RunResults) -> set[str]:
+    """What this run has results for, by name: the config's models and the row labels (first
+    column) of the run's tables (readers, model pairs, ...)."""
+    import pandas as pd
+
+    names = {str(m) for m in results.models}
+    for name in results.tables:
+        try:
+            frame = results.table(name)
+        except (OSError, ValueError, pd.errors.ParserError):
+            continue
+        if frame is not None and len(frame.columns):
+            names |= {v for v in frame.iloc[:, 0] if isinstance(v, str)}
+    return names
+
+
+def _prefixes(name: str) -> set[str]:
+    """The name in lower-case letters and digits, cut after each of its words: ``SD3.5L`` ->
+    ``{"sd3", "sd35l"}``, ``sdxl_vae`` -> ``{"sdxl", "sdxlvae"}``."""
+    import re
+
+    words = [w.lower() for w in re.split(r"[^0-9A-Za-z]+", name) if w]
+    return {"".join(words[:k]) for k in range(1, len(words) + 1)}
+
+
+def same_model(published: str, ran: str) -> bool:
+    """Whether a published row's model and a name of this run are the same model: equal in
+    lower-case letters and digits, or one is the other up to a word boundary (``SDXL`` and
+    ``sdxl_vae``, ``FLUX.1-dev`` and ``flux1_dev``, ``Qwen2.5-VL-7B`` and
+    ``Qwen/Qwen2.5-VL-7B-Instruct``'s last part)."""
+    if not published or not ran:
+        return False
+    a, b = _prefixes(published), _prefixes(ran.rsplit("/", 1)[-1])
+    return bool(a and b) and (max(a, key=len) in b or max(b, key=len) in a)
 
 
 def summary_rst(inputs) -> str:

@@ -311,7 +311,7 @@ def _section(section: Section, inputs: ReportInputs, st: dict, width: float) -> 
                                columns=tuple(section.columns.get(name, ())))
     for table in (t for t in published if t.marked):
         out += table_flowables("published", table, st, width, title=table.title)
-    if any(not t.marked for t in published):
+    if any(not t.marked and t.rows for t in published):
         out.append(_p("The paper's published numbers on its own data are in appendix B.",
                       st["small"]))
     if _galleries_of(section, inputs):
@@ -342,16 +342,7 @@ def _appendix_tables(inputs: ReportInputs, st: dict, width: float) -> list:
                 out += table_flowables(name, inputs.tables[name], st, width)
     if out:
         out.insert(0, _p("Appendix A: tables in full", st["h1"]))
-    others = [(s, t) for s in inputs.sections for t in inputs.published.get(s.key, [])
-              if not t.marked]
-    if others:
-        out.append(_p("Appendix B: published results, other data", st["h1"]))
-        out.append(_p("The papers' numbers as printed, for reference: measured on the papers' "
-                      "data, not on this run's; this run did not use the paper's data and "
-                      "protocol for these tables.", st["body"]))
-        for section, table in others:
-            out += table_flowables("published", table, st, width,
-                                   title=f"{section.title}: {table.title}")
+    out += _published_other_data(inputs, st, width)
     galleries = [(s, d) for s in inputs.sections for d in _galleries_of(s, inputs)]
     defined = [s for s in inputs.sections if s.definitions and
                (tables_of(s, list(inputs.tables)) or _figures_of(s, inputs.figures))]
@@ -365,6 +356,34 @@ def _appendix_tables(inputs: ReportInputs, st: dict, width: float) -> list:
         out.append(_p("Appendix D: reconstruction galleries", st["h1"]))
         for _, dataset in galleries:
             out += _gallery(dataset, inputs.galleries[dataset], st, width)
+    return out
+
+
+def _published_other_data(inputs: ReportInputs, st: dict, width: float) -> list:
+    """Appendix B: the papers' published tables on their own data, only the rows of models
+    this run has results for (:func:`roundtrip.report.assemble.published_of`); a table left
+    with none is named in one line, with where all published numbers are."""
+    others = [(s, t) for s in inputs.sections for t in inputs.published.get(s.key, [])
+              if not t.marked]
+    if not others:
+        return []
+    out = [_p("Appendix B: published results, other data", st["h1"]),
+           _p("The papers' numbers as printed, for reference: measured on the papers' data, not "
+              "on this run's; this run did not use the paper's data and protocol for these "
+              "tables. Only the rows of models this run evaluated are printed.", st["body"])]
+    for section, table in others:
+        if table.rows:
+            out += table_flowables("published", table, st, width,
+                                   title=f"{section.title}: {table.title}")
+    left = {}
+    for section, table in others:
+        if not table.rows:
+            left.setdefault(section.title, []).append(f"{table.title} ({'; '.join(table.notes)})")
+    for title, tables in left.items():
+        out.append(_p(f"{title}: not printed, as none of their models ran here: "
+                      f"{', '.join(tables)}. Every published number is in "
+                      "docs/published-results.md (roundtrip.tables.published.read_published).",
+                      st["small"]))
     return out
 
 
