@@ -26,11 +26,14 @@ files = metric_files({"item": smk.input.per_item, "set": smk.input.set,
 lpips, fid, notes = weighted_metrics(smk.params.lpips, smk.params.fid,
                                      dict(smk.params.unavailable))
 CONVENTION_NOTES = [
-    "PSNR/SSIM/LPIPS (VTBench eval.): the convention of VTBench's released evaluator, which "
-    "produced the paper's Tables 1-3 (torchmetrics defaults: PSNR with one MSE over the set and "
-    "the data range of the originals, SSIM per image, LPIPS AlexNet fed [0, 1]); FID on uint8 "
-    "images. Per-item mean columns: roundtrip's convention (data range 1, mean over images; "
-    "LPIPS on [-1, 1] inputs). Metrics: VTBench Sec. 4.1",
+    "PSNR/SSIM/LPIPS/FID (VTBench eval.): the convention of VTBench's released evaluator, which "
+    "produced the paper's Tables 1-3: both images resized to 256 x 256 whatever the model's "
+    "size, torchmetrics 1.7.1 defaults (PSNR with one MSE over the set and the range from 0 to "
+    "the originals' max, SSIM with the range of each batch of 16 pairs in file-name order, "
+    "LPIPS AlexNet fed [0, 1]), FID on the 8-bit copies. The other columns are roundtrip's, at "
+    "the Image Size: per-item means (data range 1), pooled PSNR, the range max - min PSNR and "
+    "per-pair-range SSIM (the evaluator's formulas without its resize and batches), LPIPS on "
+    "[-1, 1] inputs, FID and KID. Metrics: VTBench Sec. 4.1",
     "Image Size: side of the square input each model was scored at (App. H: each model's input "
     "size, Table 1); models that accept any size use the set's size key (datasets.<name>.size)",
 ]

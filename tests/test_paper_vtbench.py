@@ -59,7 +59,9 @@ def test_protocol_of_tasks_2_and_3(tmp_path):
     The showcase's VTBench sets take ``model_size``; any-size models get the set's own side
     (512 textures, 1024 text renders), so a fixed-size model is scored at 256 instead of "–".
     Worked case: bicubic x4 on astronaut (512 x 512) scores 25.60 dB at native size and
-    22.79 dB at 256 x 256 (roundtrip's resampler): the protocol moves the number by 2.8 dB."""
+    22.41 dB at 256 x 256 (roundtrip's resampler; the 256 px input is the Lanczos resize of the
+    released loader, 22.79 dB with the earlier bicubic): the protocol moves the number by
+    3.2 dB (roundtrip's per-item PSNR at the scored size)."""
     specs = CONFIG["datasets"]
     assert specs["textures"]["protocol"] == "model_size" and specs["textures"]["size"] == 512
     for d in VTBENCH_TEXT_SETS:
@@ -73,7 +75,7 @@ def test_protocol_of_tasks_2_and_3(tmp_path):
     size = set_image_quality(ok).set_index("metric").loc["image_size"]
     assert size["value"] == 256 and size["n"] == 2
     assert _bicubic_psnr(tmp_path, "native") == pytest.approx(25.60, abs=0.01)
-    assert _bicubic_psnr(tmp_path, "model_size") == pytest.approx(22.79, abs=0.01)
+    assert _bicubic_psnr(tmp_path, "model_size") == pytest.approx(22.41, abs=0.01)
 
 
 def test_table_layouts():
@@ -104,8 +106,14 @@ def test_table_layouts():
     multi = [c for c in cols if c.heading.startswith("Multilingual")]
     pooled = [c.metric for c in multi if c.dataset == MULTILINGUAL]
     assert pooled[:2] == ["psnr_vtbench", "ssim_vtbench"]
-    cer = [c.label for c in multi if c.metric == "cer"]
-    assert cer == ["CER (Chinese)", "CER (Hindi)", "CER (Japanese)", "CER (Korean)"]
+    cer = [c.label for c in multi if c.metric == "cer_vtbench"]
+    assert cer == ["CER (VTBench eval.) (Chinese)", "CER (VTBench eval.) (Hindi)",
+                   "CER (VTBench eval.) (Japanese)", "CER (VTBench eval.) (Korean)"]
+    # each language's own released cells beside the pooled block (the released code scores
+    # each language apart)
+    own = [c.label for c in multi if c.dataset == "multilingual_hi"]
+    assert own[:2] == ["PSNR (VTBench eval.) (Hindi)", "SSIM (VTBench eval.) (Hindi)"]
+    assert "CER (per-item mean) (Hindi)" in own
     order = [c.heading.split(":")[0].split(" (")[0] for c in cols]
     assert order.index("Posters") < order.index("ArXiv") < order.index("Multilingual")
 
@@ -202,35 +210,31 @@ def _t(a):
 
 
 def test_released_evaluator_convention():
-    """The released evaluator (torchmetrics defaults): PSNR = 10 log10(R^2 / MSE_set) with one
-    MSE over every value of the set and R = max - min of the originals over the set; SSIM the
-    mean of per-image torchmetrics SSIM. Cross-checked against torchmetrics called that way, and
-    against the formula worked by hand; roundtrip's per-item mean differs."""
-    from torchmetrics.functional.image import structural_similarity_index_measure
-    from torchmetrics.image import PeakSignalNoiseRatio, StructuralSimilarityIndexMeasure
+    """The released evaluator's PSNR (torchmetrics 1.7.1 ``PeakSignalNoiseRatio()``): one MSE
+    over every value of the set and R = max(0, max) - min(0, min) of the originals, the states
+    starting at 0. Checked against the current torchmetrics given that range (1.8+ require
+    ``data_range``; the value of the released version itself is in test_released_vtbench.py)
+    and by hand; roundtrip's per-item mean differs."""
+    from torchmetrics.image import PeakSignalNoiseRatio
 
     pairs = _pairs()
-    r = max(x.max() for x, _ in pairs) - min(x.min() for x, _ in pairs)
-    # the released torchmetrics derived data_range from the targets; current versions take it
-    psnr_tm, ssim_tm, ours = PeakSignalNoiseRatio(data_range=float(r)), \
-        StructuralSimilarityIndexMeasure(), ReleasedPSNR()
+    r = max(x.max() for x, _ in pairs)  # every original is >= 0: min(0, min) = 0
+    psnr_tm, ours = PeakSignalNoiseRatio(data_range=float(r)), ReleasedPSNR()
     for x, y in pairs:
         psnr_tm.update(_t(y), _t(x))
-        ssim_tm.update(_t(y), _t(x))
         ours.update(_t(y), _t(x))
     sse = sum(((x - y) ** 2).sum() for x, y in pairs)
     n = sum(x.size for x, _ in pairs)
     by_hand = 10 * math.log10(r ** 2 / (sse / n))
-    assert ours.data_range == pytest.approx(r)
+    assert ours.data_range == pytest.approx(r) and r == pytest.approx(0.9, abs=0.01)
     assert ours.compute() == pytest.approx(float(psnr_tm.compute()), abs=1e-4)
     assert ours.compute() == pytest.approx(by_hand, abs=1e-3)
     per_item_mean = np.mean([10 * math.log10(1 / ((x - y) ** 2).mean()) for x, y in pairs])
     assert abs(per_item_mean - by_hand) > 0.5  # a different quantity: both columns are named
-    per_pair = [float(structural_similarity_index_measure(_t(y), _t(x))) for x, y in pairs]
-    assert np.mean(per_pair) == pytest.approx(float(ssim_tm.compute()), abs=1e-5)
     # pooling several sets (Table 3's multilingual block) from the per-item statistics
-    rows = pd.DataFrame([{"status": "ok", "mse": ((x - y) ** 2).mean(), "n_values": x.size,
-                          "ref_min": x.min(), "ref_max": x.max()} for x, y in pairs])
+    rows = pd.DataFrame([{"status": "ok", "mse_vtbench": ((x - y) ** 2).mean(),
+                          "n_values_vtbench": x.size, "ref_min_vtbench": x.min(),
+                          "ref_max_vtbench": x.max()} for x, y in pairs])
     assert pooled_released_psnr(rows)[0] == pytest.approx(float(psnr_tm.compute()), abs=1e-4)
 
 
@@ -357,7 +361,8 @@ def _stand_ins(root: Path, preset: dict) -> dict:
 @pytest.mark.workflow
 def test_paper_preset_plans_on_stand_in_files(tmp_path):
     """configs/papers/vtbench.yaml with data_root pointed at stand-ins: ``snakemake -n`` plans
-    the three Table 1 settings, Table 2, Table 3 with its OCR, nothing run."""
+    the three Table 1 settings, Table 2, Table 3 with its OCR (the released reader on its
+    endpoint, Tesseract beside it), nothing run."""
     preset = yaml.safe_load((REPO / "configs/papers/vtbench.yaml").read_text())
     env = _stand_ins(tmp_path, preset)
     preset["data_root"] = str(tmp_path / "data")
@@ -369,7 +374,8 @@ def test_paper_preset_plans_on_stand_in_files(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
     assert out.count("rule build_dataset:") == len(preset["datasets"])
-    assert out.count("rule ocr_original:") == 6  # posters, abstracts, four languages
+    # posters, abstracts, four languages, each read by the released reader and Tesseract
+    assert out.count("rule ocr_original:") == 12
     assert "rule reconstruction_table:" in out and "rule text_preservation_table:" in out
     total = [line for line in out.splitlines() if line.startswith("total")]
     print("planned:", total)

@@ -4,9 +4,16 @@ import math
 import numpy as np
 import pytest
 import skimage.data
+from PIL import Image
 
 from roundtrip.core.imaging import read_image, to_unit
-from roundtrip.core.protocols import center_square, pad_to_multiple, prepare, resize
+from roundtrip.core.protocols import (
+    center_square,
+    pad_to_multiple,
+    prepare,
+    resize,
+    resize_shorter_then_crop,
+)
 from roundtrip.datasets import build_dataset
 from roundtrip.evals.vtbench.image_quality import score_image_quality
 from roundtrip.models import build_model
@@ -48,14 +55,29 @@ def test_native_marks_fixed_size_models_unsupported():
     assert not isinstance(prepare(CHELSEA[:256, :256], "native", FIXED256), str)
 
 
-def test_model_size_center_crops_and_resizes():
+def test_model_size_resizes_the_shorter_side_then_crops():
+    """model_size and fixed_1024: the shorter side resized (Lanczos, 8-bit), then the center
+    crop; the byte-for-byte match with the authors' loader is in test_released_vtbench.py."""
     p = prepare(CHELSEA, "model_size", FIXED256)
     assert p.x.shape == (256, 256, 3) and p.reference.shape == (256, 256, 3)
-    expected = resize(center_square(to_unit(CHELSEA)), (256, 256))
-    assert np.abs(p.x - expected).max() <= 0.5 / 255 + 1e-6  # rounded to the stored 8 bits
+    assert np.array_equal(p.reference, resize_shorter_then_crop(CHELSEA, (256, 256)))
     assert np.array_equal(p.x, to_unit(p.reference))
+    # 300 x 451 -> 256 x 385 (451 * 256 / 300 = 384.9, rounded), crop columns 64..320
+    wide = np.asarray(Image.fromarray(CHELSEA).resize((385, 256), Image.LANCZOS))
+    assert np.array_equal(p.reference, wide[:, 64:320])
+    # the other order (crop, then bicubic) differs by up to 9 levels on the cat
+    other = resize(center_square(to_unit(CHELSEA)), (256, 256))
+    assert 0.03 < np.abs(p.x - other).max() < 0.04
     any_size = prepare(CHELSEA, "model_size", ANY8, size=128)
     assert any_size.x.shape == (128, 128, 3)
+    # 16-bit images: per channel in float, within two 8-bit levels of the 8-bit path (Pillow
+    # rounds the 8-bit path to 8 bits between its horizontal and vertical passes)
+    deep = resize_shorter_then_crop(CHELSEA.astype(np.uint16) * 257, (256, 256))
+    assert deep.dtype == np.uint16
+    assert np.abs(deep / 257.0 - p.reference).max() <= 2.0
+    # MediBench's fixed protocol keeps crop-then-bicubic
+    fixed = prepare(CHELSEA, "fixed", ANY8, size=256)
+    assert np.abs(fixed.x - other).max() <= 0.5 / 255 + 1e-6
 
 
 def test_fixed_1024_and_native_resize():

@@ -3,7 +3,8 @@
 # preservation through OCR (Task 3, Table 3) and its robustness to the OCR engine (App. G,
 # Table 5), and the model card. PSNR/SSIM, LPIPS/FID and the OCR of reconstructions with their
 # CER/WER are scored inside the reconstruction job of each (model, dataset) (rules/stages/reconstruct.smk);
-# the originals are read once per (engine, dataset) here.
+# the originals are read once per (engine, dataset) here, at their own size and, for Table 3's
+# sets, as the released evaluator reads them (256 px copies at 1024 px).
 from roundtrip.evals.vtbench.spec import VTBench
 
 RECONSTRUCTION_TABLES = VTBench.reconstruction_tables(PLAN)
@@ -14,6 +15,8 @@ rule ocr_original:
         manifest="results/datasets/{dataset}/manifest.csv",
     output:
         ocr="results/ocr/{ocr}/original/{dataset}.csv",
+        # the released evaluator's reading of the originals (256 px copies read at 1024 px)
+        view="results/ocr/{ocr}/original/{dataset}.vtbench.csv",
     wildcard_constraints:
         # small packaged sets are read in their engine's batched job (below)
         dataset=regex_of([d for d in PLAN.datasets if not VTBench.ocr_batched(PLAN, d)]),
@@ -48,7 +51,8 @@ for OCR_BATCH, OCR_ENGINES, OCR_DATASETS in VTBench.ocr_batches(PLAN):
         input:
             manifests=[f"results/datasets/{d}/manifest.csv" for d in OCR_DATASETS],
         output:
-            [f"results/ocr/{{ocr}}/original/{d}.csv" for d in OCR_DATASETS],
+            [f"results/ocr/{{ocr}}/original/{d}{kind}" for d in OCR_DATASETS
+             for kind in (".csv", ".vtbench.csv")],
         wildcard_constraints:
             ocr=regex_of(OCR_ENGINES),
         params:
@@ -125,6 +129,10 @@ rule text_preservation_table:
         per_item=PLAN.model_dataset_files(
             f"results/metrics/{{model}}/{{dataset}}/text_{PLAN.table_ocr}.csv", PLAN.text_datasets
         ),
+        text_set=PLAN.model_dataset_files(
+            f"results/metrics/{{model}}/{{dataset}}/text_set_{PLAN.table_ocr}.csv",
+            PLAN.text_datasets,
+        ),
         quality=PLAN.model_dataset_files(
             "results/metrics/{model}/{dataset}/image_quality.csv", PLAN.text_datasets
         ),
@@ -151,6 +159,7 @@ rule text_preservation_table:
             for d in PLAN.text_datasets
         },
         not_run=PLAN.not_run(PLAN.text_datasets),
+        released=[d for d in PLAN.text_datasets if VTBench.released_reading(PLAN, d)],
         ocr=PLAN.table_ocr,
         bootstrap=config["tables"]["bootstrap"],
         lpips=PLAN.metrics["lpips"]["enabled"],
@@ -178,6 +187,14 @@ rule ocr_robustness_table:
             for ocr in PLAN.engines_for(d)
             for f in PLAN.model_dataset_files(f"results/metrics/{{model}}/{{dataset}}/text_{ocr}.csv", [d])
         ],
+        text_set=[
+            f
+            for d in PLAN.text_datasets
+            for ocr in PLAN.engines_for(d)
+            for f in PLAN.model_dataset_files(
+                f"results/metrics/{{model}}/{{dataset}}/text_set_{ocr}.csv", [d]
+            )
+        ],
     output:
         report_table("ocr_robustness", "VTBench", "OCR robustness (Table 5)"),
         report_table("ocr_rank_agreement", "VTBench", "OCR robustness (Table 5)"),
@@ -187,6 +204,7 @@ rule ocr_robustness_table:
         engines={d: PLAN.engines_for(d) for d in PLAN.text_datasets},
         langs={d: config["datasets"][d]["lang"] for d in PLAN.text_datasets},
         not_run=PLAN.not_run(PLAN.text_datasets),
+        released=[d for d in PLAN.text_datasets if VTBench.released_reading(PLAN, d)],
         bootstrap=config["tables"]["bootstrap"],
     log:
         "logs/tables/ocr_robustness.log",

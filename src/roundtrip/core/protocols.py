@@ -6,11 +6,16 @@ A dataset's ``protocol`` decides what a model sees and what its reconstruction i
 |---|---|---|
 | ``native`` | the image at its own size, padded (symmetric) to a multiple of the model's downsample factor; the output is cropped back. Fixed-size models: ``unsupported`` unless the size is native. | the original |
 | ``native_resize`` | (optional, labelled) the image resized to the model's native size, reconstructed, resized back | the original |
-| ``model_size`` | center crop to a square, resized to the model's native size (``size`` for any-size models) | the resized crop |
-| ``fixed_1024`` | 1024 x 1024 (other sizes: center crop and resize, recorded); fixed-size models without 1024 are ``unsupported`` | the 1024 x 1024 input |
+| ``model_size`` | the shorter side resized to the model's native size (``size`` for any-size models), then center-cropped to a square | the resized crop |
+| ``fixed_1024`` | 1024 x 1024 (other sizes: shorter side resized to 1024, then center-cropped, recorded); fixed-size models without 1024 are ``unsupported`` | the 1024 x 1024 input |
 | ``fixed`` | (MediBench App. A) the image resized to the dataset's ``size`` x ``size`` whatever the model's native size; a non-square image is center-cropped to a square first (MedMNIST images are square: no crop); fixed-size models without that size are ``unsupported`` | the resized input |
 
-Resizing is bicubic with antialiasing (``torch.nn.functional.interpolate``) on ``[0, 1]`` floats.
+``model_size`` and ``fixed_1024`` resize first and crop second, with Pillow's Lanczos filter on the
+8-bit image (:func:`resize_shorter_then_crop`): the order and filter of the authors' released
+loader of VTBench (github.com/xingjianleng/VTBench @ 01368b3, ``src/data_processing.py``,
+``pil_to_tensor`` with ``lock_ratio`` and ``center_crop``), which produced its published inputs.
+``fixed`` and ``native_resize`` resize bicubic with antialiasing
+(``torch.nn.functional.interpolate``) on ``[0, 1]`` floats, ``fixed`` after a center crop.
 """
 from __future__ import annotations
 
@@ -20,6 +25,8 @@ from typing import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from PIL import Image
 
 from roundtrip.core.imaging import from_unit, same_pixels, to_unit
 
@@ -58,6 +65,40 @@ def center_square(x: np.ndarray) -> np.ndarray:
     s = min(h, w)
     top, left = (h - s) // 2, (w - s) // 2
     return x[top:top + s, left:left + s]
+
+
+def resize_shorter_then_crop(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Resize so the image covers ``size`` (scale ``max(W' / W, H' / H)``, new sides rounded
+    half to even), Lanczos, then crop ``size`` at the center (offsets rounded down).
+
+    The order, rounding and filter of ``pil_to_tensor(img, target_image_size, lock_ratio=True,
+    center_crop=True)`` in the authors' released VTBench code (github.com/xingjianleng/VTBench @
+    01368b3, ``src/data_processing.py``): a ``uint8`` image is resized by Pillow in RGB, as
+    there, so the result is theirs byte for byte (tested); a ``uint16`` image, which Pillow
+    cannot resize in RGB, is resized per channel in Pillow's 32-bit float mode and rounded.
+
+    Args:
+        image: ``(H, W, 3)`` ``uint8`` or ``uint16``.
+        size: ``(H', W')`` in pixels.
+
+    Returns:
+        ``(H', W', 3)`` of the input's dtype; the input itself when it already is ``size``.
+    """
+    h, w = image.shape[:2]
+    th, tw = size
+    if (h, w) == (th, tw):
+        return image
+    scale = max(tw / w, th / h)
+    new = (round(w * scale), round(h * scale))  # Pillow's (width, height)
+    if image.dtype == np.uint8:
+        resized = np.asarray(Image.fromarray(image).resize(new, Image.LANCZOS))
+    else:
+        planes = [np.asarray(Image.fromarray(image[..., c].astype(np.float32), mode="F")
+                             .resize(new, Image.LANCZOS)) for c in range(image.shape[2])]
+        vmax = np.iinfo(image.dtype).max
+        resized = np.clip(np.rint(np.stack(planes, axis=-1)), 0, vmax).astype(image.dtype)
+    top, left = (resized.shape[0] - th) // 2, (resized.shape[1] - tw) // 2
+    return np.ascontiguousarray(resized[top:top + th, left:left + tw])
 
 
 def pad_to_multiple(x: np.ndarray, m: int) -> tuple[np.ndarray, Callable]:
@@ -103,7 +144,10 @@ def prepare(image: np.ndarray, protocol: str, info, size: int | None = None) -> 
         target = {"model_size": _native_size(info, size), "fixed_1024": (1024, 1024),
                   "fixed": (size or DEFAULT_ANY_SIZE,) * 2}[protocol]
         # The model sees exactly the stored (rounded) reference, so identity scores PSNR = inf.
-        reference = from_unit(resize(center_square(x), target), image.dtype)
+        if protocol == "fixed":
+            reference = from_unit(resize(center_square(x), target), image.dtype)
+        else:
+            reference = resize_shorter_then_crop(image, target)
         if same_pixels(reference, image):
             reference = None  # already at the target size: the original, with no copy on disk
         else:

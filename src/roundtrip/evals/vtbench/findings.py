@@ -163,10 +163,19 @@ def ssim_sentence(results) -> str | None:
 
 
 def cer_columns(table: pd.DataFrame | None) -> list[str]:
-    """The text sets with a CER column (``{set}.cer``: OCR of the reconstruction vs OCR of the
-    original as they are, VTBench App. F Eq. 3), in the table's order; the multilingual block
-    has one per language set."""
+    """The text sets with a CER column (every text set has roundtrip's per-item ``{set}.cer``;
+    the finding reads :func:`cer_metric`), in the table's order; the multilingual block has
+    one per language set."""
     return datasets_with(table, "cer")
+
+
+def cer_metric(table: pd.DataFrame, dataset: str) -> str:
+    """The CER column a finding reads for ``dataset``: ``cer_vtbench`` (the released
+    evaluator's, the headline) where the table has it with a value, else ``cer``."""
+    col = f"{dataset}.cer_vtbench"
+    if col in table.columns and table[col].notna().any():
+        return col
+    return f"{dataset}.cer"
 
 
 def cer_extremes(table: pd.DataFrame, exact: list[str]
@@ -175,7 +184,7 @@ def cer_extremes(table: pd.DataFrame, exact: list[str]
     models, highest CER)`` (ties all listed), the exact models left out."""
     out = {}
     for s in cer_columns(table):
-        vals = {m: v for m, v in values(table, f"{s}.cer").items()
+        vals = {m: v for m, v in values(table, cer_metric(table, s)).items()
                 if m not in exact and math.isfinite(v)}
         if len(vals) < 2:
             continue
@@ -218,7 +227,8 @@ def cer_sentence(results) -> str:
     notes = ([f"{_names(exact)} left out as exact"] * bool(exact)
              + ["a tie counts for every tied model"] * ties)
     return (f"On CER over {len(ext)} text sets (OCR of each reconstruction against the OCR of "
-            f"its original, lower is better; VTBench Table 3), {_names(best)} "
+            f"its original, the released evaluator's where a set has it, lower is better; "
+            f"VTBench Table 3), {_names(best)} "
             f"{'is' if len(best) == 1 else 'are'} lowest on {nb} (CER {_spread(ext, best, 0)}) "
             f"and {_names(worst)} highest on {nw} (CER {_spread(ext, worst, 2)})"
             f"{'; ' + '; '.join(notes) if notes else ''}.")
@@ -270,7 +280,7 @@ def cer_points(results, ratio: dict[str, float]) -> dict[str, dict[str, float]]:
     table = results.table(TEXT_TABLE)
     out = {}
     for s in cer_columns(table):
-        vals = {m: v for m, v in values(table, f"{s}.cer").items()
+        vals = {m: v for m, v in values(table, cer_metric(table, s)).items()
                 if m in ratio and math.isfinite(v)}
         if vals:
             out[s] = vals

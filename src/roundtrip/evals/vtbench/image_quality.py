@@ -1,9 +1,16 @@
-"""PSNR and SSIM of a (model, dataset), per item and pooled (VTBench Task 1, Table 1).
+"""PSNR and SSIM of a (model, dataset), per item and per set (VTBench Task 1, Table 1).
 
-Two conventions side by side: roundtrip's (``psnr``, ``ssim``: per item, data range 1, then the
-mean over items; ``psnr_pooled``) and that of VTBench's released evaluator (``psnr_vtbench``: one
-torchmetrics PSNR over the set; ``ssim_vtbench``: torchmetrics SSIM per item), see
-:mod:`roundtrip.evals.vtbench.released`.
+Two conventions side by side:
+
+* VTBench's released evaluator (:mod:`roundtrip.evals.vtbench.released`), the headline: both
+  images resized to 256 x 256 (``*_vtbench`` columns): ``psnr_vtbench``, one PSNR over the set
+  with the range from 0 to the originals' max; ``ssim_vtbench``, SSIM with the data range of
+  each batch of 16 pairs in sorted file-name order (per item at its batch's range, and the set
+  value);
+* roundtrip's, at the size the model was scored at: ``psnr``, ``ssim`` (per item, data range 1,
+  then the mean over items), ``psnr_pooled`` (one MSE over the set), and the earlier reading of
+  the evaluator at that size, ``psnr_range`` (range max - min of the originals) and
+  ``ssim_pair_range`` (torchmetrics SSIM with each pair's own range).
 
 Every manifest item gets a row: scored items carry numbers, the others carry ``status`` and the
 ``reason`` they could not be scored, so tables can say why a number is missing.
@@ -21,24 +28,40 @@ import torch
 from roundtrip.core.imaging import ImageReadError, to_unit
 from roundtrip.core.recon_items import ReconItem, iter_recon_items
 from roundtrip.core.scoring import ReconScorer, item_row
-from roundtrip.evals.vtbench.released import ReleasedPSNR, released_ssim
+from roundtrip.evals.vtbench.released import (
+    ReleasedPSNR,
+    as_tensor,
+    evaluated_view,
+    released_order,
+    released_ssim,
+    released_ssim_set,
+    ssim_at_ranges,
+    view_extremes,
+)
 from roundtrip.metrics.image_quality import mse, pooled_psnr, psnr_from_mse, ssim_batch
 
 log = logging.getLogger(__name__)
 
 IMAGE_QUALITY_COLUMNS = ["item_id", "status", "reason", "psnr", "ssim", "mse", "n_values",
-                         "ssim_vtbench", "ref_min", "ref_max", "height", "width"]
+                         "ssim_vtbench", "ssim_pair_range", "ref_min", "ref_max", "mse_vtbench",
+                         "n_values_vtbench", "ref_min_vtbench", "ref_max_vtbench", "height",
+                         "width"]
+#: Record entries that :meth:`ImageQualityScorer.finish` consumes (not columns).
+_SET_PARTS = ("released", "ssim_ranges")
 
 
 class ImageQualityScorer(ReconScorer):
     """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): ``image_quality`` (per item:
-    PSNR, SSIM and MSE, definitions in :mod:`roundtrip.metrics.image_quality`; the released
-    evaluator's SSIM, ``ssim_vtbench``; the originals' value range in [0, 1]) and ``set`` (pooled
-    PSNR, the released evaluator's PSNR, the image size). ``options`` is unused. The SSIMs run
-    on the job's device when it is a GPU (on the CPU they would take longer than a VAE's
-    forward pass there), else on the CPU.
+    PSNR, SSIM and MSE at the scored size, definitions in :mod:`roundtrip.metrics.image_quality`;
+    the released evaluator's SSIM at 256 x 256, ``ssim_vtbench``, and the per-pair-range SSIM at
+    the scored size, ``ssim_pair_range``; the originals' value range in [0, 1] at both sizes) and
+    ``set`` (pooled PSNR, the released evaluator's PSNR and SSIM, the earlier range PSNR, the
+    image size). ``options`` is unused. roundtrip's SSIM runs on the job's device when it is a
+    GPU (on the CPU it would take longer than a VAE's forward pass there), else on the CPU.
 
-    Records: a dict of the row's values and the pair's :meth:`ReleasedPSNR.pair_stats`, or
+    Records: a dict of the row's values, the evaluated pair's :meth:`ReleasedPSNR.pair_stats`
+    (``released``) and its SSIM at every batch range (``ssim_ranges``:
+    :func:`~roundtrip.evals.vtbench.released.ssim_at_ranges` and the pair's extremes), or
     ``None`` for an item not reconstructed, or the reason it could not be scored.
     """
 
@@ -66,45 +89,60 @@ class ImageQualityScorer(ReconScorer):
         return device if getattr(device, "type", "cpu") == "cuda" else None
 
     def finish(self, items: list[ReconItem], records: list) -> dict[str, pd.DataFrame]:
-        released = ReleasedPSNR()
-        per_item = image_quality_rows(items, records, released)
+        per_item, released = image_quality_rows(items, records)
         return {"image_quality": per_item, "set": set_image_quality(per_item, released)}
 
 
-def image_quality_rows(items: list[ReconItem], records: list,
-                       released: ReleasedPSNR | None = None) -> pd.DataFrame:
+def image_quality_rows(items: list[ReconItem], records: list
+                       ) -> tuple[pd.DataFrame, dict[str, tuple[float, int]]]:
     """The per-item frame (:data:`IMAGE_QUALITY_COLUMNS`; ``n_values`` = H * W * 3) of
-    :class:`ImageQualityScorer` records, in item order; ``released`` is updated with every
-    scored pair, in that order."""
-    rows = []
+    :class:`ImageQualityScorer` records, in item order, and the released evaluator's set
+    values ``{"psnr_vtbench": (dB, n), "ssim_vtbench": (value, n)}``: the scored pairs in sorted
+    file-name order (:func:`~roundtrip.evals.vtbench.released.released_order`), batches of 16
+    (each item's ``ssim_vtbench`` is its value at its batch's range)."""
+    rows, parts = [], {}
     for item, record in zip(items, records):
         row = item_row(item, record, IMAGE_QUALITY_COLUMNS)
         if record is not None and not isinstance(record, str):
             values = dict(record)
-            stats = values.pop("released")
-            if released is not None:
-                released.add(stats)
+            parts[len(rows)] = {k: values.pop(k) for k in _SET_PARTS}
             row.update(values)
         rows.append(row)
-    return pd.DataFrame(rows, columns=IMAGE_QUALITY_COLUMNS)
+    scored = list(parts)
+    order = [scored[i] for i in released_order([rows[j]["item_id"] for j in scored])]
+    psnr = ReleasedPSNR()
+    for j in order:
+        psnr.add(parts[j]["released"])
+    ssim, per_pair = released_ssim_set([parts[j]["ssim_ranges"] for j in order])
+    for j, value in zip(order, per_pair):
+        rows[j]["ssim_vtbench"] = value
+    frame = pd.DataFrame(rows, columns=IMAGE_QUALITY_COLUMNS)
+    return frame, {"psnr_vtbench": (psnr.compute(), psnr.n), "ssim_vtbench": (ssim, len(order))}
 
 
 def score_image_quality(manifest_path: str | Path, status_path: str | Path,
-                        recon_dir: str | Path, released: ReleasedPSNR | None = None
-                        ) -> pd.DataFrame:
+                        recon_dir: str | Path) -> pd.DataFrame:
     """:class:`ImageQualityScorer`'s per-item frame of a finished reconstruction, read from
-    its files one pair at a time.
-
-    Args:
-        released: updated with every scored pair (the set's ``psnr_vtbench``), when given.
+    its files one pair at a time (:func:`score_image_quality_files` gives the set rows too).
 
     Returns:
         DataFrame with :data:`IMAGE_QUALITY_COLUMNS`; ``n_values`` = H * W * 3.
     """
+    return score_image_quality_files(manifest_path, status_path, recon_dir)[0]
+
+
+def score_image_quality_files(manifest_path: str | Path, status_path: str | Path,
+                              recon_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:class:`ImageQualityScorer`'s two frames of a finished reconstruction, from its files.
+
+    Returns:
+        ``(per-item frame with IMAGE_QUALITY_COLUMNS, set rows of set_image_quality)``.
+    """
     scorer = ImageQualityScorer(None, {})
     items = [i.without_images() for i in iter_recon_items(manifest_path, status_path, recon_dir)]
     records = [scorer.score([item])[0] for item in items]
-    return image_quality_rows(items, records, released)
+    per_item, released = image_quality_rows(items, records)
+    return per_item, set_image_quality(per_item, released)
 
 
 def _score_item(original: np.ndarray, reconstruction: np.ndarray, device=None) -> dict:
@@ -112,27 +150,45 @@ def _score_item(original: np.ndarray, reconstruction: np.ndarray, device=None) -
     m = mse(x, y)
     tx = torch.from_numpy(x).permute(2, 0, 1)[None]
     ty = torch.from_numpy(y).permute(2, 0, 1)[None]
+    pair_range = released_ssim(ty, tx)  # the evaluator's SSIM at this size, its own range
     if device is not None:
         tx, ty = tx.to(device), ty.to(device)
     # float32 SSIM: within 1e-5 of float64/scikit-image (centered moments), 4x faster
     ssim = float(ssim_batch(tx, ty, dtype=torch.float32)[0])
-    tx32, ty32 = tx.float(), ty.float()
-    stats = ReleasedPSNR.pair_stats(ty32, tx32)
+    # what the released evaluator scores: both images at 256 x 256 (the model's input size
+    # does not matter there)
+    vx, vy = evaluated_view(original), evaluated_view(reconstruction)
+    stats = ReleasedPSNR.pair_stats(as_tensor(vy), as_tensor(vx))
+    k0, at_ranges = ssim_at_ranges(vy, vx)
     return {"psnr": psnr_from_mse(m), "ssim": ssim, "mse": m, "n_values": x.size,
-            "ssim_vtbench": released_ssim(ty32, tx32),
-            "ref_min": float(x.min()), "ref_max": float(x.max()),
-            "height": x.shape[0], "width": x.shape[1], "released": stats}
+            "ssim_pair_range": pair_range, "ref_min": float(x.min()), "ref_max": float(x.max()),
+            "mse_vtbench": stats[0] / stats[1], "n_values_vtbench": stats[1],
+            "ref_min_vtbench": stats[2], "ref_max_vtbench": stats[3],
+            "height": x.shape[0], "width": x.shape[1], "released": stats,
+            "ssim_ranges": (k0, at_ranges, view_extremes(vy, vx))}
 
 
-def set_image_quality(per_item: pd.DataFrame, released: ReleasedPSNR | None = None
-                      ) -> pd.DataFrame:
-    """Set-level rows ``metric, value, n``: roundtrip's pooled PSNR over the scored items and,
-    with ``released``, the released evaluator's PSNR (``psnr_vtbench``)."""
+def range_psnr(ok: pd.DataFrame) -> float:
+    """roundtrip's earlier reading of the released PSNR, at the scored size: one MSE over the
+    set and the range max - min of the originals (``psnr_range``); NaN with no item."""
+    if ok.empty or "ref_max" not in ok:
+        return math.nan
+    n = ok["n_values"].to_numpy(dtype=np.float64)
+    m = float((ok["mse"].to_numpy(dtype=np.float64) * n).sum() / n.sum())
+    return psnr_from_mse(m, float(ok["ref_max"].max() - ok["ref_min"].min()))
+
+
+def set_image_quality(per_item: pd.DataFrame,
+                      released: dict[str, tuple[float, int]] | None = None) -> pd.DataFrame:
+    """Set-level rows ``metric, value, n, note``: roundtrip's pooled PSNR and range PSNR over the
+    scored items, the released evaluator's PSNR and SSIM (``released``, from
+    :func:`image_quality_rows`), and the image size."""
     ok = per_item[per_item["status"] == "ok"]
     rows = [{"metric": "psnr_pooled",
-             "value": pooled_psnr(ok["mse"].to_numpy(), ok["n_values"].to_numpy()), "n": len(ok)}]
-    if released is not None:
-        rows.append({"metric": "psnr_vtbench", "value": released.compute(), "n": released.n})
+             "value": pooled_psnr(ok["mse"].to_numpy(), ok["n_values"].to_numpy()), "n": len(ok)},
+            {"metric": "psnr_range", "value": range_psnr(ok), "n": len(ok)}]
+    for metric, (value, n) in (released or {}).items():
+        rows.append({"metric": metric, "value": value, "n": n})
     rows.append(image_size_row(ok))
     return pd.DataFrame(rows, columns=["metric", "value", "n", "note"]).fillna({"note": ""})
 

@@ -2,11 +2,14 @@
 
 Every OCR engine of the config reads the same originals and reconstructions; CER and WER of each
 model are reported per text dataset and engine, as VTBench does (its Table 5 is one dataset, the
-movie posters: its first column equals Table 3's poster CER/WER). WER is left out for scripts
-without word spaces (Chinese, Japanese), as the paper prints CER only there. VTBench observes
-that the ranking of models is stable across backends without measuring it;
-:func:`rank_agreement` measures it with Kendall's tau-b between the model rankings of each pair
-of engines, per dataset (:func:`agreement_per_dataset`).
+movie posters: its first column equals Table 3's poster CER/WER, so the headline is the released
+evaluator's CER/WER of the set, :mod:`roundtrip.evals.vtbench.released`; roundtrip's per-item
+means at the scored size follow). WER is left out for scripts without word spaces (Chinese,
+Japanese), as the paper prints CER only there. VTBench observes that the ranking of models is
+stable across backends without measuring it; :func:`rank_agreement` measures it with Kendall's
+tau-b between the model rankings of each pair of engines, per dataset
+(:func:`agreement_per_dataset`), on the headline rates (roundtrip's per-item means where a set
+has no released reading).
 """
 from __future__ import annotations
 
@@ -20,8 +23,9 @@ WER_UNDEFINED = "WER not defined for scripts without word spaces"
 
 
 def engine_of(per_item_path: str | Path) -> str:
-    """OCR engine of ``results/metrics/{model}/{dataset}/text_{engine}.csv``."""
-    return Path(per_item_path).stem.removeprefix("text_")
+    """OCR engine of ``results/metrics/{model}/{dataset}/text_{engine}.csv`` (or of its set
+    file, ``text_set_{engine}.csv``)."""
+    return Path(per_item_path).stem.removeprefix("text_set_").removeprefix("text_")
 
 
 def pooled_items(frames: dict[str, pd.DataFrame], cer_only: set[str]) -> pd.DataFrame:
@@ -56,10 +60,22 @@ def _engines_of(engines: list[str] | dict[str, list[str]], dataset: str) -> list
     return list(engines[dataset] if isinstance(engines, dict) else engines)
 
 
+def headline_metrics(dataset: str, cer_only: set[str], released: set[str] | None = None
+                     ) -> tuple[str, ...]:
+    """The rates a dataset's engines are ranked by: the released evaluator's CER (and WER where
+    defined), or roundtrip's per-item means for a set without the released reading."""
+    rates = ("cer",) if dataset in cer_only else ("cer", "wer")
+    if released is None or dataset in released:
+        return tuple(f"{m}_vtbench" for m in rates)
+    return rates
+
+
 def robustness_columns(datasets: list[str], engines: list[str] | dict[str, list[str]],
-                       cer_only: set[str]) -> list:
-    """Columns of the per-dataset robustness table: CER (and WER where defined) of each engine
-    that reads the dataset, grouped by dataset.
+                       cer_only: set[str], released: set[str] | None = None) -> list:
+    """Columns of the per-dataset robustness table: per engine that reads the dataset, the
+    released evaluator's CER (and WER where defined; file kind ``text_set``) where the set has
+    that reading (``released``, default all), then roundtrip's per-item means (kind ``item``),
+    grouped by dataset.
 
     Args:
         engines: the engines of every dataset, or ``dataset -> engines reading it``
@@ -68,30 +84,47 @@ def robustness_columns(datasets: list[str], engines: list[str] | dict[str, list[
     Returns:
         ``roundtrip.tables.Column`` list; ``Column.dataset`` is :func:`robustness_key`.
     """
-    from roundtrip.tables import metric_column
+    from roundtrip.evals.vtbench.tables import _col
 
-    return [metric_column(robustness_key(d, e), m, group=f"{d} ({e})")
-            for d in datasets for e in _engines_of(engines, d)
-            for m in (("cer",) if d in cer_only else ("cer", "wer"))]
+    cols = []
+    for d in datasets:
+        for e in _engines_of(engines, d):
+            key, group = robustness_key(d, e), f"{d} ({e})"
+            rates = ("cer",) if d in cer_only else ("cer", "wer")
+            if released is None or d in released:
+                cols += [_col(key, f"{m}_vtbench", source="set", group=group, file="text_set")
+                         for m in rates]
+            cols += [_col(key, m, f"{m.upper()} (per-item mean)", group=group) for m in rates]
+    return cols
 
 
 def agreement_per_dataset(means: pd.DataFrame, datasets: list[str],
-                          engines: list[str] | dict[str, list[str]]) -> pd.DataFrame:
+                          engines: list[str] | dict[str, list[str]],
+                          metrics: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame:
     """:func:`rank_agreement` for each dataset, with a ``dataset`` column first.
 
     Args:
         means: one row per model, columns ``{dataset}/{engine}.{metric}`` (the robustness
             table's CSV means).
         engines: as in :func:`robustness_columns`.
+        metrics: dataset -> the rates ranked (:func:`headline_metrics`; default CER and WER
+            per-item means).
     """
     parts = []
     for d in datasets:
+        rates = (metrics or {}).get(d, ("cer", "wer"))
         cols = {f"{robustness_key(d, e)}.{m}": f"{e}.{m}" for e in _engines_of(engines, d)
-                for m in ("cer", "wer") if f"{robustness_key(d, e)}.{m}" in means}
-        part = rank_agreement(means[list(cols)].rename(columns=cols))
+                for m in rates if f"{robustness_key(d, e)}.{m}" in means}
+        part = rank_agreement(means[list(cols)].rename(columns=cols), rates)
         part.insert(0, "dataset", d)
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
+
+
+def _metric_name(metric: str) -> str:
+    """``CER`` or ``WER``: the rate ranked (the released one where the set has it; the table's
+    note says so)."""
+    return metric.removesuffix("_vtbench").upper()
 
 
 def rank_agreement(means: pd.DataFrame, metrics: tuple[str, ...] = ("cer", "wer")) -> pd.DataFrame:
@@ -116,7 +149,8 @@ def rank_agreement(means: pd.DataFrame, metrics: tuple[str, ...] = ("cer", "wer"
             if ca not in means or cb not in means:
                 continue
             both = means[[ca, cb]].dropna()
-            row = {"engine_a": a, "engine_b": b, "metric": metric.upper(), "kendall_tau": math.nan,
+            row = {"engine_a": a, "engine_b": b, "metric": _metric_name(metric),
+                   "kendall_tau": math.nan,
                    "p_value": math.nan, "n_models": len(both), "note": ""}
             if len(both) < 3:
                 row["note"] = f"needs at least 3 models with values under both engines ({len(both)})"

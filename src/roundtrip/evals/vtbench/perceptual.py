@@ -1,5 +1,10 @@
 """Scoring with pretrained networks: LPIPS per item, FID and KID per set.
 
+The released evaluator's columns (``lpips_vtbench``, ``fid``) score the 256 x 256 copies of both
+images (:func:`roundtrip.evals.vtbench.released.evaluated_view`); roundtrip's (``lpips`` on
+[-1, 1] inputs, ``fid_model_size``, ``kid``) score the images at the size the model was scored
+at.
+
 Both stream: each pair is scored as it is reconstructed (LPIPS) and only 2048-d feature vectors
 are kept (FID/KID, float32), so memory grows with the item count by 16 KiB per image pair at most,
 never by images. When the network's weights are not in the cache, :func:`unavailable_items` and
@@ -19,6 +24,7 @@ from roundtrip.core.imaging import ImageReadError, to_uint8, to_unit
 from roundtrip.core.recon_items import ReconItem
 from roundtrip.core.scoring import ReconScorer, item_row
 from roundtrip.core.weights import WeightsMissing
+from roundtrip.evals.vtbench.released import evaluated_view
 from roundtrip.metrics.distribution import FEATURE_DIM, InceptionFeatures, fid, kid
 from roundtrip.metrics.perceptual import LPIPS, NETS
 
@@ -39,8 +45,11 @@ def _uint8_tensor(image: np.ndarray) -> torch.Tensor:
 
 
 def distribution_rows(real: np.ndarray, fake: np.ndarray, kid_subset_size: int = 1000,
-                      kid_subsets: int = 100, seed: int = 0) -> pd.DataFrame:
-    """Set rows ``fid``, ``kid``, ``kid_std`` with the sample count ``n`` beside each value.
+                      kid_subsets: int = 100, seed: int = 0,
+                      evaluated: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
+    """Set rows ``fid``, ``kid``, ``kid_std`` with the sample count ``n`` beside each value, and
+    with ``evaluated`` (the features of the 256 x 256 copies) ``fid`` from those and
+    ``fid_model_size`` from ``real``/``fake``.
 
     KID's spread is the std over ``kid_subsets`` random subsets drawn without replacement. A
     subset as large as the set is the set itself, so every subset would give the same value and
@@ -55,10 +64,12 @@ def distribution_rows(real: np.ndarray, fake: np.ndarray, kid_subset_size: int =
                         "images" + (" (half the set: subsets as large as the set would all be "
                                     "the set, std 0)" if size != kid_subset_size else ""))
     kid_mean, kid_std = kid(real, fake, size, kid_subsets, seed)
-    return pd.DataFrame([{"metric": "fid", "value": fid(real, fake), "n": n, "note": note},
-                         {"metric": "kid", "value": kid_mean, "n": n, "note": kid_note},
-                         {"metric": "kid_std", "value": kid_std, "n": n, "note": kid_note}],
-                        columns=SET_COLUMNS)
+    rows = [{"metric": "fid", "value": fid(*(evaluated or (real, fake))), "n": n, "note": note},
+            {"metric": "kid", "value": kid_mean, "n": n, "note": kid_note},
+            {"metric": "kid_std", "value": kid_std, "n": n, "note": kid_note}]
+    if evaluated is not None:
+        rows.append({"metric": "fid_model_size", "value": fid(real, fake), "n": n, "note": note})
+    return pd.DataFrame(rows, columns=SET_COLUMNS)
 
 
 def unavailable_set(metrics: list[str], reason: str) -> pd.DataFrame:
@@ -77,8 +88,8 @@ class PerceptualScorer(ReconScorer):
 
     Options: ``lpips`` and ``fid`` (their config sections), ``cache`` (weights cache).
 
-    Records: ``{"lpips": (lpips, lpips_vtbench) or a reason, "features": (real, fake) float32
-    [2048] or a reason}``, None for a metric that does not run.
+    Records: ``{"lpips": (lpips, lpips_vtbench) or a reason, "features": (real, fake,
+    real_256, fake_256) float32 [2048] or a reason}``, None for a metric that does not run.
     """
 
     def __init__(self, ctx, options: dict):
@@ -138,16 +149,18 @@ class PerceptualScorer(ReconScorer):
             lpips = _unavailable_rows(items, note)
         else:
             lpips = lpips_rows(items, [r["lpips"] for r in records])
-        metrics = ["fid", "kid", "kid_std"]
+        metrics = ["fid", "kid", "kid_std", "fid_model_size"]
         if not fd["enabled"]:
             return {"lpips": lpips, "distribution": unavailable_set(
                 metrics, "FID/KID disabled (metrics.fid.enabled: false)")}
         if note := _missing("inception-fid", cache):
             return {"lpips": lpips, "distribution": unavailable_set(metrics, note)}
-        real, fake, failures = feature_sets(items, [r["features"] for r in records])
+        features = [r["features"] for r in records]
+        real, fake, failures = feature_sets(items, features)
+        evaluated = feature_sets(items, [f[2:] if isinstance(f, tuple) else f for f in features])
         log.info("Inception features of %d pairs; left out: %s", len(real), failures or "none")
         return {"lpips": lpips, "distribution": distribution_rows(
-            real, fake, fd["kid_subset_size"], fd["kid_subsets"], fd["seed"])}
+            real, fake, fd["kid_subset_size"], fd["kid_subsets"], fd["seed"], evaluated[:2])}
 
 
 def _load(build):
@@ -171,22 +184,33 @@ def _missing(name: str, cache) -> str:
 
 
 def _lpips_pair(metric: LPIPS, ref: np.ndarray, rec: np.ndarray):
-    """``(lpips, lpips_vtbench)`` of one pair, or the reason it failed."""
+    """``(lpips, lpips_vtbench)`` of one pair, or the reason it failed: roundtrip's at the
+    scored size on [-1, 1] inputs, the released evaluator's on the 256 x 256 copies fed as
+    [0, 1] without ``normalize`` (``update(reconstruction, original)``)."""
     try:
         x, y = _unit_tensor(ref), _unit_tensor(rec)
-        return float(metric(x, y)[0]), float(metric(y, x, input_range="as_signed")[0])
+        vx, vy = _unit_tensor(evaluated_view(ref)), _unit_tensor(evaluated_view(rec))
+        return float(metric(x, y)[0]), float(metric(vy, vx, input_range="as_signed")[0])
     except (ValueError, RuntimeError) as exc:
         return f"LPIPS: {exc}"
 
 
 def _feature_pair(features: InceptionFeatures, ref: np.ndarray, rec: np.ndarray):
-    """``(real, fake)`` float32 ``[2048]`` features of one pair, or the reason it failed (the
-    network's float32 output: float64 of it is exactly what FID/KID get)."""
+    """``(real, fake, real_256, fake_256)`` float32 ``[2048]`` features of one pair at the
+    scored size and of its 256 x 256 copies (the released FID's; not computed again where the
+    copies are the images), or the reason it failed (the network's float32 output: float64 of
+    it is exactly what FID/KID get)."""
     try:
         r, f = features(_uint8_tensor(ref)), features(_uint8_tensor(rec))
+        out = [r[0].numpy().astype(np.float32), f[0].numpy().astype(np.float32)]
+        for image, at_size in ((ref, out[0]), (rec, out[1])):
+            view = evaluated_view(image)
+            same = view.shape == image.shape and np.array_equal(view, image)
+            out.append(at_size if same else
+                       features(_uint8_tensor(view))[0].numpy().astype(np.float32))
     except (ValueError, RuntimeError) as exc:
         return str(exc)
-    return r[0].numpy().astype(np.float32), f[0].numpy().astype(np.float32)
+    return tuple(out)
 
 
 def lpips_rows(items: list[ReconItem], records: list) -> pd.DataFrame:
@@ -213,7 +237,7 @@ def feature_sets(items: list[ReconItem], records: list
         elif isinstance(record, str) or record is None:
             failures.append(f"{item.item_id}: {record or 'no features'}")
             log.warning("%s: no features: %s", item.item_id, record)
-        else:
+        else:  # (real, fake[, ...]): the first two
             real.append(record[0].astype(np.float64))
             fake.append(record[1].astype(np.float64))
     shape = (0, FEATURE_DIM)

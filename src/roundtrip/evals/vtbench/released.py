@@ -1,32 +1,101 @@
-"""The convention of VTBench's released evaluator (``evaluations/evaluate_images.py`` of the
-authors' repository), from which the published Tables 1-3 come, computed with torchmetrics.
+"""The convention of VTBench's released evaluator, from which the published Tables 1-3 come.
 
-The paper (Sec. 4.1) names PSNR, SSIM, LPIPS and FID without their parameters; the released
-evaluator fixes them through torchmetrics' defaults:
+The paper (Sec. 4.1, App. F) names PSNR, SSIM, LPIPS, FID, CER and WER without their
+parameters; the authors' released code (github.com/xingjianleng/VTBench @ 01368b3,
+``evaluations/evaluate_images.py`` with ``character_error_rate.py``, ``word_error_rate.py`` and
+``ocr.py``, run by ``examples/submit.sh`` with ``--batch_size 16`` and its default
+``--image_size 256``; torchmetrics 1.7.1) fixes them:
 
-* both images at the evaluated size (roundtrip's protocols already give the reference and the
-  reconstruction one size, so no resize happens here; a size mismatch is an error);
-* **PSNR** ``PeakSignalNoiseRatio()`` updated with every (reconstruction, original) pair of the
-  set and computed once (:class:`ReleasedPSNR`): one MSE over all values of the set, with ``data_range`` = the max minus the
-  min of the originals over the set (torchmetrics' behaviour when ``data_range`` is not given):
-  ``10 log10(R^2 / (sum_i SSE_i / sum_i N_i))``, ``R = max_i max(x_i) - min_i min(x_i)``;
+* **the evaluated size**: both images, read as 8-bit RGB, are resized to 256 x 256 with
+  ``torchvision.transforms.Resize((256, 256))`` (Pillow's bilinear filter) before every metric,
+  whatever the model's size (:func:`evaluated_view`);
+* **batches of 16 pairs** in sorted file-name order (:func:`released_order`, :data:`BATCH`);
+* **PSNR** ``PeakSignalNoiseRatio()`` without ``data_range``: one sum of squared errors over the
+  set, and ``R = max(0, max) - min(0, min)`` of the originals over the set (its ``min_target`` and
+  ``max_target`` states start at 0.0) (:class:`ReleasedPSNR`);
 * **SSIM** ``StructuralSimilarityIndexMeasure()`` defaults (Gaussian 11 x 11, sigma 1.5, K1 0.01,
-  K2 0.03, reflect-padded, ``data_range`` per update from the pair's own ranges), one pair per
-  update, the mean over pairs;
-* **LPIPS** AlexNet fed the [0, 1] tensors without ``normalize`` (see
-  :meth:`roundtrip.metrics.perceptual.LPIPS.__call__`, ``input_range="as_signed"``);
-* **FID** on uint8 images (roundtrip's FID already feeds uint8, :mod:`.perceptual`).
+  K2 0.03, reflect padding) with ``data_range`` taken per ``update``: the larger of the max minus
+  min of the 16 reconstructions and of the 16 originals; the set's value is the float32 sum of
+  the per-image values over the updates divided by the count (:func:`ssim_at_ranges`,
+  :func:`released_ssim_set`);
+* **LPIPS** AlexNet fed the [0, 1] tensors without ``normalize``; **FID** on
+  ``(x * 255).clamp(0, 255).to(torch.uint8)`` of the 256 x 256 tensors (the same 8-bit values);
+* **OCR** of each 256 x 256 image after ``resize((1024, 1024))`` with Pillow's default filter
+  (bicubic) (:func:`ocr_view`), by ``google/gemma-3-12b-it`` with :data:`OCR_PROMPT`;
+* **CER** of the set ``sum(edits) / sum(|OCR(original)|)``, **WER** the *character* Levenshtein
+  distance between the space-joined word lists over the number of words of the original
+  (:class:`ReleasedTextRates`).
 
-Images are float32 ``[1, 3, H, W]`` tensors in [0, 1] (``torchvision``'s ``ToTensor`` range).
+roundtrip reproduces these operations without importing torchmetrics at run time (importing it
+loads torchvision, transformers and scipy.signal: seconds in every job); the tests compare the
+values with the authors' code run on the same inputs.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
-import pandas as pd
 import torch
 import torch.nn.functional as F
+from PIL import Image
+from rapidfuzz.distance import Levenshtein
+
+from roundtrip.core.imaging import to_uint8
+
+#: Side of the square the released evaluator scores at (``--image_size`` default).
+EVAL_SIZE = 256
+#: Pairs per ``update`` (``submit.sh``: ``--batch_size 16``).
+BATCH = 16
+#: Side of the image the released OCR reads (``ocr.py``: ``resize((1024, 1024))``).
+OCR_SIZE = 1024
+#: The released OCR model and prompt (``evaluations/ocr.py``), greedy, at most 1024 new tokens.
+OCR_MODEL = "google/gemma-3-12b-it"
+OCR_PROMPT = ("Extract and output only the text from the image in its original language. "
+              "If there is no text, return nothing.")
+OCR_MAX_NEW_TOKENS = 1024
+
+
+def evaluated_view(image: np.ndarray, size: int = EVAL_SIZE) -> np.ndarray:
+    """The image the released evaluator scores: the 8-bit RGB image resized to ``size`` x
+    ``size`` with Pillow's bilinear filter (``transforms.Resize((size, size))`` on a PIL image;
+    an image already at that size is unchanged).
+
+    Args:
+        image: ``(H, W, 3)`` ``uint8`` or ``uint16`` (16-bit values are rounded to 8 bits, as
+            the released harness saves 8-bit PNGs).
+
+    Returns:
+        ``(size, size, 3)`` ``uint8``.
+    """
+    u8 = to_uint8(image)
+    if u8.shape[:2] == (size, size):
+        return u8
+    return np.asarray(Image.fromarray(u8).resize((size, size), Image.BILINEAR))
+
+
+def ocr_view(view: np.ndarray) -> np.ndarray:
+    """What the released OCR reads of an evaluated image: ``resize((1024, 1024))`` with
+    Pillow's default filter (bicubic for RGB). The evaluator's float round trip
+    ``(x / 255 * 255).to(uint8)`` keeps every 8-bit value, so the input is the view itself.
+
+    Args:
+        view: ``(256, 256, 3)`` ``uint8`` (:func:`evaluated_view`).
+
+    Returns:
+        ``(1024, 1024, 3)`` ``uint8``.
+    """
+    return np.asarray(Image.fromarray(view).convert("RGB").resize((OCR_SIZE, OCR_SIZE)))
+
+
+def released_order(names: list[str]) -> list[int]:
+    """Indices of ``names`` (item ids) in the released evaluator's order: sorted file names
+    ``{item_id}.png`` (``sorted(os.listdir(original_dir))``)."""
+    return sorted(range(len(names)), key=lambda i: f"{names[i]}.png")
+
+
+def as_tensor(view: np.ndarray) -> torch.Tensor:
+    """``[1, 3, H, W]`` float32 in [0, 1] of a ``uint8`` image, as ``ToTensor`` makes it."""
+    return torch.from_numpy(np.array(view, dtype=np.uint8)).permute(2, 0, 1)[None].float().div(255)
 
 
 def _check(reconstruction: torch.Tensor, original: torch.Tensor) -> None:
@@ -36,22 +105,22 @@ def _check(reconstruction: torch.Tensor, original: torch.Tensor) -> None:
 
 
 class ReleasedPSNR:
-    """PSNR of a set as VTBench's released evaluator computes it, streaming.
+    """PSNR of a set as the released evaluator computes it, streaming.
 
-    The evaluator's torchmetrics ``PeakSignalNoiseRatio()`` (no ``data_range``) accumulated the
-    sum of squared errors, the value count and the min and max of the targets (the originals)
-    over every ``update``, then computed ``10 log10(R^2 / (SSE / N))`` with ``R = max - min``.
-    Current torchmetrics (>= 1.0) requires ``data_range``, so the same accumulation is kept here
-    and equals ``PeakSignalNoiseRatio(data_range=R)`` updated with the same pairs (tested).
-    ``update`` takes one pair at a time, so memory does not grow with the set.
+    torchmetrics 1.7.1's ``PeakSignalNoiseRatio()`` (no ``data_range``) accumulates the sum of
+    squared errors, the value count, and ``min_target``/``max_target`` that start at 0.0, then
+    returns ``10 log10(R^2 / (SSE / N))`` with ``R = max_target - min_target``: for images in
+    [0, 1], the largest value of the originals (originals in [0.25, 0.85] give R = 0.85, not
+    0.6). The sums are kept in float64 (torchmetrics: float32 per update), a difference below
+    1e-5 dB (tested against the authors' evaluator).
     """
 
     def __init__(self):
         self.sse, self.count, self.n = 0.0, 0, 0
-        self.lo, self.hi = math.inf, -math.inf
+        self.lo, self.hi = 0.0, 0.0
 
     def update(self, reconstruction: torch.Tensor, original: torch.Tensor) -> None:
-        """Add one pair: float ``[1, 3, H, W]`` in [0, 1] (the original is torchmetrics' target).
+        """Add one pair: float ``[B, 3, H, W]`` (the original is torchmetrics' target).
 
         Raises:
             ValueError: the two tensors differ in shape.
@@ -72,8 +141,7 @@ class ReleasedPSNR:
                 float(original.max()))
 
     def add(self, stats: tuple) -> None:
-        """Add one pair's :meth:`pair_stats` (pairs added in the same order give the same
-        bytes as :meth:`update`)."""
+        """Add one pair's :meth:`pair_stats`."""
         sse, count, lo, hi = stats
         self.sse += sse
         self.count += count
@@ -82,7 +150,7 @@ class ReleasedPSNR:
 
     @property
     def data_range(self) -> float:
-        """Max minus min of the originals seen so far (NaN before any update)."""
+        """``max(0, max) - min(0, min)`` of the originals seen so far (NaN before any)."""
         return self.hi - self.lo if self.n else math.nan
 
     def compute(self) -> float:
@@ -94,37 +162,13 @@ class ReleasedPSNR:
         return 10.0 * math.log10(self.data_range ** 2 / (self.sse / self.count))
 
 
-def released_ssim(reconstruction: torch.Tensor, original: torch.Tensor) -> float:
-    """SSIM of one pair with torchmetrics' defaults (the released evaluator's per-image value).
-
-    torchmetrics' ``structural_similarity_index_measure(preds, target)`` with every default
-    (Gaussian 11 x 11, sigma 1.5, K1 0.01, K2 0.03, reflect padding, ``data_range`` = the larger
-    of the two tensors' max minus min, mean of the SSIM map), computed here with the same tensor
-    operations in the same order (one convolution filters all planes), so the value is bit for
-    bit torchmetrics' on CPU (checked against torchmetrics 1.x in
-    ``tests/test_paper_vtbench.py``). It does not call torchmetrics because importing it (it
-    loads torchvision, transformers and scipy.signal) cost 4.6 s in each reconstruction job,
-    more than the SSIMs of a small set.
-
-    Args:
-        reconstruction: ``[B, C, H, W]`` (``preds``), any float dtype, computed in float32;
-            ``B`` images averaged.
-        original: same shape (``target``), also computed in float32.
-
-    Raises:
-        ValueError: the two tensors differ in shape or are not 4D, or ``H`` or ``W`` is at most
-            5 (reflect padding by 5 needs more).
-    """
-    _check(reconstruction, original)
-    if min(reconstruction.shape[-2:]) <= 5:
+def _ssim_moments(preds: torch.Tensor, target: torch.Tensor) -> tuple:
+    """The filtered moments of torchmetrics' SSIM (Gaussian 11 x 11, sigma 1.5, reflect pad 5),
+    with its tensor operations in its order, so the values are its bits on CPU."""
+    if min(preds.shape[-2:]) <= 5:
         raise ValueError("SSIM's 11 x 11 window reflect-pads by 5: images need more than 5 "
-                         f"pixels a side, got {tuple(reconstruction.shape[-2:])}")
-    preds = reconstruction.float()
-    target = original.float()
+                         f"pixels a side, got {tuple(preds.shape[-2:])}")
     pad, size, sigma = 5, 11, 1.5  # torchmetrics: int(3.5 * sigma + 0.5) * 2 + 1 = 11
-    data_range = max(preds.max() - preds.min(), target.max() - target.min())
-    c1 = pow(0.01 * data_range, 2)
-    c2 = pow(0.03 * data_range, 2)
     preds = F.pad(preds, (pad, pad, pad, pad), mode="reflect")
     target = F.pad(target, (pad, pad, pad, pad), mode="reflect")
     dist = torch.arange(start=(1 - size) / 2, end=(1 + size) / 2, step=1, dtype=preds.dtype)
@@ -145,28 +189,173 @@ def released_ssim(reconstruction: torch.Tensor, original: torch.Tensor) -> float
     var_p = torch.clamp(e_pp - mu_p_sq, min=0.0)
     var_t = torch.clamp(e_tt - mu_t_sq, min=0.0)
     cov = e_pt - mu_pt
-    upper = 2 * cov + c2
-    lower = var_p + var_t + c2
-    ssim_map = ((2 * mu_pt + c1) * upper) / ((mu_p_sq + mu_t_sq + c1) * lower)
-    return float(torch.mean(ssim_map.reshape(ssim_map.shape[0], -1).mean(-1)))
+    # the terms of torchmetrics' map that do not depend on the data range, in its order
+    return 2 * mu_pt, 2 * cov, mu_p_sq + mu_t_sq, var_p + var_t
 
 
-def pooled_released_psnr(per_item: pd.DataFrame) -> tuple[float, int]:
-    """The released evaluator's PSNR of several sets pooled (e.g. the four languages of Table 3's
-    multilingual block), from per-item ``mse``, ``n_values``, ``ref_min``, ``ref_max`` (values of
-    the originals in [0, 1]) of the scored (``status == "ok"``) rows.
+def _ssim_per_image(moments: tuple, data_range: torch.Tensor) -> torch.Tensor:
+    """``[B]`` per-image SSIM of :func:`_ssim_moments` at one data range (torchmetrics'
+    ``c1 = (0.01 R)^2``, ``c2 = (0.03 R)^2`` and map
+    ``((2 mu_pt + c1)(2 cov + c2)) / ((mu_p^2 + mu_t^2 + c1)(var_p + var_t + c2))``, in its
+    order)."""
+    two_mu_pt, two_cov, mu_sq, var_sum = moments
+    c1 = pow(0.01 * data_range, 2)
+    c2 = pow(0.03 * data_range, 2)
+    upper = two_cov + c2
+    lower = var_sum + c2
+    ssim_map = ((two_mu_pt + c1) * upper) / ((mu_sq + c1) * lower)
+    return ssim_map.reshape(ssim_map.shape[0], -1).mean(-1)
 
-    Equals :class:`ReleasedPSNR` updated with every pair of the pooled sets (tested).
+
+def released_ssim(reconstruction: torch.Tensor, original: torch.Tensor) -> float:
+    """SSIM of one update with torchmetrics' defaults: ``data_range`` = the larger of the two
+    tensors' max minus min, the mean of the per-image values (bit for bit torchmetrics' on CPU;
+    tested). roundtrip's *per-pair range* column (each pair its own update) at the model's size.
+
+    Args:
+        reconstruction: ``[B, C, H, W]`` (``preds``), computed in float32.
+        original: same shape (``target``).
+
+    Raises:
+        ValueError: the two tensors differ in shape or are not 4D, or ``H`` or ``W`` is at most
+            5 (reflect padding by 5 needs more).
+    """
+    _check(reconstruction, original)
+    preds, target = reconstruction.float(), original.float()
+    data_range = max(preds.max() - preds.min(), target.max() - target.min())
+    return float(torch.mean(_ssim_per_image(_ssim_moments(preds, target), data_range)))
+
+
+def view_extremes(reconstruction: np.ndarray, original: np.ndarray) -> tuple[int, int, int, int]:
+    """``(min, max)`` of the reconstruction then of the original, 8-bit levels of two
+    :func:`evaluated_view` images: what a batch's SSIM data range is made of."""
+    return (int(reconstruction.min()), int(reconstruction.max()), int(original.min()),
+            int(original.max()))
+
+
+def ssim_at_ranges(reconstruction: np.ndarray, original: np.ndarray) -> tuple[int, np.ndarray]:
+    """The released SSIM of one 8-bit pair at every data range its batch of 16 can have.
+
+    A batch's range is ``max(max - min of the 16 reconstructions, of the 16 originals)``, in
+    8-bit levels ``k / 255`` with ``k`` at least the pair's own range ``k0``: the values for
+    ``k = k0 .. 255`` are computed here, from one filtering, so that the set's batches, known
+    only when every item is scored, pick theirs (:func:`released_ssim_set`). The range is
+    ``k / 255`` in float32, as ``ToTensor`` makes a value ``k`` (torchmetrics subtracts two
+    such values; they agree to float32 rounding, below 1e-7 in SSIM).
+
+    Args:
+        reconstruction, original: ``(H, W, 3)`` ``uint8`` of one size (:func:`evaluated_view`).
+
+    Returns:
+        ``(k0, values)``: float32 ``[256 - k0]``, the pair's SSIM at ``k = k0 + i``.
+
+    Raises:
+        ValueError: shapes differ or a side is at most 5 pixels.
+    """
+    if reconstruction.shape != original.shape:
+        raise ValueError("the released evaluator compares images of one size: got "
+                         f"{reconstruction.shape} and {original.shape}")
+    pmin, pmax, tmin, tmax = view_extremes(reconstruction, original)
+    k0 = max(pmax - pmin, tmax - tmin)
+    moments = _ssim_moments(as_tensor(reconstruction), as_tensor(original))
+    # k = 0 (a flat batch): c1 = c2 = 0, and the map is NaN where torchmetrics' is. The ranges
+    # are broadcast along the batch dimension in chunks: the same element-wise operations per
+    # range, so the same bits as one range at a time, at a fraction of the time.
+    ranges = torch.arange(k0, 256, dtype=torch.float32).div(255)
+    values = torch.cat([_ssim_per_image(moments, chunk.reshape(-1, 1, 1, 1))
+                        for chunk in ranges.split(_RANGE_CHUNK)])
+    return k0, values.numpy().astype(np.float32)
+
+
+#: Data ranges evaluated at once by :func:`ssim_at_ranges` (a chunk of 16 ranges of a 256 x 256
+#: RGB pair: 12 MB per intermediate).
+_RANGE_CHUNK = 16
+
+
+def released_ssim_set(records: list[tuple[int, np.ndarray, tuple]]) -> tuple[float, list[float]]:
+    """The released SSIM of a set from per-pair :func:`ssim_at_ranges` records.
+
+    Args:
+        records: ``(k0, values, extremes)`` per scored pair in the released order
+            (:func:`released_order`), ``extremes`` from :func:`view_extremes`.
+
+    Returns:
+        ``(set SSIM, per-pair SSIM at its batch's range)``: batches of :data:`BATCH` in order,
+        each batch's range from its pairs' extremes, the per-image values summed in float32
+        per batch and over batches (torchmetrics' ``similarity`` state), divided by the count;
+        NaN for no pair.
+    """
+    if not records:
+        return math.nan, []
+    similarity, total, per_pair = torch.tensor(0.0), torch.tensor(0.0), []
+    for start in range(0, len(records), BATCH):
+        batch = records[start:start + BATCH]
+        ext = np.array([r[2] for r in batch])
+        k = max(int(ext[:, 1].max() - ext[:, 0].min()), int(ext[:, 3].max() - ext[:, 2].min()))
+        values = torch.tensor([float(v[k - k0]) for k0, v, _ in batch], dtype=torch.float32)
+        similarity += values.sum()
+        total += len(batch)
+        per_pair += values.tolist()
+    return float(similarity / total), per_pair
+
+
+def released_text_counts(reference: str, hypothesis: str) -> dict[str, int]:
+    """What the released ``CharacterErrorRate`` and ``WordErrorRate`` add for one pair of OCR
+    outputs, and the word-level distance of Eq. 4 beside them.
+
+    Returns:
+        ``edits``: Levenshtein distance over characters; ``chars``: ``len(reference)``;
+        ``wer_edits``: the released WER's numerator, the *character* Levenshtein distance
+        between the whitespace-split words joined by single spaces; ``word_edits``: the
+        Levenshtein distance over words (App. F, Eq. 4); ``words``: the reference's word count.
+    """
+    ref_words, hyp_words = reference.strip().split(), hypothesis.strip().split()
+    return {"edits": Levenshtein.distance(hypothesis, reference), "chars": len(reference),
+            "wer_edits": Levenshtein.distance(" ".join(hyp_words), " ".join(ref_words)),
+            "word_edits": Levenshtein.distance(ref_words, hyp_words), "words": len(ref_words)}
+
+
+class ReleasedTextRates:
+    """CER and WER of a set as the released ``CharacterErrorRate``/``WordErrorRate`` compute
+    them: the sums over the set's pairs divided once (``sum(edits) / sum(chars)``; 0.0 when the
+    originals' OCR has no character at all, as the released ``compute`` returns), and Eq. 4's
+    word-level WER pooled the same way, named apart (``wer_words``)."""
+
+    def __init__(self):
+        self.sums = {"edits": 0, "chars": 0, "wer_edits": 0, "word_edits": 0, "words": 0}
+        self.n = 0
+
+    def add(self, counts: dict[str, int]) -> None:
+        """Add one pair's :func:`released_text_counts`."""
+        for key in self.sums:
+            self.sums[key] += int(counts[key])
+        self.n += 1
+
+    def rates(self) -> dict[str, float]:
+        """``cer``, ``wer`` (released) and ``wer_words`` (Eq. 4); NaN with no pair."""
+        s = self.sums
+        if not self.n:
+            return dict.fromkeys(("cer", "wer", "wer_words"), math.nan)
+        return {"cer": s["edits"] / s["chars"] if s["chars"] else 0.0,
+                "wer": s["wer_edits"] / s["words"] if s["words"] else 0.0,
+                "wer_words": s["word_edits"] / s["words"] if s["words"] else 0.0}
+
+
+def pooled_released_psnr(per_item) -> tuple[float, int]:
+    """The released PSNR of several sets pooled (roundtrip's reading of Table 3's multilingual
+    block: the released code scores each language apart), from per-item ``mse_vtbench``,
+    ``n_values_vtbench`` and ``ref_max_vtbench``/``ref_min_vtbench`` (the evaluated views) of
+    the scored (``status == "ok"``) rows; the range starts at 0 as :class:`ReleasedPSNR`'s.
 
     Returns:
         ``(PSNR in dB, pairs pooled)``; NaN with 0 pairs.
     """
-    ok = per_item[per_item["status"] == "ok"].dropna(subset=["mse", "ref_min", "ref_max"])
+    ok = per_item[per_item["status"] == "ok"].dropna(subset=["mse_vtbench", "ref_max_vtbench"])
     if ok.empty:
         return math.nan, 0
-    n = ok["n_values"].to_numpy(dtype=np.float64)
-    sse = float((ok["mse"].to_numpy(dtype=np.float64) * n).sum())
-    if sse == 0.0:
-        return math.inf, len(ok)
-    data_range = float(ok["ref_max"].max() - ok["ref_min"].min())
-    return 10.0 * math.log10(data_range ** 2 / (sse / n.sum())), len(ok)
+    psnr = ReleasedPSNR()
+    for row in ok.itertuples():
+        n = int(row.n_values_vtbench)
+        psnr.add((float(row.mse_vtbench) * n, n, float(row.ref_min_vtbench),
+                  float(row.ref_max_vtbench)))
+    return psnr.compute(), len(ok)

@@ -4,10 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from roundtrip.core.evaluation import Evaluation
-from roundtrip.datasets import IMAGES, TEXT
+from roundtrip.datasets import IMAGES, QUESTION_TYPES, TEXT
 
 #: Table 1's columns the report body shows: the released evaluator's PSNR and SSIM (the
-#: paper's convention) and roundtrip's per-item means, with the input size.
+#: paper's convention, at 256 x 256) and roundtrip's per-item means at the input size.
 _RECONSTRUCTION_COLUMNS = ("Image Size", "PSNR (VTBench eval.)", "SSIM (VTBench eval.)",
                            "PSNR (per-item mean)", "SSIM (per-item mean)")
 
@@ -37,12 +37,16 @@ class VTBench(Evaluation):
         **{t: _RECONSTRUCTION_COLUMNS for t in ("reconstruction_model_size", "reconstruction_1024",
                                                 "reconstruction_native", "reconstruction_fixed",
                                                 "reconstruction_detail")},
-        "text_preservation": ("PSNR (VTBench eval.)", "CER", "WER"),
-        "ocr_robustness": ("CER",)}
+        "text_preservation": ("PSNR (VTBench eval.)", "CER (VTBench eval.)",
+                              "WER (VTBench eval.)"),
+        "ocr_robustness": ("CER (VTBench eval.)",)}
     report_figures = ("gallery/*.png",)
     definitions = (
-        ("PSNR (VTBench eval.)", "10 log10(R^2 / MSE) with one MSE over the set and R the range "
-         "of the originals (the released evaluator, torchmetrics defaults)",
+        ("VTBench eval.", "the released evaluator's convention: both images resized to "
+         "256 x 256, batches of 16 in file-name order, torchmetrics 1.7.1 defaults",
+         "VTBench released evaluator (evaluate_images.py)"),
+        ("PSNR (VTBench eval.)", "10 log10(R^2 / MSE) with one MSE over the set and R from 0 to "
+         "the originals' max (torchmetrics' states start at 0)",
          "VTBench Sec. 4.1, released evaluator"),
         ("PSNR (per-item mean)", "10 log10(1 / MSE) per image on [0, 1] values, averaged over "
          "images; pooled PSNR uses the MSE over all values of the set", "roundtrip"),
@@ -50,9 +54,13 @@ class VTBench(Evaluation):
         ("LPIPS, FID, KID", "perceptual distance (AlexNet; VTBench eval.: [0, 1] inputs as the "
          "released evaluator, else [-1, 1]), Frechet and kernel Inception distances between "
          "originals and reconstructions", "VTBench Sec. 4.1"),
-        ("CER, WER", "edit distance of the OCR of the reconstruction to the OCR of the original "
-         "(or the ground truth), over characters or words, on the texts as they are; (norm.) "
-         "after roundtrip's normalization", "VTBench App. F, Eqs. 3-4"),
+        ("CER, WER (VTBench eval.)", "OCR of both 256 px images read at 1024 px; edits summed "
+         "over the set over the characters (words) of the originals' OCR; the WER's edits are "
+         "characters of the space-joined words", "VTBench released evaluator"),
+        ("CER, WER (per-item mean)", "edit distance of the OCR of the reconstruction to the OCR "
+         "of the original (or the ground truth), over characters or words, on the texts as "
+         "they are, per item at the scored size, then the mean; (norm.) after roundtrip's "
+         "normalization", "VTBench App. F, Eqs. 3-4"),
         ("Kendall's tau", "agreement of two OCR engines' rankings of the models",
          "VTBench App. G, Table 5"),
         ("Detail statistics", "high-frequency energy share, Laplacian variance, edge density of "
@@ -97,12 +105,23 @@ class VTBench(Evaluation):
                 for k, (sets, engines) in enumerate(groups.items())]
 
     @staticmethod
+    def released_reading(plan, dataset: str) -> bool:
+        """Whether a text set gets the released evaluator's OCR (both images at 256 px, read at
+        1024 px) and CER/WER: Table 3's text sets, not question sets (VISTA-Bench renders, whose
+        reconstructions other evaluations read)."""
+        return plan.config["datasets"][dataset]["type"] not in QUESTION_TYPES
+
+    @staticmethod
     def ocr_jobs(plan, datasets: list[str], engine: str) -> list[dict]:
         """What a job reading originals does, per dataset in order: ``dataset``, ``manifest``,
-        ``lang`` (``datasets.<name>.lang``) and ``ocr`` (the file it writes)."""
+        ``lang`` (``datasets.<name>.lang``), ``ocr`` (the file it writes), ``view`` (the file of
+        the released evaluator's reading of the originals) and ``read_view`` (whether it is
+        read: :meth:`released_reading`; else the file lists no item)."""
         return [{"dataset": d, "manifest": f"results/datasets/{d}/manifest.csv",
                  "lang": plan.config["datasets"][d].get("lang"),
-                 "ocr": f"results/ocr/{engine}/original/{d}.csv"} for d in datasets]
+                 "ocr": f"results/ocr/{engine}/original/{d}.csv",
+                 "view": f"results/ocr/{engine}/original/{d}.vtbench.csv",
+                 "read_view": VTBench.released_reading(plan, d)} for d in datasets]
 
     def checkpoints(self, plan) -> list[str]:
         # the model card describes every trained model, used on a dataset or not
@@ -151,9 +170,13 @@ class VTBench(Evaluation):
         if dataset in plan.text_datasets:
             engines = plan.engines_for(dataset)
             ocr = plan.config["ocr"]
+            view = self.released_reading(plan, dataset)
             out["text"] = {"engines": {e: ocr["engines"][e] for e in engines},
                            "ocr_original": {e: f"results/ocr/{e}/original/{dataset}.csv"
                                             for e in engines},
+                           "ocr_original_vtbench": {
+                               e: f"results/ocr/{e}/original/{dataset}.vtbench.csv" if view
+                               else None for e in engines},
                            "lang": plan.config["datasets"][dataset]["lang"],
                            "normalization": ocr["normalization"]}
         return out
@@ -163,8 +186,11 @@ class VTBench(Evaluation):
             return {"metric_weights": (plan.weighted.files("metrics.lpips")
                                        + plan.weighted.files("metrics.fid"))}
         if scorer == "text":
-            return {f"ocr_original_{e}": f"results/ocr/{e}/original/{{dataset}}.csv"
-                    for e in plan.engines_for(datasets[0])}
+            engines = plan.engines_for(datasets[0])
+            return {**{f"ocr_original_{e}": f"results/ocr/{e}/original/{{dataset}}.csv"
+                       for e in engines},
+                    **{f"ocr_original_vtbench_{e}":
+                       f"results/ocr/{e}/original/{{dataset}}.vtbench.csv" for e in engines}}
         return {}
 
     def recon_outputs(self, plan, scorer: str, datasets: list[str]) -> dict[str, str]:
@@ -173,7 +199,9 @@ class VTBench(Evaluation):
             out = {}
             for e in plan.engines_for(datasets[0]):
                 out[f"ocr_{e}"] = f"results/ocr/{e}/{{model}}/{{dataset}}.csv"
+                out[f"ocr_vtbench_{e}"] = f"results/ocr/{e}/{{model}}/{{dataset}}.vtbench.csv"
                 out[f"text_{e}"] = f"{metrics}/text_{e}.csv"
+                out[f"text_set_{e}"] = f"{metrics}/text_set_{e}.csv"
             return out
         keys = {"image_quality": ["image_quality", "set"], "perceptual": ["lpips", "distribution"]}
         return {k: f"{metrics}/{k}.csv" for k in keys[scorer]}

@@ -6,6 +6,17 @@ from pathlib import Path
 
 from roundtrip.tables import Column, metric_column
 
+#: Columns of this evaluation that the shared metric registry does not declare:
+#: metric -> (label, decimals).
+OWN_METRICS = {
+    "psnr_range": ("PSNR (range max - min)", 2),
+    "ssim_pair_range": ("SSIM (per-pair range)", 4),
+    "fid_model_size": ("FID (Image Size)", 2),
+    "cer_vtbench": ("CER (VTBench eval.)", 4),
+    "wer_vtbench": ("WER (VTBench eval.)", 4),
+    "wer_words_vtbench": ("WER (Eq. 4, words)", 4),
+}
+
 #: Tesseract codes of the non-Latin scripts of VTBench's multilingual set that separate words
 #: with spaces: WER is defined for them, but Table 3 prints CER only.
 SPACED_NON_LATIN = {"hin": "Hindi", "kor": "Korean"}
@@ -77,16 +88,38 @@ def table_title(name: str) -> str:
 
 
 def _col(dataset: str, metric: str, label: str | None = None, **kwargs) -> Column:
-    col = metric_column(dataset, metric, **kwargs)
+    if metric in OWN_METRICS:
+        own_label, digits = OWN_METRICS[metric]
+        col = Column(dataset, metric, own_label, digits, **kwargs)
+    else:
+        col = metric_column(dataset, metric, **kwargs)
     if label:
         col.label = label
     return col
 
 
+def headline_quality(d: str, group: str, lpips: bool, fid: bool, files: dict[str, str],
+                     suffix: str = "") -> list[Column]:
+    """The released evaluator's PSNR, SSIM, LPIPS and FID of a dataset (both images at
+    256 x 256), labelled ``... (VTBench eval.)`` plus ``suffix`` (e.g. a language)."""
+    cols = [_col(d, "psnr_vtbench", source="set", group=group, file=files["set"]),
+            _col(d, "ssim_vtbench", group=group, file=files["item"])]
+    if lpips:
+        cols.append(_col(d, "lpips_vtbench", group=group, file="lpips"))
+    if fid:
+        cols.append(_col(d, "fid", "FID (VTBench eval.)", source="set", group=group,
+                         file="distribution", show_n=True))
+    for col in cols:
+        col.label += suffix
+    return cols
+
+
 def quality_columns(d: str, group: str, lpips: bool, fid: bool, files: dict[str, str],
                     size: bool = False) -> list[Column]:
     """One dataset group: the released evaluator's PSNR/SSIM/LPIPS and FID first (the headline,
-    VTBench's published convention), then roundtrip's per-item means, each named.
+    VTBench's published convention: both images at 256 x 256), then roundtrip's at the scored
+    size (Image Size), each named: per-item means, pooled PSNR, the earlier reading of the
+    evaluator at that size (range max - min, per-pair SSIM range), LPIPS on [-1, 1], FID, KID.
 
     Args:
         files: file kinds of ``item`` (per-item image quality), ``set`` (its set rows),
@@ -94,20 +127,19 @@ def quality_columns(d: str, group: str, lpips: bool, fid: bool, files: dict[str,
         size: lead with the Image Size column (the ``image_size`` set row).
     """
     cols = [_col(d, "image_size", source="set", group=group, file=files["set"])] if size else []
-    cols += [_col(d, "psnr_vtbench", source="set", group=group, file=files["set"]),
-             _col(d, "ssim_vtbench", group=group, file=files["item"])]
-    if lpips:
-        cols.append(_col(d, "lpips_vtbench", group=group, file="lpips"))
-    if fid:
-        cols.append(_col(d, "fid", source="set", group=group, file="distribution", show_n=True))
+    cols += headline_quality(d, group, lpips, fid, files)
     cols += [_col(d, "psnr", "PSNR (per-item mean)", group=group, file=files["item"]),
              _col(d, "psnr_pooled", source="set", group=group, file=files["set"]),
-             _col(d, "ssim", "SSIM (per-item mean)", group=group, file=files["item"])]
+             _col(d, "ssim", "SSIM (per-item mean)", group=group, file=files["item"]),
+             _col(d, "psnr_range", source="set", group=group, file=files["set"]),
+             _col(d, "ssim_pair_range", group=group, file=files["item"])]
     if lpips:
         cols.append(_col(d, "lpips", "LPIPS ([-1, 1] input)", group=group, file="lpips"))
     if fid:
-        cols.append(_col(d, "kid", source="set", group=group, file="distribution", show_n=True,
-                         spread="kid_std"))
+        cols += [_col(d, "fid_model_size", source="set", group=group, file="distribution",
+                      show_n=True),
+                 _col(d, "kid", source="set", group=group, file="distribution", show_n=True,
+                      spread="kid_std")]
     return cols
 
 
@@ -159,70 +191,92 @@ def text_layout(specs: dict[str, dict]) -> dict[str, list[str]]:
     return {g: ds for g, ds in out.items() if ds}
 
 
-def _text_rates(d: str, group: str, has_gt: bool, cer_only: bool, label: str = ""
-                ) -> list[Column]:
-    """CER/WER as App. F Eqs. 3-4 (headline), then roundtrip's normalized rates."""
+#: roundtrip's per-item-mean CER/WER at the scored size, labelled apart from the headline.
+_PER_ITEM_LABELS = {"cer": "CER (per-item mean)", "wer": "WER (per-item mean)",
+                    "cer_gt": "CER (GT, per-item mean)", "wer_gt": "WER (GT, per-item mean)"}
+
+
+def _text_rates(d: str, group: str, has_gt: bool, cer_only: bool, label: str = "",
+                released: bool = True) -> list[Column]:
+    """CER/WER of a text set: the released evaluator's (headline: sums over the set of the
+    256 px copies read at 1024 px; WER its character-level form, then Eq. 4's word-level WER
+    pooled alike), then roundtrip's per-item means at the scored size (App. F Eqs. 3-4 as
+    written, and after normalization; against the ground truth where the set has it)."""
     cols = []
+    if released:
+        rates = ("cer_vtbench",) if cer_only else ("cer_vtbench", "wer_vtbench",
+                                                   "wer_words_vtbench")
+        cols += [_col(d, m, source="set", group=group, file="text_set") for m in rates]
     for suffix, gt in (("", True), ("_gt", has_gt)):
         if not gt:
             continue
         for m in ("cer",) if cer_only else ("cer", "wer"):
-            c = _col(d, f"{m}{suffix}", group=group)
-            n = _col(d, f"{m}{suffix}_norm", group=group)
-            if label:
-                c.label, n.label = f"{c.label} ({label})", f"{n.label} ({label})"
-            cols += [c, n]
+            cols += [_col(d, f"{m}{suffix}", _PER_ITEM_LABELS[f"{m}{suffix}"], group=group),
+                     _col(d, f"{m}{suffix}_norm", group=group)]
+    if label:
+        for col in cols:
+            col.label = f"{col.label} ({label})"
     return cols
 
 
 def text_columns(layout: dict[str, list[str]], has_gt: dict[str, bool],
                  cer_only: set[str] | frozenset = frozenset(), langs: dict[str, str] | None = None,
-                 lpips: bool = False, fid: bool = False) -> list[Column]:
+                 lpips: bool = False, fid: bool = False,
+                 released: set[str] | frozenset | None = None) -> list[Column]:
     """VTBench Table 3 columns: Image Size (of the first set, once, as the paper), then per group
     (:func:`text_layout`) the image quality of the reconstructions (:func:`quality_columns`,
     file kinds ``quality``, ``quality_set``, ``lpips``, ``distribution``) and CER/WER of their
-    OCR vs OCR of the originals (and vs ground truth where the set has it).
+    OCR vs OCR of the originals (file kinds ``item`` and ``text_set``; and vs ground truth where
+    the set has it).
 
     The Multilingual group is one block over the languages pooled (dataset
-    :data:`MULTILINGUAL`, files built by :func:`pooled_multilingual`), then the CER of each
-    language in the paper's order.
+    :data:`MULTILINGUAL`, files built by :func:`pooled_multilingual`: roundtrip's reading of
+    Table 3's layout, since the released code scores each language apart), then per language
+    in the paper's order its own released PSNR/SSIM/LPIPS/FID and its CER.
 
     Args:
         layout: group -> datasets (:func:`text_layout`).
         has_gt: dataset -> has ground-truth text.
         cer_only: datasets in scripts without spaces between words (Chinese, Japanese), where
             WER is meaningless and VTBench reports CER only.
-        langs: dataset -> Tesseract language code (names the per-language CER columns).
+        langs: dataset -> Tesseract language code (names the per-language columns).
+        released: the datasets with the released evaluator's CER/WER (default: all).
     """
     files = {"item": "quality", "set": "quality_set"}
     cols: list[Column] = []
     first = True
+
+    def read(d):
+        return released is None or d in released
+
     for group, datasets in layout.items():
         if group == "Multilingual":
             g = f"Multilingual ({', '.join(datasets)})"
             cols += quality_columns(MULTILINGUAL, g, lpips, fid, files, size=first)
             for d in datasets:
-                lang = (langs or {}).get(d, "")
-                cols += _text_rates(d, g, has_gt.get(d, False), True,
-                                    MULTILINGUAL_ORDER.get(lang, d))
+                lang = MULTILINGUAL_ORDER.get((langs or {}).get(d, ""), d)
+                cols += headline_quality(d, g, lpips, fid, files, f" ({lang})")
+                cols += _text_rates(d, g, has_gt.get(d, False), True, lang, read(d))
             first = False
             continue
         for d in datasets:
             g = f"{group}: {d}" if group != "Other" else d
             cols += quality_columns(d, g, lpips, fid, files, size=first)
-            cols += _text_rates(d, g, has_gt.get(d, False), d in cer_only)
+            cols += _text_rates(d, g, has_gt.get(d, False), d in cer_only, released=read(d))
             first = False
     return cols
 
 
 def pooled_multilingual(files: dict, models: list[str], datasets: list[str], out_dir
                         ) -> dict:
-    """File entries of the pooled multilingual block (dataset :data:`MULTILINGUAL`): per-item
-    frames concatenated over ``datasets`` (``quality``, ``lpips``) and a set file
+    """File entries of the pooled multilingual block (dataset :data:`MULTILINGUAL`), roundtrip's
+    reading of Table 3's layout (the released code scores each language apart): per-item frames
+    concatenated over ``datasets`` (``quality``, ``lpips``: the SSIM and LPIPS columns are the
+    means of the languages' items, each at its own language's batch ranges) and a set file
     (``quality_set``) with the released evaluator's PSNR pooled over them
-    (:func:`roundtrip.evals.vtbench.released.pooled_released_psnr`), roundtrip's pooled PSNR and
-    the Image Size. FID is not pooled (it needs one Inception feature set over the languages):
-    its cell says so.
+    (:func:`roundtrip.evals.vtbench.released.pooled_released_psnr`), roundtrip's pooled and range
+    PSNR and the Image Size. FID is not pooled (it needs one Inception feature set over the
+    languages): its cell says so.
 
     Args:
         files: ``(model, dataset, kind) -> path`` (:func:`roundtrip.tables.metric_files`).
@@ -233,7 +287,7 @@ def pooled_multilingual(files: dict, models: list[str], datasets: list[str], out
     """
     import pandas as pd
 
-    from roundtrip.evals.vtbench.image_quality import image_size_row
+    from roundtrip.evals.vtbench.image_quality import image_size_row, range_psnr
     from roundtrip.evals.vtbench.released import pooled_released_psnr
     from roundtrip.metrics.image_quality import pooled_psnr
 
@@ -257,6 +311,7 @@ def pooled_multilingual(files: dict, models: list[str], datasets: list[str], out
                 {"metric": "psnr_pooled", "value": pooled_psnr(ok["mse"].to_numpy(),
                                                                ok["n_values"].to_numpy()),
                  "n": len(ok), "note": ""},
+                {"metric": "psnr_range", "value": range_psnr(ok), "n": len(ok), "note": ""},
                 image_size_row(ok) | {"note": image_size_row(ok)["note"]}]
         path = out_dir / f"{model}.csv"
         pd.DataFrame(rows).to_csv(path, index=False)
@@ -265,7 +320,8 @@ def pooled_multilingual(files: dict, models: list[str], datasets: list[str], out
                     "set over the four languages (roundtrip keeps features per set)")
         fpath = out_dir / f"{model}.distribution.csv"
         pd.DataFrame([{"metric": m, "value": float("nan"), "n": 0, "note": fid_note}
-                      for m in ("fid", "kid", "kid_std")]).to_csv(fpath, index=False)
+                      for m in ("fid", "kid", "kid_std", "fid_model_size")]).to_csv(fpath,
+                                                                                   index=False)
         entries[(model, MULTILINGUAL, "distribution")] = str(fpath)
     return entries
 

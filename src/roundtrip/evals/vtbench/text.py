@@ -1,5 +1,16 @@
 """Text preservation of a (model, dataset) (VTBench Task 3): OCR of every reconstruction, then
-CER/WER against the OCR of the original and against the ground truth (no torch import).
+CER/WER against the OCR of the original and against the ground truth.
+
+Two readings, two conventions:
+
+* the released evaluator's (the headline, ``*_vtbench``): both images at 256 x 256, read after
+  a resize to 1024 x 1024 (:func:`~roundtrip.evals.vtbench.released.ocr_view`); CER and WER of
+  the set as its ``CharacterErrorRate``/``WordErrorRate`` sum them
+  (:class:`~roundtrip.evals.vtbench.released.ReleasedTextRates`), with Eq. 4's word-level WER
+  pooled the same way beside (``wer_words_vtbench``). Read for the text sets of Table 3, not
+  for question sets (VISTA-Bench renders), whose reconstructions only other evaluations read;
+* roundtrip's (``cer``, ``wer`` and their ``_norm``/``_gt`` twins): the images at the size the
+  model was scored at, App. F Eqs. 3-4 per item, then the mean over items.
 
 Every manifest item gets a row; unscorable items carry ``status`` and ``reason``.
 """
@@ -22,6 +33,16 @@ log = logging.getLogger(__name__)
 
 TEXT_COLUMNS = ["item_id", "status", "reason", "cer", "wer", "cer_gt", "wer_gt",
                 "cer_norm", "wer_norm", "cer_gt_norm", "wer_gt_norm"]
+#: Per-item columns of the released evaluator's reading (:func:`released_text_rows`): the
+#: item's rates and the counts the set's rates sum.
+RELEASED_TEXT_COLUMNS = ["cer_vtbench", "wer_vtbench", "wer_words_vtbench", "edits_vtbench",
+                         "chars_vtbench", "wer_edits_vtbench", "word_edits_vtbench",
+                         "words_vtbench"]
+#: The OCR file of the released evaluator's reading: both images of each item.
+VIEW_OCR_COLUMNS = ["item_id", "text_original", "text", "status", "reason"]
+#: Why a text set has no released CER/WER.
+NO_VIEW = ("the released evaluator's OCR (256 -> 1024 px) is read for Table 3's text sets, "
+           "not for question sets")
 
 
 def score_text(manifest_path: str | Path, ocr_original: str | Path, ocr_model: str | Path,
@@ -97,6 +118,104 @@ def _unscorable(item_id, status, orig, hyp) -> str:
 
 
 
+def released_text_rows(per_item: pd.DataFrame, readings: dict[str, tuple]
+                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The released evaluator's CER/WER of a set, added to the per-item text frame.
+
+    Args:
+        per_item: :func:`score_text`'s frame (manifest order).
+        readings: ``item_id -> (text of the original, text of the reconstruction, status,
+            reason)`` of the released reading (:func:`~roundtrip.evals.vtbench.released.ocr_view`
+            of both evaluated images) of the reconstructed items.
+
+    Returns:
+        ``(per_item with RELEASED_TEXT_COLUMNS, set rows)``: the set rows ``cer_vtbench``,
+        ``wer_vtbench``, ``wer_words_vtbench`` (``metric, value, n, note``) sum the counts of the
+        items read, as the released metrics' states do; an item whose reading failed is left
+        out of the sums and its row says why.
+    """
+    from roundtrip.evals.vtbench.released import ReleasedTextRates, released_text_counts
+
+    out = per_item.copy()
+    for col in RELEASED_TEXT_COLUMNS:
+        out[col] = math.nan
+    rates, reasons = ReleasedTextRates(), []
+    for j, item_id in enumerate(out["item_id"]):
+        if item_id not in readings:
+            continue
+        original, text, status, reason = readings[item_id]
+        if status != "ok":
+            reasons.append(f"{item_id}: {reason}")
+            note = f"released OCR: {reason}"
+            out.loc[j, "reason"] = "; ".join(r for r in (out.loc[j, "reason"], note) if r)
+            continue
+        counts = released_text_counts(original, text)
+        rates.add(counts)
+        chars, words = counts["chars"], counts["words"]
+        out.loc[j, RELEASED_TEXT_COLUMNS] = [
+            counts["edits"] / chars if chars else math.nan,
+            counts["wer_edits"] / words if words else math.nan,
+            counts["word_edits"] / words if words else math.nan,
+            *(counts[k] for k in ("edits", "chars", "wer_edits", "word_edits", "words"))]
+    return out, released_set_rows(rates, reasons)
+
+
+def original_view_readings(engine, manifest_path: str | Path, lang: str, threads: int = 1
+                           ) -> pd.DataFrame:
+    """The released evaluator's reading of a dataset's originals: each original's 256 px copy
+    resized to 1024 px (:func:`~roundtrip.evals.vtbench.released.ocr_view`), read by ``engine``.
+    A model whose reference is the original reuses it (:class:`TextScorer`).
+
+    Returns:
+        Rows ``item_id, text, status, reason`` of the readable items in manifest order, an
+        unreadable file as a row with its reason.
+    """
+    from roundtrip.core.imaging import ImageReadError
+    from roundtrip.evals.vtbench.released import evaluated_view, ocr_view
+    from roundtrip.readers import ocr_items
+
+    manifest = read_manifest(manifest_path)
+    root, parts, jobs, failed = Path(manifest_path).parent, [], [], []
+    for r in manifest.itertuples():
+        if r.status != "ok":
+            continue
+        try:
+            image = ocr_view(evaluated_view(read_image(root / r.path)))
+        except (ImageReadError, ValueError) as exc:
+            failed.append({"item_id": r.item_id, "text": "", "status": "error",
+                           "reason": str(exc)})
+            continue
+        jobs.append((r.item_id, image, getattr(r, "lang", "") or lang))
+        if len(jobs) == _VIEW_CHUNK:  # a few 1024 px images in memory at a time
+            parts.append(ocr_items(engine, jobs, threads=threads))
+            jobs = []
+    parts.append(ocr_items(engine, jobs, threads=threads))
+    rows = pd.concat([*parts, pd.DataFrame(failed, columns=["item_id", "text", "status",
+                                                             "reason"])], ignore_index=True)
+    order = {i: k for k, i in enumerate(manifest["item_id"])}
+    return rows.sort_values("item_id", key=lambda c: c.map(order), kind="stable",
+                            ignore_index=True)
+
+
+#: Originals read at once by :func:`original_view_readings` (3 MB each at 1024 px).
+_VIEW_CHUNK = 32
+
+
+def released_set_rows(rates, reasons: list[str] | None = None, note: str = "") -> pd.DataFrame:
+    """Set rows ``cer_vtbench``, ``wer_vtbench``, ``wer_words_vtbench`` of a
+    :class:`~roundtrip.evals.vtbench.released.ReleasedTextRates` (or NaN with ``note``)."""
+    values = rates.rates() if rates is not None else {}
+    n = rates.n if rates is not None else 0
+    if rates is not None and n and not rates.sums["chars"]:
+        note = "the OCR of every original is empty: 0.0, as the released metric returns"
+    elif reasons:
+        note = f"{len(reasons)} item(s) not read: {reasons[0]}" + (" ..." if len(reasons) > 1
+                                                                   else "")
+    rows = [{"metric": f"{m}_vtbench", "value": values.get(m, math.nan), "n": n, "note": note}
+            for m in ("cer", "wer", "wer_words")]
+    return pd.DataFrame(rows, columns=["metric", "value", "n", "note"])
+
+
 def text_dataset_kinds(manifests: dict[str, str | Path], default_langs: dict[str, str]
                        ) -> tuple[dict[str, bool], set[str]]:
     """Which text datasets have ground truth, and which are in scripts without word spaces.
@@ -120,18 +239,23 @@ def text_dataset_kinds(manifests: dict[str, str | Path], default_langs: dict[str
 
 class TextScorer(ReconScorer):
     """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): for every OCR engine, the
-    OCR of the reconstructions (``ocr_{engine}``) and their CER/WER (``text_{engine}``).
+    OCR of the reconstructions at the scored size (``ocr_{engine}``) and their CER/WER
+    (``text_{engine}``), and, for Table 3's text sets, the released evaluator's reading of both
+    images (``ocr_vtbench_{engine}``) and its CER/WER of the set (``text_set_{engine}``).
 
     Options: ``engines`` (``ocr.engines``: name -> spec), ``ocr_original`` (name -> the OCR file
-    of the originals), ``lang`` (the dataset's language; an item's own ``lang`` wins),
-    ``normalization`` (``ocr.normalization``).
+    of the originals), ``ocr_original_vtbench`` (name -> the originals' released reading, or
+    None: no released reading of this set), ``lang`` (the dataset's language; an item's own
+    ``lang`` wins), ``normalization`` (``ocr.normalization``).
 
-    Records: ``{engine: (text, status, reason)}`` of a reconstructed item, None of the others.
+    Records: ``{engine: (text, status, reason)}`` of a reconstructed item, with
+    ``{engine + "@vtbench": (text of the original, text, status, reason)}`` for the released
+    reading; None of the others.
     """
 
     def __init__(self, ctx, options: dict):
         super().__init__(ctx, options)
-        self._engines, self._originals = None, {}
+        self._engines, self._originals, self._views = None, {}, {}
 
     def record_options(self, options: dict) -> dict:
         # the normalization is applied in finish: changing it reads nothing again
@@ -139,7 +263,7 @@ class TextScorer(ReconScorer):
 
     def complete(self, record) -> bool:
         # an engine that failed on the item (an API timeout...) reads it again on a rerun
-        return record is None or all(status == "ok" for _, status, _ in record.values())
+        return record is None or all(r[-2] == "ok" for r in record.values())
 
     def _built(self) -> dict:
         from roundtrip.readers import build_ocr
@@ -154,6 +278,9 @@ class TextScorer(ReconScorer):
                 self._engines[name] = engine
         return self._engines
 
+    def _lang(self, item: ReconItem) -> str:
+        return item.fields.get("lang") or self.options["lang"]
+
     def score(self, items: list[ReconItem]) -> list:
         from roundtrip.readers import ocr_items
 
@@ -163,8 +290,7 @@ class TextScorer(ReconScorer):
         read = {}
         for name, engine in self._built().items():
             same = self._same_as_original(name, engine, ok)
-            triples = [(i.item_id, i.read_reconstruction(),
-                        i.fields.get("lang") or self.options["lang"])
+            triples = [(i.item_id, i.read_reconstruction(), self._lang(i))
                        for i in ok if i.item_id not in same]
             rows = ocr_items(engine, triples,
                              threads=getattr(engine, "concurrency", self.ctx.threads))
@@ -172,7 +298,59 @@ class TextScorer(ReconScorer):
                 read.setdefault(r.item_id, {})[name] = (r.text, r.status, r.reason)
             for item_id, reading in same.items():
                 read.setdefault(item_id, {})[name] = reading
+            if (self.options.get("ocr_original_vtbench") or {}).get(name):
+                for item_id, reading in self._released_readings(name, engine, ok).items():
+                    read[item_id][f"{name}@vtbench"] = reading
         return [read.get(item.item_id) for item in items]
+
+    def _released_readings(self, name: str, engine, items: list[ReconItem]) -> dict:
+        """Item -> ``(text of the original, text of the reconstruction, status, reason)``: the
+        OCR of both evaluated (256 px) images resized to 1024 px, as the released evaluator
+        reads them. The original's reading comes from the originals' file when the item's
+        reference is the dataset's file; a reconstruction whose evaluated image equals the
+        original's is not read again by a deterministic engine."""
+        from roundtrip.evals.vtbench.released import evaluated_view, ocr_view
+        from roundtrip.readers import ocr_items
+
+        originals = self._view_readings(name)
+        deterministic = getattr(engine, "deterministic", False)
+        jobs, views, known = [], {}, {}
+        for item in items:
+            ref_view = evaluated_view(item.read_reference())
+            rec_view = evaluated_view(item.read_reconstruction())
+            stored = originals.get(item.item_id)
+            if stored and stored[1] == "ok" and item.reference == self._dataset_file(item):
+                known[(item.item_id, "original")] = stored
+            else:
+                jobs.append(((item.item_id, "original"), ocr_view(ref_view), self._lang(item)))
+            views[item.item_id] = deterministic and same_pixels(ref_view, rec_view)
+            if not views[item.item_id]:
+                jobs.append(((item.item_id, "text"), ocr_view(rec_view), self._lang(item)))
+        rows = ocr_items(engine, [(k, image, lang) for k, image, lang in jobs],
+                         threads=getattr(engine, "concurrency", self.ctx.threads))
+        for key, r in zip([k for k, _, _ in jobs], rows.itertuples()):
+            known[key] = (r.text, r.status, r.reason)
+        out = {}
+        for item in items:
+            original = known[(item.item_id, "original")]
+            text = original if views[item.item_id] else known[(item.item_id, "text")]
+            failed = [f"{w}: {r[2]}" for w, r in (("original", original), ("reconstruction", text))
+                      if r[1] != "ok"]
+            out[item.item_id] = (original[0] if original[1] == "ok" else "",
+                                 text[0] if text[1] == "ok" else "",
+                                 "error" if failed else "ok", "; ".join(failed))
+        return out
+
+    def _dataset_file(self, item: ReconItem) -> Path:
+        return self.ctx.manifest.parent / item.fields.get("path", "")
+
+    def _view_readings(self, name: str) -> dict:
+        """Item -> the released reading of the dataset original ``(text, status, reason)``."""
+        if name not in self._views:
+            rows = read_item_csv(self.options["ocr_original_vtbench"][name])
+            self._views[name] = {r.item_id: (r.text, r.status, r.reason)
+                                 for r in rows.itertuples()}
+        return self._views[name]
 
     def _same_as_original(self, name: str, engine, items: list[ReconItem]) -> dict:
         """Item -> the original's reading, for the items whose reconstruction is pixel for
@@ -196,7 +374,7 @@ class TextScorer(ReconScorer):
         rec = item.read_reconstruction()
         if not same_pixels(item.read_reference(), rec):  # the model's input is the reference
             return False
-        path = self.ctx.manifest.parent / item.fields.get("path", "")
+        path = self._dataset_file(item)
         if item.reference == path:
             return True
         try:  # a protocol's copy of the reference: ocr_original read the dataset's file
@@ -213,14 +391,27 @@ class TextScorer(ReconScorer):
 
     def finish(self, items: list[ReconItem], records: list) -> dict[str, pd.DataFrame]:
         norm = Normalization.from_config(self.options["normalization"])
+        views = self.options.get("ocr_original_vtbench") or {}
         out = {}
         for name in self.options["engines"]:
             rows = ocr_rows(items, [r[name] if r else None for r in records])
             # scored from its CSV text, as a separate job reading the file would score it
             text = io.StringIO(rows.to_csv(index=False))
             out[f"ocr_{name}"] = rows
-            out[f"text_{name}"] = score_text(self.ctx.manifest, self.options["ocr_original"][name],
-                                             text, self.ctx.status, norm)
+            per_item = score_text(self.ctx.manifest, self.options["ocr_original"][name], text,
+                                  self.ctx.status, norm)
+            readings = {i.item_id: r[f"{name}@vtbench"] for i, r in zip(items, records)
+                        if r and f"{name}@vtbench" in r}
+            if views.get(name):
+                per_item, set_rows = released_text_rows(per_item, readings)
+            else:
+                per_item = per_item.assign(**dict.fromkeys(RELEASED_TEXT_COLUMNS, math.nan))
+                set_rows = released_set_rows(None, note=NO_VIEW)
+            out[f"text_{name}"] = per_item
+            out[f"text_set_{name}"] = set_rows
+            out[f"ocr_vtbench_{name}"] = pd.DataFrame(
+                [{"item_id": k, "text_original": v[0], "text": v[1], "status": v[2],
+                  "reason": v[3]} for k, v in readings.items()], columns=VIEW_OCR_COLUMNS)
         return out
 
 
