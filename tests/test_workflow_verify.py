@@ -1,5 +1,8 @@
-"""``roundtrip verify`` on a small run: every table and the report are made again with the same
-bytes, the results folder is left as it was, and an altered table is reported as different."""
+"""``roundtrip verify`` on a small run made with ``--configfile my.yaml`` in a folder whose
+``config.yaml`` is another config: verify re-makes with the config the run recorded and says
+so; every table and the report are made again with the same bytes, the results folder is left
+as it was, and an altered table is reported as different."""
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +20,9 @@ CONFIG = {
                 "tokens": {"reference": None}, "missing_weights": "n/a"},
     "tables": {"bootstrap": {"samples": 200}},
 }
+#: The folder's config.yaml, which the run did not read: a model whose results are not there.
+OTHER = {**CONFIG, "models": {"identity": {"type": "identity"},
+                              "jpeg_q75": {"type": "jpeg", "quality": 75}}}
 
 
 def roundtrip(*args, cwd):
@@ -33,9 +39,11 @@ def state(folder):
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     work = tmp_path_factory.mktemp("verify_wf")
-    (work / "config.yaml").write_text(yaml.safe_dump(CONFIG))  # read as a plain run reads it
+    (work / "my.yaml").write_text(yaml.safe_dump(CONFIG))
+    (work / "config.yaml").write_text(yaml.safe_dump(OTHER))  # a checkout's showcase, say
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
-                           "--cores", "2"], cwd=work, capture_output=True, text=True)
+                           "--cores", "2", "--configfile", "my.yaml"], cwd=work,
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return work
 
@@ -53,6 +61,18 @@ def test_verify_remakes_every_artifact_identically_and_leaves_the_folder_alone(r
     assert "identical  results/report.pdf" in lines
     assert lines[-1] == f"verify: {len(lines) - 1} identical"
     assert state(run / "results") == before  # nothing written, not even a touch
+    # the config the run recorded, not the folder's config.yaml (which fails: its jpeg_q75
+    # has no results here), and it says which
+    assert json.loads((run / "results/run.provenance.json").read_text()) == \
+        {"configfiles": ["my.yaml"]}
+    assert "verify: config my.yaml (recorded in results/run.provenance.json)" in proc.stderr
+
+
+def test_a_config_given_to_verify_wins_over_the_recorded_one(run):
+    proc = roundtrip("verify", str(run), "--configfile", str(run / "config.yaml"),
+                     "--snakefile", str(REPO / "Snakefile"), cwd=run)
+    assert "verify: config config.yaml (given with --configfile)" in proc.stderr
+    assert proc.returncode == 2 and "MissingInputException" in proc.stderr
 
 
 def test_verify_reports_an_altered_table(run):

@@ -1,6 +1,16 @@
 # The report: reconstruction galleries (VTBench Figs. 4, 5), then one PDF with every
 # table, figure and the provenance of the run. Each table's provenance record is written by the
 # rule that writes the table (report_table in rules/common.smk names it as an output).
+from roundtrip.core.config import config_paths
+from roundtrip.workflow.verify import RUN_RECORD, TABLES_FOLDER, run_record_text
+
+# The tables' folder is an input of the report: deleting a table changes the folder, which makes
+# the report out of date, so `snakemake results/report.pdf` remakes the deleted table and the
+# report. (Snakemake remakes a missing file only for a job that runs anyway; without this, the
+# report, newer than its other inputs, would not run and it says "Nothing to be done". The
+# default target, rule all, names every table itself.) Made here, so that the folder exists
+# from the first run on and the report's inputs never change.
+Path(TABLES_FOLDER).mkdir(parents=True, exist_ok=True)
 
 
 rule gallery:
@@ -28,6 +38,22 @@ rule gallery:
         "../../scripts/gallery.py"
 
 
+# The config file(s) of the run that wrote the report: `roundtrip verify` re-makes the report
+# with them (roundtrip.workflow.verify). A shell job: no Python start-up for one line of JSON.
+rule run_record:
+    output:
+        RUN_RECORD,
+    params:
+        record=run_record_text(config_paths(workflow.overwrite_configfiles)),
+    log:
+        "logs/run_record.log",
+    localrule: True
+    conda:
+        "../../envs/roundtrip.yaml"
+    shell:
+        "printf '%s\\n' {params.record:q} > {output} 2> {log}"
+
+
 rule report_pdf:
     input:
         tables=[f"results/tables/{n}.md" for n in PLAN.tables],
@@ -38,6 +64,8 @@ rule report_pdf:
         manifests=PLAN.galleries.inputs()["manifests"],
         checkpoints=PLAN.checkpoints,
         findings=list(dict.fromkeys(f for fs in PLAN.findings_inputs.values() for f in fs)),
+        record=RUN_RECORD,
+        tables_folder=TABLES_FOLDER,
     output:
         pdf=report("results/report.pdf", caption=caption("report_pdf"), category="Report"),
         # the findings as reST: the front page of `snakemake --report` (report/workflow.rst)
@@ -52,7 +80,7 @@ rule report_pdf:
         sections=PLAN.report_sections(),
         findings_files=PLAN.findings_inputs,
         headlines=PLAN.headline_figures,
-        config_name=", ".join(Path(f).name for f in workflow.configfiles) or "config.yaml",
+        config_name=CONFIG_NAMES,
         commit=git_commit(),
         config=config,
         weights_cache=config["metrics"]["weights_cache"],

@@ -32,16 +32,42 @@ from pathlib import Path
 #: Top-level entries of the working directory that are the run's state, never linked.
 RUN_STATE = ("results", "logs", ".snakemake")
 
+REPORT = "results/report.pdf"
+
+#: The folder of the tables: an input of the report (rules/stages/report.smk), so that a deleted
+#: table makes the report out of date.
+TABLES_FOLDER = "results/tables"
+
+#: The record of the config file(s) the run that wrote the report was given (rule run_record):
+#: ``{"configfiles": ["my.yaml"]}``, paths as the user gave them, relative to the working
+#: directory where inside it; ``[]`` for a plain ``snakemake`` (``config.yaml``).
+RUN_RECORD = "results/run.provenance.json"
+
 #: What ``report_pdf`` reads beyond the tables, as globs under the working directory: figures,
 #: manifests, checkpoints, the API ledger, and the per-item files the built-in evaluations'
 #: findings read (any evaluation's are also taken from Snakemake's record of the report's
 #: inputs, :func:`recorded_report_inputs`).
-REPORT_READS = ("results/figures/**/*", "results/datasets/*/manifest.csv",
+REPORT_READS = (RUN_RECORD, "results/figures/**/*", "results/datasets/*/manifest.csv",
                 "results/weights/**/model.pt", "results/api/usage.jsonl",
                 "results/metrics/*/*/*.csv", "results/vista/*/*/*/answers.csv",
                 "results/telephone/*/*/similarity.csv")
 
-REPORT = "results/report.pdf"
+
+def run_record_text(configfiles: list[str]) -> str:
+    """The text of :data:`RUN_RECORD` (one line of JSON), ``configfiles`` as
+    :func:`roundtrip.core.config.config_paths` gives them."""
+    return json.dumps({"configfiles": list(configfiles)})
+
+
+def recorded_configfiles(workdir: Path) -> list[str] | None:
+    """The config files :data:`RUN_RECORD` names (``[]``: the run read ``config.yaml``), or None
+    where the folder has no readable record (results of an older roundtrip)."""
+    try:
+        record = json.loads((workdir / RUN_RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    files = record.get("configfiles") if isinstance(record, dict) else None
+    return [str(f) for f in files] if isinstance(files, list) else None
 
 
 @dataclass
@@ -121,16 +147,44 @@ def mirror(workdir: Path, scratch: Path, records: dict[str, dict]) -> dict[str, 
 
 
 def remake_command(snakefile: Path, scratch: Path, records: dict[str, dict],
-                   configfile: Path | None, cores: str) -> list[str]:
+                   configfiles: list[str], cores: str) -> list[str]:
     """The Snakemake command of step 2: the tables and the report as targets, their rules the
-    only ones allowed (every other file is a given) and forced."""
+    only ones allowed (every other file is a given) and forced; ``--configfile`` (last: it
+    takes every word after it) with ``configfiles`` (:func:`configs_of_run`), none for
+    ``config.yaml``."""
     rules = sorted({r["rule"] for r in records.values()} | {"report_pdf"})
     targets = [f"results/tables/{name}.csv" for name in sorted(records)] + [REPORT]
     cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "--directory", str(scratch),
            *targets, "--cores", str(cores), "--allowed-rules", *rules, "--forcerun", *rules]
-    if configfile is not None:
-        cmd += ["--configfile", str(configfile)]
+    if configfiles:
+        cmd += ["--configfile", *configfiles]
     return cmd
+
+
+def configs_of_run(workdir: Path, given: str | Path | None = None) -> tuple[list[str], str]:
+    """The config files the re-run reads and where that comes from, for the log line.
+
+    ``given`` (``--configfile``) wins; else the files :data:`RUN_RECORD` names (the run that
+    wrote the report); else ``config.yaml``, as a plain ``snakemake`` reads it. Paths inside
+    ``workdir`` are relative to it, so that they name the scratch copy's links (and the report's
+    page 1 names the file as the run did); others are absolute.
+
+    Raises:
+        FileNotFoundError: a recorded config file is not in ``workdir``.
+    """
+    from roundtrip.core.config import DEFAULT_CONFIG, config_paths
+
+    if given is not None:
+        return config_paths([Path(given).resolve()], str(workdir)), "given with --configfile"
+    recorded = recorded_configfiles(workdir)
+    if recorded is None:
+        return [], (f"the folder has no {RUN_RECORD}: {DEFAULT_CONFIG}, as a plain snakemake "
+                    "reads it; give --configfile if the run used another")
+    missing = [f for f in recorded if not (workdir / f).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{RUN_RECORD} says the run read {missing[0]}, which is not in "
+                                f"{workdir}; give --configfile FILE")
+    return recorded, f"recorded in {RUN_RECORD}"
 
 
 def _sha256(path: Path) -> str:
@@ -185,8 +239,8 @@ def verify(workdir: str | Path = ".", snakefile: str | Path | None = None,
         workdir: the folder Snakemake ran in (holding ``results/``).
         snakefile: the workflow (default: ``workdir/Snakefile``, else the Snakefile of this
             roundtrip checkout).
-        configfile: the config the results were made with (default: ``workdir/config.yaml``, as
-            a plain ``snakemake`` reads it).
+        configfile: the config the results were made with (default: the one
+            :data:`RUN_RECORD` names, else ``workdir/config.yaml``: :func:`configs_of_run`).
         cores: ``--cores`` of the re-run.
         keep: keep the scratch folder there (default: a temporary folder, removed).
         log: where progress lines go.
@@ -195,12 +249,16 @@ def verify(workdir: str | Path = ".", snakefile: str | Path | None = None,
         One :class:`Outcome` per artifact made again or missing.
 
     Raises:
-        FileNotFoundError: no provenance record, or a recorded input is missing.
+        FileNotFoundError: no provenance record, or a recorded input or config is missing.
         RuntimeError: the re-run failed (the end of Snakemake's output in the message).
     """
+    from roundtrip.core.config import DEFAULT_CONFIG
+
     workdir = Path(workdir).resolve()
     snakefile = Path(snakefile).resolve() if snakefile else default_snakefile(workdir)
     records = provenance_records(workdir)
+    configfiles, why = configs_of_run(workdir, configfile)
+    log(f"verify: config {', '.join(configfiles) or DEFAULT_CONFIG} ({why})")
     tmp = None if keep else tempfile.TemporaryDirectory(prefix="roundtrip-verify-")
     scratch = Path(keep or tmp.name).resolve()
     try:
@@ -209,8 +267,7 @@ def verify(workdir: str | Path = ".", snakefile: str | Path | None = None,
             raise FileExistsError(f"{scratch} is not empty")
         copied = mirror(workdir, scratch, records)
         log(f"verify: re-making {len(records)} tables and the report in {scratch}")
-        cmd = remake_command(snakefile, scratch, records,
-                             Path(configfile).resolve() if configfile else None, cores)
+        cmd = remake_command(snakefile, scratch, records, configfiles, cores)
         proc = subprocess.run(cmd, cwd=scratch, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError("the re-run failed:\n" + (proc.stderr or proc.stdout)[-3000:])
