@@ -173,6 +173,8 @@ def test_usage_ledger_sums_per_endpoint(server, tmp_path):
     (row,) = summarize_usage(ledger)
     assert row["jobs"] == 2 and row["requests"] == 2 and row["cache_hits"] == 2
     assert row["output_tokens"] > 0 and KEY not in ledger.read_text()
+    # the seconds of the one request sent, counted in both jobs' lines (the client's running sum)
+    assert row["seconds"] == round(2 * client.usage.seconds, 3) and client.usage.seconds > 0
     assert summarize_usage(ledger, since=9e12) == []
 
 

@@ -11,8 +11,12 @@ SDK (used with its own retries off, so there is one retry policy):
   request: kind, model, prompt/messages and parameters, with every image replaced by the SHA-256 of
   its bytes. A cached request is never sent again, and each answer is written (atomically) the
   moment it arrives, so a crash loses no paid response. Failures are not cached;
-- **usage** (requests sent, cache hits, retries, tokens, images) summed per client and appended
-  to a run ledger by the workflow's scripts (:func:`append_usage`).
+- **usage** (requests sent, cache hits, retries, tokens, images, seconds) summed per client and
+  appended to a run ledger by the workflow's scripts (:func:`append_usage`).
+
+Models run in process (:mod:`roundtrip.readers.transformers_vlm`) keep the same contract: their
+answers go to the same :class:`ResponseCache`, and their :class:`Usage` (from
+:func:`local_usage`) goes to the same ledger.
 
 The key is read from the environment variable named by ``key_env`` when the client is built; it is
 never written anywhere (cache entries hold the request without headers and the response).
@@ -50,6 +54,8 @@ class MalformedResponse(ApiError):
 
 #: Key used for endpoints that need none (local vLLM/Ollama); the SDK insists on a value.
 NO_KEY = "not-needed"
+#: The response cache's folder when the config names none (endpoints and in-process models).
+DEFAULT_CACHE_DIR = "api_cache"
 
 
 @dataclass(frozen=True)
@@ -78,7 +84,7 @@ class Endpoint:
     backoff_s: float = 1.0
     max_backoff_s: float = 60.0
     concurrency: int = 4
-    cache_dir: str = "api_cache"
+    cache_dir: str = DEFAULT_CACHE_DIR
 
     @classmethod
     def from_config(cls, name: str, spec: dict) -> "Endpoint":
@@ -105,9 +111,11 @@ class Endpoint:
 
 @dataclass
 class Usage:
-    """What a client spent: ``requests`` answered by the endpoint (what is billed), answers
-    served from the cache (``cache_hits``), ``retries`` (failed attempts that were retried),
-    ``failures`` (requests given up on), tokens of answered requests, and images received."""
+    """What a client (or an in-process model) spent: ``requests`` answered by the endpoint
+    (what is billed; in process: answers generated), answers served from the cache
+    (``cache_hits``), ``retries`` (failed attempts that were retried), ``failures`` (requests
+    given up on), tokens of answered requests, images received, and ``seconds``: wall-clock
+    seconds spent on answered requests (retries and waits included; in process: generation)."""
     requests: int = 0
     cache_hits: int = 0
     retries: int = 0
@@ -115,15 +123,17 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     images: int = 0
+    seconds: float = 0.0
 
-    def add_response(self, response: dict, images: int = 0) -> None:
+    def add_response(self, response: dict, images: int = 0, seconds: float = 0.0) -> None:
         """Count one answered request: its ``usage`` block (chat: prompt/completion tokens;
-        images: input/output tokens) and ``images`` images received."""
+        images: input/output tokens), ``images`` images received and ``seconds`` it took."""
         u = response.get("usage") or {}
         self.requests += 1
         self.input_tokens += int(u.get("prompt_tokens", u.get("input_tokens", 0)) or 0)
         self.output_tokens += int(u.get("completion_tokens", u.get("output_tokens", 0)) or 0)
         self.images += images
+        self.seconds += float(seconds)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -307,10 +317,11 @@ class ApiClient:
             with self._lock:
                 self.usage.cache_hits += 1
             return Reply(cached, cached=True)
+        started = time.monotonic()
         response, attempts = self._with_retries(send, request)
         self.cache.put(key, canonical, response)  # before anything can go wrong downstream
         with self._lock:
-            self.usage.add_response(response, images=images)
+            self.usage.add_response(response, images=images, seconds=time.monotonic() - started)
         return Reply(response, cached=False, attempts=attempts)
 
     def _with_retries(self, send: Callable[[], Any], request: dict) -> tuple[dict, int]:
@@ -378,6 +389,8 @@ def _short(exc: Exception, limit: int = 200) -> str:
 # -- clients shared within a process, and the usage ledger ------------------------------------
 _CLIENTS: dict[Endpoint, ApiClient] = {}
 _CLIENTS_LOCK = threading.Lock()
+#: ``(name, where)`` -> usage of a model run in process (:func:`local_usage`).
+_LOCAL_USAGE: dict[tuple[str, str], Usage] = {}
 
 
 def client_for(endpoint: Endpoint | dict) -> ApiClient:
@@ -395,20 +408,39 @@ def client_for(endpoint: Endpoint | dict) -> ApiClient:
 USAGE_LEDGER = "results/api/usage.jsonl"
 
 
+def local_usage(name: str, where: str) -> Usage:
+    """The process's :class:`Usage` of a model run in process, created once, so that every
+    component using the model adds to one record; :func:`append_usage` writes it to the ledger
+    beside the endpoints'.
+
+    Args:
+        name: the ledger's ``endpoint`` column, e.g. ``transformers:google/gemma-3-12b-it``.
+        where: the ledger's ``base_url`` column: the model's folder.
+    """
+    with _CLIENTS_LOCK:
+        return _LOCAL_USAGE.setdefault((name, where), Usage())
+
+
 def clear_clients() -> None:
-    """Forget the process's clients and their usage (tests; long-lived sessions)."""
+    """Forget the process's clients and their usage, in-process models' usage included (tests;
+    long-lived sessions)."""
     with _CLIENTS_LOCK:
         _CLIENTS.clear()
+        _LOCAL_USAGE.clear()
 
 
 def append_usage(ledger: str | Path, job: str) -> list[dict]:
-    """Append one JSON line per endpoint used by this process to ``ledger`` (nothing when no
-    client was built). Returns the lines written.
+    """Append one JSON line per endpoint and per in-process model used by this process to
+    ``ledger`` (nothing when none was). Returns the lines written.
 
-    Each line: ``time`` (Unix seconds), ``job``, ``endpoint``, ``base_url`` and :class:`Usage`.
+    Each line: ``time`` (Unix seconds), ``job``, ``endpoint`` (an in-process model:
+    ``transformers:<model>``), ``base_url`` (its folder) and :class:`Usage`.
     """
-    lines = [{"time": round(time.time(), 3), "job": job, "endpoint": ep.name,
-              "base_url": ep.base_url, **c.usage.as_dict()} for ep, c in _CLIENTS.items()]
+    now = round(time.time(), 3)
+    lines = [{"time": now, "job": job, "endpoint": ep.name, "base_url": ep.base_url,
+              **c.usage.as_dict()} for ep, c in _CLIENTS.items()]
+    lines += [{"time": now, "job": job, "endpoint": name, "base_url": where, **u.as_dict()}
+              for (name, where), u in _LOCAL_USAGE.items() if u != Usage()]
     if lines:
         Path(ledger).parent.mkdir(parents=True, exist_ok=True)
         with open(ledger, "a") as fh:  # one short write per line: appends do not interleave
@@ -445,7 +477,9 @@ def summarize_usage(ledger: str | Path, since: float = 0.0) -> list[dict]:
                                                 **dict.fromkeys(USAGE_FIELDS, 0)})
         t["jobs"] += 1
         for k in USAGE_FIELDS:
-            t[k] += int(rec.get(k, 0))
+            t[k] += rec.get(k, 0) or 0
+    for t in totals.values():
+        t["seconds"] = round(t["seconds"], 3)
     return list(totals.values())
 
 

@@ -13,12 +13,15 @@ the file's SHA-256>.pth``; :func:`verify` checks that prefix (and the full diges
 
 Model folders (Hugging Face snapshots, :class:`HubFolder`) are declared by the evaluations that
 load them (``Evaluation.weight_folders``), not here; :func:`registered_folders` gathers them for
-``roundtrip weights list/fetch`` and for resolving a folder's name in the cache.
+``roundtrip weights list/fetch`` and for resolving a folder's name in the cache. A model that a
+config names by folder or by hub id (an in-process VLM) is found by :func:`local_model`, which
+never downloads.
 """
 from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import tempfile
 import urllib.request
@@ -365,3 +368,48 @@ def model_folder(value: str, key: str, cache: str | Path | None = None,
         raise WeightsMissing(folder_missing_note(value, key, cache, folders))
     verify_folder(folder)
     return str(folder)
+
+
+#: A Hugging Face hub id, ``owner/name``.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$")
+
+
+def hub_missing_note(value: str, key: str) -> str:
+    """What to do when ``value`` (config key ``key``) is neither a saved model folder here nor a
+    hub id whose snapshot is in the Hugging Face cache."""
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    return (f"{key}: {value} is not a saved model folder here, nor a model in the Hugging Face "
+            f"cache ({HF_HUB_CACHE}); nothing is downloaded during a run. On a machine with "
+            f"internet run `hf download {value}` and copy the cache folder here (HF_HOME), or "
+            f"`hf download {value} --local-dir <folder>` and set {key}: <folder>")
+
+
+def local_model(value: str, key: str, cache: str | Path | None = None,
+                folders: dict[str, HubFolder] | None = None) -> Path:
+    """The saved model that ``value`` names, found on this machine without any download.
+
+    ``value`` is, in this order: a registered folder's name (its place in the weights cache), a
+    folder path, or a hub id (``google/gemma-3-12b-it``) whose snapshot is in the Hugging Face
+    cache (``HF_HOME``/``HF_HUB_CACHE``; looked up with ``local_files_only``).
+
+    Args:
+        key: the config key that names the model, for messages (``ocr.engines.gemma3.model``).
+        folders: the folders known by name (default :func:`registered_folders`).
+
+    Raises:
+        WeightsMissing: no model there; the message names ``key``, the hub id and the command
+            that fetches it.
+        ChecksumMismatch: a fetched folder's file differs from its checksum list.
+    """
+    folders = registered_folders() if folders is None else folders
+    if value in folders or resolve_folder(value, cache, folders).is_dir() \
+            or not _HUB_ID.match(value):
+        return Path(model_folder(value, key, cache, folders))
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(value, local_files_only=True))
+    except LocalEntryNotFoundError:
+        raise WeightsMissing(hub_missing_note(value, key)) from None

@@ -1,9 +1,10 @@
 """Readers: image -> text. One registry for every component that reads an image.
 
 - OCR engines (config ``ocr.engines.<name>.type``): ``tesseract`` (:mod:`.tesseract`, offline),
-  ``rapidocr`` (:mod:`.rapidocr`, PP-OCRv4 in ONNX Runtime, offline) and ``vlm`` (:mod:`.vlm`, a
-  chat model on an OpenAI-compatible endpoint);
-- render judges (config ``audit.judge.type``): ``vlm``;
+  ``rapidocr`` (:mod:`.rapidocr`, PP-OCRv4 in ONNX Runtime, offline), ``vlm`` (:mod:`.vlm`, a
+  chat model on an OpenAI-compatible endpoint) and ``transformers`` (:mod:`.transformers_vlm`,
+  a chat VLM run in process, batched);
+- render judges (config ``audit.judge.type``): ``vlm``, ``transformers``;
 - question answerers of VISTA-Bench (config ``vista.readers.<name>.type``): ``vlm``, ``ocr_llm``,
   ``ocr_solver`` (:mod:`.answerers`; the offline question family in :mod:`.question_family`).
 
@@ -33,16 +34,19 @@ from roundtrip.readers.answerers import ANSWERER_TYPES, build_answerer
 from roundtrip.readers.rapidocr import RapidOCR
 from roundtrip.readers.tesseract import (READ_ERRORS, OCRUnavailable, TesseractOCR,
                                          tesseract_package)
+from roundtrip.readers.transformers_vlm import TransformersJudge, TransformersOCR
 from roundtrip.readers.vlm import VlmJudge, VlmOCR
 
 log = logging.getLogger(__name__)
 
-#: OCR ``type`` -> engine class; ``vlm`` reads through an OpenAI-compatible chat endpoint.
-OCR_TYPES = {"tesseract": TesseractOCR, "rapidocr": RapidOCR, "vlm": VlmOCR}
+#: OCR ``type`` -> engine class; ``vlm`` reads through an OpenAI-compatible chat endpoint,
+#: ``transformers`` runs the VLM in the job's process.
+OCR_TYPES = {"tesseract": TesseractOCR, "rapidocr": RapidOCR, "vlm": VlmOCR,
+             "transformers": TransformersOCR}
 #: Keys of an ``ocr.engines`` entry that belong to the workflow, not to the engine's constructor.
 WORKFLOW_KEYS = ("datasets",)
 #: render judge ``type`` -> judge class (VISTA-Bench App. B.3).
-JUDGE_TYPES = {"vlm": VlmJudge}
+JUDGE_TYPES = {"vlm": VlmJudge, "transformers": TransformersJudge}
 
 
 def build_ocr(name: str, spec: dict):
@@ -155,6 +159,7 @@ def _image_of(source: Path | str | np.ndarray) -> np.ndarray:
 
 
 __all__ = ["ANSWERER_TYPES", "JUDGE_TYPES", "OCR_TYPES", "OCRUnavailable", "READ_ERRORS",
-           "RapidOCR", "TesseractOCR", "VlmJudge", "VlmOCR",
+           "RapidOCR", "TesseractOCR", "TransformersJudge", "TransformersOCR", "VlmJudge",
+           "VlmOCR",
            "build_answerer", "build_ocr", "ocr_items", "read_in_batches", "read_many",
            "tesseract_package"]

@@ -3,7 +3,9 @@
 Both send one image as a PNG data URL in a chat message with a prompt template from the config
 (``api.prompts.ocr`` / ``api.prompts.judge``), at temperature 0. They work against OpenAI and
 against vLLM or Ollama serving an open VLM (Gemma 3, Qwen2.5-VL, Nanonets-OCR: the backends of
-VTBench Section 4.3 and Appendix G).
+VTBench Section 4.3 and Appendix G). The same readers with the model run in process, no server:
+:mod:`.transformers_vlm` (``type: transformers``), which shares the prompts, the verdict parser
+and :func:`language_of` with these.
 """
 from __future__ import annotations
 
@@ -19,6 +21,12 @@ from roundtrip.api.images import png_bytes
 #: Tesseract language code -> language name for prompts (``{language}``).
 LANGUAGE_NAMES = {"eng": "English", "chi_sim": "Simplified Chinese", "chi_tra": "Traditional Chinese",
                   "jpn": "Japanese", "kor": "Korean", "hin": "Hindi"}
+
+
+def language_of(lang: str) -> str:
+    """The ``{language}`` of an OCR prompt for Tesseract code(s) ``lang``: ``eng+hin`` ->
+    ``English and Hindi`` (an unknown code stays as it is)."""
+    return " and ".join(LANGUAGE_NAMES.get(p, p) for p in lang.split("+"))
 
 
 def _image_message(prompt: str, image: np.ndarray) -> list[dict]:
@@ -84,9 +92,8 @@ class VlmOCR:
         Raises:
             ApiError: the request failed after retries (a ``RuntimeError``).
         """
-        language = " and ".join(LANGUAGE_NAMES.get(p, p) for p in lang.split("+"))
         reply = client_for(self.endpoint).chat(
-            self.model, _image_message(self.prompt.format(language=language), image),
+            self.model, _image_message(self.prompt.format(language=language_of(lang)), image),
             max_tokens=self.max_tokens, temperature=self.temperature)
         return strip_fences(reply.text)
 

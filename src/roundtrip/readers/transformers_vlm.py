@@ -1,0 +1,557 @@
+"""Chat VLMs run in process with transformers: an OCR engine and a render judge
+(``type: transformers``), beside the endpoint readers of :mod:`.vlm`.
+
+One component, :class:`ChatVLM`, loads ``AutoModelForImageTextToText`` and ``AutoProcessor``
+from a model folder or a hub id already in the Hugging Face cache (never downloaded during a
+run: ``local_files_only``), writes each request with the model's own chat template, and
+generates a batch of requests at once (left padding), greedy unless the config says otherwise.
+It keeps the contract of the endpoint path (:mod:`roundtrip.api.client`):
+
+- every answer goes to the same response cache (``cache_dir``, default ``api_cache``) the moment
+  its batch returns, so a killed job resumes without generating it again. The key holds the
+  model folder's fingerprint (:func:`folder_fingerprint`), the request's texts, the bytes of its
+  images as the model is given them, and the generation settings;
+- usage (answers generated, cache hits, failures, tokens in and out, seconds) goes to the run's
+  usage ledger as ``transformers:<model>`` (:func:`roundtrip.api.client.local_usage`).
+
+A request is a list of parts, in order: texts (``str``) and images (``(H, W, 3)`` or ``(H, W)``
+uint8/uint16 arrays), sent as one user turn. The callers build it: :class:`TransformersOCR`
+(``ocr.engines.<name>``: the image, then the prompt, as VTBench's released OCR sends them) and
+:class:`TransformersJudge` (``audit.judge``: the prompt, then the image, as :class:`.vlm.VlmJudge`).
+Their prompts default to the same ``api.prompts`` templates as the endpoint readers
+(:func:`roundtrip.api.settings.resolve_api`).
+
+VTBench's released OCR (the authors' released code, github.com/xingjianleng/VTBench @ 01368b3,
+``evaluations/ocr.py``) is this component with ``model: google/gemma-3-12b-it``,
+``image_size: [1024, 1024]``, ``max_new_tokens: 1024`` and ``decoding: model`` (its
+``generate`` call passes no decoding settings, so the folder's ``generation_config.json``
+decides).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from roundtrip.api.client import DEFAULT_CACHE_DIR, Reply, ResponseCache, local_usage
+from roundtrip.api.settings import IN_PROCESS
+from roundtrip.readers.vlm import JudgeVerdict, language_of, parse_verdict
+
+log = logging.getLogger(__name__)
+
+#: The config ``type`` of every reader that runs a model in process.
+TYPE = IN_PROCESS
+#: ``decoding`` values: ``greedy`` (``do_sample=False``), ``model`` (the folder's
+#: ``generation_config.json`` as it is), or a dict of these ``generate`` arguments.
+DECODING_KEYS = ("do_sample", "temperature", "top_p", "top_k", "min_p", "num_beams",
+                 "repetition_penalty")
+DTYPES = ("auto", "bfloat16", "float16", "float32")
+#: Files larger than this are fingerprinted by their hub blob name or checksum-list digest, or
+#: by size and modification time, instead of being read (weights of many GB).
+HASHED_BYTES = 64 << 20
+
+
+class GenerationFailed(RuntimeError):
+    """The model could not answer a batch (out of memory, a processor error); each item of the
+    batch carries it as its result."""
+
+
+def runs_in_process(spec: dict | None) -> bool:
+    """Whether a reader's config entry (an OCR engine, a judge) runs its model in this process
+    (``type: transformers``): the jobs that run it ask for a GPU."""
+    return bool(spec) and spec.get("type") == TYPE
+
+
+# -- the model folder ---------------------------------------------------------------------------
+def folder_fingerprint(folder: str | Path) -> str:
+    """SHA-256 over every file of a model folder: its relative path, size and content digest.
+
+    Files up to :data:`HASHED_BYTES` are hashed. A larger file (weights) counts by the digest
+    its name gives for free: the blob it links to in the Hugging Face cache (named by the
+    file's SHA-256), or its line in the folder's checksum list
+    (:data:`roundtrip.core.weights.CHECKSUMS`); else by its modification time (a copied folder
+    then generates its answers again; it never reuses another model's).
+
+    Raises:
+        FileNotFoundError: ``folder`` is not a folder.
+    """
+    from roundtrip.core.weights import CHECKSUMS
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: not a folder")
+    listed = _checksum_list(folder / CHECKSUMS)
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        rel = path.relative_to(folder).as_posix()
+        if ".cache" in Path(rel).parts:  # hub download bookkeeping, not the model
+            continue
+        size = path.stat().st_size
+        h.update(f"{rel}\0{size}\0{_file_digest(path, size, listed.get(rel))}\n".encode())
+    return h.hexdigest()
+
+
+def _checksum_list(path: Path) -> dict[str, str]:
+    if not path.is_file():
+        return {}
+    pairs = (line.split("  ", 1) for line in path.read_text().splitlines() if "  " in line)
+    return {rel: digest for digest, rel in pairs}
+
+
+def _file_digest(path: Path, size: int, listed: str | None) -> str:
+    if size <= HASHED_BYTES:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    if path.is_symlink() and path.resolve().parent.name == "blobs":
+        return path.resolve().name  # the hub cache names an LFS blob by its SHA-256
+    return listed or f"mtime:{path.stat().st_mtime_ns}"
+
+
+def pick_device(device: str = "auto") -> str:
+    """``auto`` -> ``cuda`` when this process sees a GPU (a job granted one), else ``cpu``;
+    any other value as given (``cpu``, ``cuda``, ``cuda:1``)."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def pick_dtype(dtype: str, device: str) -> str:
+    """``auto`` -> ``bfloat16`` on a GPU, ``float32`` on the CPU; any other value as given.
+
+    Raises:
+        ValueError: not one of :data:`DTYPES`.
+    """
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype: {dtype!r} is not one of {list(DTYPES)}")
+    if dtype != "auto":
+        return dtype
+    return "float32" if device == "cpu" else "bfloat16"
+
+
+def prepared_image(image: np.ndarray, size: Sequence[int] | None = None):
+    """The PIL image the model is given: 8-bit RGB, resized to ``size`` = ``(width, height)``
+    with PIL's default filter when ``size`` is given (VTBench's released OCR:
+    ``Image.fromarray(image).convert("RGB").resize((1024, 1024))``).
+
+    Args:
+        image: ``(H, W, 3)`` or ``(H, W)`` uint8/uint16 (16-bit rounded to 8 bits).
+
+    Raises:
+        ValueError: not a 2D or 3-channel integer image.
+    """
+    from PIL import Image
+
+    from roundtrip.core.imaging import to_uint8
+
+    if not isinstance(image, np.ndarray) or image.dtype not in (np.uint8, np.uint16) \
+            or not (image.ndim == 2 or (image.ndim == 3 and image.shape[2] == 3)):
+        raise ValueError("an image is an (H, W, 3) or (H, W) uint8/uint16 array, got "
+                         f"{getattr(image, 'shape', type(image).__name__)} "
+                         f"{getattr(image, 'dtype', '')}")
+    pil = Image.fromarray(to_uint8(image)).convert("RGB")
+    return pil.resize((int(size[0]), int(size[1]))) if size else pil
+
+
+def _decoding(decoding) -> dict | None:
+    """``generate`` arguments of a ``decoding`` setting; None for ``model`` (none passed)."""
+    if decoding == "greedy":
+        return {"do_sample": False}
+    if decoding == "model":
+        return None
+    if not isinstance(decoding, dict):
+        raise ValueError(f"decoding: {decoding!r} is not greedy, model or a mapping of "
+                         f"{list(DECODING_KEYS)}")
+    unknown = sorted(set(decoding) - set(DECODING_KEYS))
+    if unknown:
+        raise ValueError(f"decoding: unknown {unknown}; known: {list(DECODING_KEYS)}")
+    return {"do_sample": False, **decoding}
+
+
+# -- loaded models, shared within a process ------------------------------------------------------
+_LOADED: dict[tuple[str, str, str], tuple] = {}
+_LOAD_LOCK = threading.Lock()
+_USAGE_LOCK = threading.Lock()
+
+
+def _load(folder: str, device: str, dtype: str) -> tuple:
+    """``(model, processor, lock)`` of ``folder``, loaded once per process and device/dtype (an
+    OCR engine and a judge naming one model share it); the lock serializes generation."""
+    with _LOAD_LOCK:
+        if (folder, device, dtype) not in _LOADED:
+            import torch
+            from transformers import AutoModelForImageTextToText, AutoProcessor
+
+            started = time.monotonic()
+            model = AutoModelForImageTextToText.from_pretrained(
+                folder, dtype=getattr(torch, dtype), local_files_only=True).to(device).eval()
+            processor = AutoProcessor.from_pretrained(folder, local_files_only=True)
+            tokenizer = getattr(processor, "tokenizer", processor)
+            tokenizer.padding_side = "left"  # a batch's answers start where its prompts end
+            if tokenizer.pad_token is None:
+                tokenizer.pad_token = tokenizer.eos_token
+            log.info("loaded %s on %s (%s) in %.1f s", folder, device, dtype,
+                     time.monotonic() - started)
+            _LOADED[(folder, device, dtype)] = (model, processor, threading.Lock())
+        return _LOADED[(folder, device, dtype)]
+
+
+def unload_all() -> None:
+    """Forget the process's loaded models (tests; freeing GPU memory between uses)."""
+    with _LOAD_LOCK:
+        _LOADED.clear()
+
+
+# -- the component -------------------------------------------------------------------------------
+class ChatVLM:
+    """A chat VLM run in process (module docstring).
+
+    Args:
+        model: a model folder, a registered folder's name, or a hub id in the Hugging Face
+            cache (:func:`roundtrip.core.weights.local_model`).
+        key: the config key of ``model``, for messages (``ocr.engines.gemma3.model``).
+        max_new_tokens: answer length limit, in tokens.
+        decoding: ``greedy`` (default), ``model`` (the folder's ``generation_config.json``), or
+            ``{do_sample, temperature, top_p, top_k, min_p, num_beams, repetition_penalty}``.
+        seed: seeds ``torch`` before each batch when decoding may sample (a sampled answer then
+            depends on the batch it was generated in).
+        batch_size: requests generated at once.
+        image_size: ``[width, height]`` every image is resized to (PIL's default filter), or
+            None for the images as given.
+        dtype: ``auto`` (``bfloat16`` on a GPU, ``float32`` on the CPU) or a torch dtype name.
+        device: ``auto`` (the GPU when the process sees one), ``cpu``, ``cuda``, ``cuda:N``.
+        cache_dir: the response cache (shared with the endpoint readers).
+
+    Raises:
+        ValueError: a bad setting (the message names it).
+    """
+
+    def __init__(self, model: str, key: str = "model", max_new_tokens: int = 1024,
+                 decoding: str | dict = "greedy", seed: int = 0, batch_size: int = 8,
+                 image_size: Sequence[int] | None = None, dtype: str = "auto",
+                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR):
+        if not model:
+            raise ValueError("model: empty (a model folder or a hub id)")
+        if int(max_new_tokens) < 1 or int(batch_size) < 1:
+            raise ValueError("max_new_tokens and batch_size must be at least 1")
+        if image_size is not None and (len(image_size) != 2 or min(image_size) < 1):
+            raise ValueError(f"image_size: [width, height] in pixels, got {image_size!r}")
+        self.model, self.key = str(model), key
+        self.max_new_tokens, self.batch_size = int(max_new_tokens), int(batch_size)
+        self.generate_args = _decoding(decoding)
+        self.decoding, self.seed = decoding, int(seed)
+        self.image_size = None if image_size is None else (int(image_size[0]), int(image_size[1]))
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype: {dtype!r} is not one of {list(DTYPES)}")
+        self.device, self.dtype = device, dtype
+        self.cache = ResponseCache(cache_dir)
+        self._folder: str | None = None
+        self._fingerprint: str | None = None
+        self._runtime: tuple[str, str] | None = None
+
+    # -- where the model is ------------------------------------------------------------------
+    @property
+    def folder(self) -> str:
+        """The model's folder on this machine.
+
+        Raises:
+            WeightsMissing: not there (the message names :attr:`key` and the hub id).
+        """
+        if self._folder is None:
+            from roundtrip.core.weights import local_model
+
+            self._folder = str(local_model(self.model, self.key))
+        return self._folder
+
+    @property
+    def fingerprint(self) -> str:
+        """:func:`folder_fingerprint` of :attr:`folder`, computed once."""
+        if self._fingerprint is None:
+            self._fingerprint = folder_fingerprint(self.folder)
+        return self._fingerprint
+
+    @property
+    def runtime(self) -> tuple[str, str]:
+        """``(device, dtype)`` the model runs with (:func:`pick_device`, :func:`pick_dtype`)."""
+        if self._runtime is None:
+            device = pick_device(self.device)
+            self._runtime = (device, pick_dtype(self.dtype, device))
+        return self._runtime
+
+    @property
+    def usage(self):
+        """The process's :class:`roundtrip.api.client.Usage` of this model (shared by every
+        component that runs it)."""
+        return local_usage(f"{TYPE}:{self.model}", self.folder)
+
+    def settings(self) -> dict:
+        """The generation settings in every cache key."""
+        out = {"max_new_tokens": self.max_new_tokens, "decoding": self.decoding,
+               "dtype": self.runtime[1]}
+        return out if self.decoding == "greedy" else out | {"seed": self.seed}
+
+    def check(self) -> str:
+        """Locate the model and fingerprint its folder (no loading); returns a label.
+
+        Raises:
+            WeightsMissing: the model is not on this machine.
+        """
+        device, dtype = self.runtime
+        return (f"{self.model} in process ({self.folder}; {device}, {dtype}; "
+                f"folder {self.fingerprint[:12]})")
+
+    # -- answering ---------------------------------------------------------------------------
+    def request_key(self, parts: Sequence) -> tuple[str, dict, list]:
+        """``(cache key, canonical request, [PIL images])`` of one request.
+
+        Raises:
+            ValueError: a part that is neither text nor an image array.
+        """
+        content, images = [], []
+        for part in parts:
+            if isinstance(part, str):
+                content.append({"type": "text", "text": part})
+                continue
+            pil = prepared_image(part, self.image_size)
+            images.append(pil)
+            content.append({"type": "image", "size": list(pil.size),
+                            "sha256": hashlib.sha256(pil.tobytes()).hexdigest()})
+        # the folder's content, not its path: a moved or copied folder keeps its answers
+        canonical = {"kind": f"{TYPE}.chat", "folder_fingerprint": self.fingerprint,
+                     "content": content, "params": self.settings()}
+        return ResponseCache.key(canonical), canonical, images
+
+    def answer_many(self, requests: list[Sequence]) -> list[str | Exception]:
+        """The answer to each request, in order: a text, or the exception of that request
+        (:class:`GenerationFailed`, or ``ValueError`` for a part that is not text or an image).
+
+        Cached answers are taken from the cache; the others are generated ``batch_size`` at a
+        time, in order, requests with as many images together, each batch's answers written to
+        the cache before the next batch starts (at most one batch of prepared images per image
+        count is held).
+
+        Raises:
+            WeightsMissing: the model is not on this machine.
+        """
+        out: list[str | Exception | None] = [None] * len(requests)
+        pending: dict[int, list[tuple[int, tuple]]] = {}  # image count -> (index, request)
+
+        def flush(count: int) -> None:
+            batch = pending.pop(count)
+            for (i, _), text in zip(batch, self._generate([r for _, r in batch]), strict=True):
+                out[i] = text
+
+        for i, parts in enumerate(requests):
+            try:
+                key, canonical, images = self.request_key(parts)
+            except ValueError as exc:
+                out[i] = exc
+                continue
+            cached = self.cache.get(key)
+            if cached is not None:
+                with _USAGE_LOCK:
+                    self.usage.cache_hits += 1
+                out[i] = Reply(cached, cached=True).text
+                continue
+            pending.setdefault(len(images), []).append((i, (key, canonical, parts, images)))
+            if len(pending[len(images)]) == self.batch_size:
+                flush(len(images))
+        for count in list(pending):
+            flush(count)
+        return out
+
+    def _generate(self, batch: list[tuple]) -> list[str | Exception]:
+        """Generate one batch, cache every answer, count usage; one result per request."""
+        import torch
+
+        model, processor, lock = _load(self.folder, *self.runtime)
+        usage = self.usage
+        started = time.monotonic()
+        try:
+            with lock, torch.no_grad():
+                inputs = _inputs(processor, [(parts, images) for _, _, parts, images in batch])
+                inputs = inputs.to(model.device, dtype=model.dtype)
+                args = dict(self.generate_args if self.generate_args is not None else {})
+                if self.generate_args is None or args.get("do_sample"):
+                    torch.manual_seed(self.seed)
+                ids = model.generate(**inputs, max_new_tokens=self.max_new_tokens, **args)
+        except (RuntimeError, ValueError) as exc:  # out of memory, a processor refusing input
+            with _USAGE_LOCK:
+                usage.failures += len(batch)
+            log.warning("%s: a batch of %d failed: %s", self.model, len(batch), exc)
+            return [GenerationFailed(f"{self.model}: {exc}")] * len(batch)
+        seconds = (time.monotonic() - started) / len(batch)
+        new = ids[:, inputs["input_ids"].shape[1]:].cpu()
+        texts = processor.batch_decode(new, skip_special_tokens=True)
+        lengths = inputs["attention_mask"].sum(dim=1).tolist()
+        eos = _eos_ids(model)
+        out = []
+        for (key, canonical, _, _), text, row, n_in in zip(batch, texts, new, lengths, strict=True):
+            n_out, stopped = _answer_length(row.tolist(), eos)
+            response = {"choices": [{"message": {"role": "assistant", "content": text},
+                                     "finish_reason": "stop" if stopped else "length"}],
+                        "usage": {"prompt_tokens": int(n_in), "completion_tokens": n_out},
+                        "model": self.model, "seconds": round(seconds, 4)}
+            self.cache.put(key, canonical, response)  # at once: a killed job keeps this batch
+            with _USAGE_LOCK:
+                usage.add_response(response, seconds=seconds)
+            out.append(text)
+        return out
+
+
+def _inputs(processor, requests: list[tuple[Sequence, list]]):
+    """The processor's batch (left-padded) of ``(parts, PIL images)`` requests, each written as
+    one user turn by the model's chat template."""
+    prompts = []
+    for parts, _ in requests:
+        content = [{"type": "text", "text": p} if isinstance(p, str) else {"type": "image"}
+                   for p in parts]
+        prompts.append(processor.apply_chat_template([{"role": "user", "content": content}],
+                                                     add_generation_prompt=True))
+    images = [imgs for _, imgs in requests]
+    return processor(text=prompts, images=images if any(images) else None, padding=True,
+                     return_tensors="pt")
+
+
+def _eos_ids(model) -> set[int]:
+    eos = model.generation_config.eos_token_id
+    return set() if eos is None else {eos} if isinstance(eos, int) else set(eos)
+
+
+def _answer_length(row: list[int], eos: set[int]) -> tuple[int, bool]:
+    """Tokens generated up to and including the first end-of-sequence token, and whether the
+    answer stopped there (else it ran into ``max_new_tokens``)."""
+    for k, token in enumerate(row):
+        if token in eos:
+            return k + 1, True
+    return len(row), False
+
+
+# -- the readers ---------------------------------------------------------------------------------
+class _InProcessReader:
+    """What the in-process readers share: the component and the config key in messages."""
+
+    name = TYPE
+    #: One batch at a time: the batches share one model (and GPU); the batch is the parallelism.
+    concurrency = 1
+
+    def __init__(self, vlm: ChatVLM):
+        self.vlm = vlm
+        self._config_key = ""
+
+    @property
+    def config_key(self) -> str:
+        return self._config_key
+
+    @config_key.setter
+    def config_key(self, value: str) -> None:  # set by the registry's builder
+        self._config_key = value
+        self.vlm.key = f"{value}.model"
+
+    @property
+    def batch_size(self) -> int:
+        return self.vlm.batch_size
+
+
+class TransformersOCR(_InProcessReader):
+    """OCR by a chat VLM run in process (``ocr.engines.<name>`` with ``type: transformers``).
+
+    Sends the image, then the prompt (VTBench's released OCR, ``evaluations/ocr.py``), and
+    returns the decoded answer as it is (special tokens skipped, nothing else removed).
+
+    Args:
+        model: a model folder or a hub id in the Hugging Face cache.
+        prompt: template; ``{language}`` becomes the item's language name. Default
+            ``api.prompts.ocr`` (filled in by :func:`roundtrip.api.settings.resolve_api`).
+        max_new_tokens: default 1024 (the released OCR's).
+        Other arguments: :class:`ChatVLM`.
+    """
+
+    def __init__(self, model: str, prompt: str = "", max_new_tokens: int = 1024,
+                 batch_size: int = 8, image_size: Sequence[int] | None = None,
+                 decoding: str | dict = "greedy", seed: int = 0, dtype: str = "auto",
+                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR):
+        if not prompt:
+            raise ValueError("prompt: empty (set it, or api.prompts.ocr)")
+        super().__init__(ChatVLM(model, "model", max_new_tokens, decoding, seed, batch_size,
+                                 image_size, dtype, device, cache_dir))
+        self.prompt = prompt
+
+    def check(self, langs: list[str] | None = None) -> str:
+        """Locates the model (raises ``WeightsMissing``); returns a label."""
+        return self.vlm.check()
+
+    def read(self, image: np.ndarray, lang: str = "eng") -> str:
+        """Text of one ``(H, W, 3)`` image.
+
+        Raises:
+            GenerationFailed / ValueError: no answer for it.
+        """
+        (text,) = self.read_many([image], lang)
+        if isinstance(text, Exception):
+            raise text
+        return text
+
+    def read_many(self, images: list[np.ndarray], lang: str = "eng") -> list[str | Exception]:
+        """Texts of ``images`` in ``lang``, ``batch_size`` at a time; an image the model could not
+        answer gives its exception in its place (:func:`roundtrip.readers.read_many`)."""
+        prompt = self.prompt.format(language=language_of(lang))
+        return self.vlm.answer_many([[image, prompt] for image in images])
+
+
+class TransformersJudge(_InProcessReader):
+    """Render judge by a chat VLM run in process (``audit.judge`` with ``type: transformers``;
+    VISTA-Bench Appendix B.3), with the prompt of :class:`.vlm.VlmJudge` (``{reference}``; asks
+    for ``{"score": 0|1|2, "explanation": ...}``), sent before the image as that judge sends it.
+
+    Args:
+        model, prompt (default ``api.prompts.judge``), max_new_tokens (default 512) and the
+        other arguments of :class:`ChatVLM`.
+    """
+
+    def __init__(self, model: str, prompt: str = "", max_new_tokens: int = 512,
+                 batch_size: int = 8, image_size: Sequence[int] | None = None,
+                 decoding: str | dict = "greedy", seed: int = 0, dtype: str = "auto",
+                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR):
+        if not prompt:
+            raise ValueError("prompt: empty (set it, or api.prompts.judge)")
+        super().__init__(ChatVLM(model, "audit.judge.model", max_new_tokens, decoding, seed,
+                                 batch_size, image_size, dtype, device, cache_dir))
+        self.prompt = prompt
+        self.name = f"{TYPE}:{model}"
+
+    def judge(self, image: np.ndarray, reference: str) -> JudgeVerdict:
+        """Score one render.
+
+        Raises:
+            GenerationFailed / MalformedResponse (``RuntimeError``): no usable answer.
+        """
+        (verdict,) = self.judge_many([(image, reference)])
+        if isinstance(verdict, Exception):
+            raise verdict
+        return verdict
+
+    def judge_many(self, pairs: list[tuple[np.ndarray, str]]) -> list[JudgeVerdict | Exception]:
+        """Verdicts of ``(image, reference)`` pairs, ``batch_size`` at a time; a pair without a
+        usable answer gives its exception in its place."""
+        answers = self.vlm.answer_many([[self.prompt.format(reference=ref), image]
+                                        for image, ref in pairs])
+        return [a if isinstance(a, Exception) else _verdict(a) for a in answers]
+
+
+def _verdict(text: str) -> JudgeVerdict | Exception:
+    try:
+        v = parse_verdict(text)
+    except RuntimeError as exc:  # MalformedResponse: recorded for the item
+        return exc
+    return JudgeVerdict(v["score"], v["explanation"])
+
+
+__all__ = ["ChatVLM", "DECODING_KEYS", "GenerationFailed", "TYPE", "TransformersJudge",
+           "TransformersOCR", "folder_fingerprint", "pick_device", "pick_dtype",
+           "prepared_image", "runs_in_process", "unload_all"]
