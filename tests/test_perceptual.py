@@ -158,3 +158,37 @@ def test_kid_spread_uses_subsets_smaller_than_the_set():
     assert small.loc["kid", "value"] == kid(real, fake, subset_size=3, subsets=20)[0]
     assert "subsets of 3 of the 8 images" in small.loc["kid", "note"]
     assert "half" not in small.loc["kid", "note"]
+
+
+def test_released_lpips_and_fid_score_the_256_px_copies(photos, alex_cache):
+    """The released evaluator's LPIPS and FID inputs are the 256 x 256 copies of both images
+    (``lpips_vtbench``, ``fid``); roundtrip's LPIPS and FID (Image Size) score the images as
+    they are; a pair already at 256 px is not passed through Inception twice."""
+    from roundtrip.evals.vtbench.perceptual import _feature_pair, _lpips_pair
+    from roundtrip.evals.vtbench.released import evaluated_view
+
+    m = LPIPS("alex", cache=alex_cache)
+    ref = photos["chelsea"]  # 300 x 451
+    rec = np.clip(ref.astype(int) + 20, 0, 255).astype(np.uint8)
+
+    def unit(a):
+        return torch.from_numpy(a).permute(2, 0, 1)[None].float() / 255
+
+    lp, lp_vtbench = _lpips_pair(m, ref, rec)
+    assert lp == pytest.approx(float(m(unit(ref), unit(rec))[0]))
+    expected = m(unit(evaluated_view(rec)), unit(evaluated_view(ref)), input_range="as_signed")
+    assert lp_vtbench == pytest.approx(float(expected[0]))
+
+    calls = []
+
+    def features(batch):  # a stand-in for Inception: the mean of each channel
+        calls.append(tuple(batch.shape[-2:]))
+        return batch.float().mean(dim=(2, 3)).repeat(1, 683)[:, :2048]
+
+    real, fake, real_256, fake_256 = _feature_pair(features, ref, rec)
+    assert calls == [(300, 451), (300, 451), (256, 256), (256, 256)]
+    assert np.allclose(real_256[:3], evaluated_view(ref).reshape(-1, 3).mean(axis=0), atol=1e-3)
+    calls.clear()
+    small = ref[:256, :256].copy()
+    out = _feature_pair(features, small, small)
+    assert calls == [(256, 256), (256, 256)] and np.array_equal(out[0], out[2])

@@ -290,6 +290,63 @@ def test_finding_4_worked_cases():
     assert "released OCR: OCR timed out" in rows["reason"][2]
 
 
+class _StubEngine:
+    """An OCR engine that reads a designed text from an image's mean level and counts reads."""
+    deterministic = True
+
+    def __init__(self):
+        self.shapes = []
+
+    def check(self, langs):
+        return "stub"
+
+    def read(self, image, lang="eng"):
+        self.shapes.append(image.shape[:2])
+        return "the cat sat on the mat" if image.mean() > 100 else "the dog sat on the hat"
+
+
+def test_text_scorer_reads_the_released_views(tmp_path, monkeypatch):
+    """The text scorer reads both 256 px images at 1024 px: the original's reading comes from
+    the originals' file when the reference is the dataset's file, an identical view is not read
+    again, and the set's CER/WER are the released sums."""
+    from roundtrip.core.recon_items import ReconContext
+    from roundtrip.evals.vtbench.text import TextScorer
+
+    bright = np.full((300, 200, 3), 200, np.uint8)
+    Image.fromarray(bright).save(tmp_path / "a.png")
+    Image.fromarray(bright).save(tmp_path / "b.png")
+    pd.DataFrame({"item_id": ["a", "b"], "path": ["a.png", "b.png"], "kind": "image",
+                  "width": 200, "height": 300, "status": "ok", "reason": ""}).to_csv(
+        tmp_path / "manifest.csv", index=False)
+    pd.DataFrame({"item_id": ["a", "b"], "status": "ok", "reason": ""}).to_csv(
+        tmp_path / "status.csv", index=False)
+    for name in ("ocr.csv", "view.csv"):
+        pd.DataFrame({"item_id": ["a", "b"], "text": "the cat sat on the mat", "status": "ok",
+                      "reason": ""}).to_csv(tmp_path / name, index=False)
+    ctx = ReconContext("m", tmp_path / "manifest.csv", tmp_path / "status.csv", tmp_path)
+    scorer = TextScorer(ctx, {"engines": {"stub": {}}, "ocr_original": {"stub": str(tmp_path / "ocr.csv")},
+                              "ocr_original_vtbench": {"stub": str(tmp_path / "view.csv")},
+                              "lang": "eng", "normalization": {}})
+    engine = _StubEngine()
+    monkeypatch.setattr(scorer, "_built", lambda: {"stub": engine})
+    dark = np.full((300, 200, 3), 20, np.uint8)
+    items = [ReconItem("a", "ok", "", tmp_path / "a.png", None, bright, bright,
+                       {"path": "a.png"}),
+             ReconItem("b", "ok", "", tmp_path / "b.png", None, bright, dark, {"path": "b.png"})]
+    records = scorer.score(items)
+    # b's reconstruction read at its own size and at 1024 px; nothing else
+    assert engine.shapes == [(300, 200), (1024, 1024)]
+    assert records[1]["stub@vtbench"] == ("the cat sat on the mat", "the dog sat on the hat",
+                                          "ok", "")
+    out = scorer.finish([i.without_images() for i in items], records)
+    values = out["text_set_stub"].set_index("metric")["value"]
+    assert values["cer_vtbench"] == pytest.approx(4 / 44)  # b: 4 edits; a and b: 22 chars each
+    assert values["wer_vtbench"] == pytest.approx(4 / 12)
+    assert values["wer_words_vtbench"] == pytest.approx(2 / 12)
+    assert out["text_stub"]["cer"].tolist() == pytest.approx([0.0, 4 / 22])
+    assert list(out["ocr_vtbench_stub"]["item_id"]) == ["a", "b"]
+
+
 def test_finding_5_ocr_view_and_preset_reader():
     """The released OCR reads the 256 px image resized to 1024 x 1024 with Pillow's default
     filter (bicubic); ``(x / 255 * 255).to(uint8)`` in float32 keeps every 8-bit level. The
