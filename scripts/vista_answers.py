@@ -14,7 +14,8 @@ reader = build_answerer(w.reader, smk.params.reader)
 try:
     rows = answer_set(smk.input.manifest, reader, model=w.model,
                       recon_dir=smk.params.recon_dir, ocr_csv=smk.input.get("ocr"),
-                      judge=smk.params.judge)
+                      judge=smk.params.judge, extraction=smk.params.extraction,
+                      prompt_layout=smk.params.prompt_layout)
 finally:
     append_usage(USAGE_LEDGER, f"vista/{w.reader}/{w.model}/{w.dataset}")
 rows.to_csv(smk.output[0], index=False)

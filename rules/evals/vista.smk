@@ -21,6 +21,8 @@ rule vista_answers:
         reader=lambda wc: VISTA.readers[wc.reader],
         recon_dir=lambda wc: None if wc.model == "original" else f"results/recon/{wc.model}/{wc.dataset}",
         judge=VISTA.section.get("judge"),
+        extraction=VISTA.section.get("extraction", "release"),
+        prompt_layout=VISTA.section.get("prompt_layout", "release"),
     log:
         "logs/vista_answers/{reader}/{model}/{dataset}.log",
     benchmark:

@@ -13,7 +13,9 @@ visualized text).
   :mod:`.question_family` exactly and nothing else: its modality gap is the gap that reading
   alone causes. It is a baseline, not a VLM.
 
-Every answerer returns the raw output string; extraction and scoring are the evaluation's
+An evaluation may lay out the text of a request itself (:attr:`Question.message`, instruction
+included); the endpoint readers then send it in place of their own layout. Every answerer
+returns the raw output string; extraction and scoring are the evaluation's
 (``roundtrip.evals.vista.extract``). Answers of the API readers are cached by the client: a
 rerun sends no request already answered.
 """
@@ -116,6 +118,9 @@ class Question:
         images: the item's own images (``(H, W, 3)`` uint8), none for unimodal questions.
         question_image: the rendered question (VT mode), ``(H, W, 3)`` uint8.
         ocr_text: what the OCR engine read from ``question_image`` (OCR readers, VT mode).
+        message: the text part of the request as the evaluation lays it out, instruction
+            included; None: the reader's own layout (:func:`hint_prefix`, the text, a blank
+            line, the instruction of its prompt). Readers without prompts ignore it.
     """
     item_id: str
     text: str
@@ -124,6 +129,7 @@ class Question:
     images: list[np.ndarray] = field(default_factory=list)
     question_image: np.ndarray | None = None
     ocr_text: str | None = None
+    message: str | None = None
 
 
 def _instruction(prompts: dict, mode: str, open_question: bool) -> str:
@@ -223,12 +229,13 @@ class VlmAnswerer(_ChatAnswerer):
         """
         instruction = _instruction(self.prompts, mode, not q.options)
         if mode == TEXT:
-            return self._chat(_image_parts(q.images)
-                              + [{"type": "text", "text": _text_body(q) + "\n\n" + instruction}])
+            text = q.message if q.message is not None else _text_body(q) + "\n\n" + instruction
+            return self._chat(_image_parts(q.images) + [{"type": "text", "text": text}])
         if q.question_image is None:
             raise ValueError("no question image")
+        text = q.message if q.message is not None else hint_prefix(q) + instruction
         return self._chat(_image_parts(q.images + [q.question_image])
-                          + [{"type": "text", "text": hint_prefix(q) + instruction}])
+                          + [{"type": "text", "text": text}])
 
 
 class OcrLlmAnswerer(_ChatAnswerer):
@@ -244,6 +251,8 @@ class OcrLlmAnswerer(_ChatAnswerer):
     def answer(self, q: Question, mode: str) -> str:
         """Raises: ApiError; ValueError: VT mode without the OCR text."""
         instruction = _instruction(self.prompts, TEXT, not q.options)
+        if mode == TEXT and q.message is not None:
+            return self._chat(_image_parts(q.images) + [{"type": "text", "text": q.message}])
         if mode == TEXT:
             body = _text_body(q)
         elif q.ocr_text is None:

@@ -27,19 +27,22 @@ from roundtrip.evals.vista.extract import (
     JUDGE,
     JUDGE_PROMPT_DEFAULT,
     OPEN,
+    PROSE,
+    RELEASE,
     extract_answer,
     is_refusal,
     judge_letter,
     score_open,
     split_reasoning,
 )
+from roundtrip.evals.vista.prompts import RELEASE_LAYOUT, message
 from roundtrip.readers.answerers import TEXT, VT, Question
 
 log = logging.getLogger(__name__)
 
 ANSWER_COLUMNS = ["item_id", "question_id", "mode", "category", "subfield", "source",
                   "modality", "font", "size", "table1", "audit", "raw", "reasoning", "extracted",
-                  "extracted_by", "answer", "hit", "status", "reason"]
+                  "extracted_by", "answer", "hit", "exact_match", "status", "reason"]
 OK, ERROR, NOT_SCORED = "ok", "error", "not_scored"
 
 
@@ -89,7 +92,8 @@ class _Images:
 
 def answer_set(manifest_path: str | Path, reader, model: str = "original",
                recon_dir: str | Path | None = None, ocr_csv: str | Path | None = None,
-               judge: dict | None = None) -> pd.DataFrame:
+               judge: dict | None = None, extraction: str = RELEASE,
+               prompt_layout: str = RELEASE_LAYOUT) -> pd.DataFrame:
     """Ask ``reader`` every question of a set in both modes and score the answers.
 
     Args:
@@ -101,13 +105,19 @@ def answer_set(manifest_path: str | Path, reader, model: str = "original",
             with ``needs_ocr``: of the renders (model ``original``) or of the reconstructions.
         judge: ``{"endpoint": resolved endpoint, "model": ..., "prompt": ...}``: a chat model
             that maps an output no rule could read to an option (off when None).
+        extraction: ``release`` (VLMEvalKit's rule as the release ran it) or ``prose`` (App.
+            C.3's prose): :mod:`roundtrip.evals.vista.extract`.
+        prompt_layout: ``release`` (the requests as the release sends them) or ``matched``
+            (the reader's own layout): :mod:`roundtrip.evals.vista.prompts`.
 
     Returns:
         DataFrame with :data:`ANSWER_COLUMNS`: text rows first (``item_id`` = question id),
         then one VT row per manifest item, in manifest order. ``table1`` is ``1`` on text rows
         and on each question's Table 1 render; ``audit`` is the render audit's verdict
         (``passed``, ``failed``, ``not judged``; VISTA-Bench App. B.3); ``modality`` is
-        ``multimodal`` for questions with pictures of their own, else ``unimodal``.
+        ``multimodal`` for questions with pictures of their own, else ``unimodal``; ``hit`` is
+        scored by ``extraction``; ``exact_match`` is an open question's exact-match credit
+        (1.0/0.0; empty for multiple-choice questions).
 
     Raises:
         ValueError: the manifest is not a question set; a needed input is missing.
@@ -126,7 +136,8 @@ def answer_set(manifest_path: str | Path, reader, model: str = "original",
 
     def one(job):
         mode, row = job
-        return _answer_one(reader, mode, row, manifest_path.parent, images, recon, ocr, judge)
+        return _answer_one(reader, mode, row, manifest_path.parent, images, recon, ocr,
+                           {"judge": judge, "extraction": extraction, "layout": prompt_layout})
 
     with ThreadPoolExecutor(max_workers=max(1, int(getattr(reader, "concurrency", 1)))) as pool:
         rows = list(pool.map(one, jobs))
@@ -176,17 +187,29 @@ def _base(mode: str, row: dict) -> dict:
             "table1": "1" if is_text else (row.get("table1") or "1"),
             "audit": "" if is_text else row.get("audit", ""),
             "raw": "", "reasoning": "", "extracted": "", "extracted_by": "",
-            "answer": row.get("answer", ""), "hit": math.nan, "status": OK, "reason": ""}
+            "answer": row.get("answer", ""), "hit": math.nan, "exact_match": math.nan,
+            "status": OK, "reason": ""}
 
 
-def _answer_one(reader, mode, row, root, images, recon, ocr, judge) -> dict:
-    out = _base(mode, row)
+def _unusable(mode: str, row: dict) -> str | None:
+    """Why a manifest row cannot be asked in ``mode``, or None. A row that failed as a whole
+    (no question text: a release row that could not be read) keeps its own reason in both
+    modes; a render that failed costs only the VT answer."""
+    if not row.get("question_text"):
+        return row.get("reason") or "no question text"
     if mode == VT and row.get("status") != "ok":
-        return out | {"status": NOT_SCORED, "reason": f"render: {row.get('reason', '')}"}
-    if mode == TEXT and not row.get("question_text"):
-        return out | {"status": NOT_SCORED, "reason": "no question text"}
+        return f"render: {row.get('reason', '')}"
+    return None
+
+
+def _answer_one(reader, mode, row, root, images, recon, ocr, how: dict) -> dict:
+    out = _base(mode, row)
+    why = _unusable(mode, row)
+    if why:
+        return out | {"status": NOT_SCORED, "reason": why}
     try:
         q = _question(reader, mode, row, root, images, recon, ocr)
+        q.message = message(reader, mode, row, q, how["layout"])
     except _NotScored as exc:
         return out | {"status": NOT_SCORED, "reason": str(exc)}
     except (ImageReadError, OSError) as exc:
@@ -196,9 +219,9 @@ def _answer_one(reader, mode, row, root, images, recon, ocr, judge) -> dict:
     except (RuntimeError, ValueError) as exc:  # ApiError is a RuntimeError
         log.warning("%s %s: %s", mode, out["item_id"], exc)
         return out | {"status": ERROR, "reason": str(exc)[:300], "extracted_by": INVALID,
-                      "hit": 0.0}
+                      "hit": 0.0, "exact_match": 0.0 if not q.options else math.nan}
     return out | score(raw, q.options, row.get("answer", ""), row.get("question_text", ""),
-                       judge)
+                       how["judge"], how["extraction"])
 
 
 class _NotScored(Exception):
@@ -227,27 +250,45 @@ def _question(reader, mode, row, root, images, recon, ocr) -> Question:
 
 
 def score(raw: str, options: list[tuple[str, str]], answer: str, question: str = "",
-          judge: dict | None = None) -> dict:
-    """Extract and score one raw output.
+          judge: dict | None = None, rule: str = RELEASE) -> dict:
+    """Extract and score one raw output (:mod:`roundtrip.evals.vista.extract`).
+
+    Args:
+        raw: the reader's output, reasoning trace included.
+        options: ``[(letter, text)]``; empty for an open question.
+        answer: the reference (a letter; an open question's text).
+        question, judge: the judge fallback (off when ``judge`` is None).
+        rule: ``release`` (headline) or ``prose``.
 
     Returns:
         ``raw, reasoning, extracted, extracted_by, hit`` (1.0 or 0.0; invalid counts wrong),
-        and ``reason`` (why an answer is invalid).
+        ``exact_match`` (an open question's exact-match credit, 1.0/0.0; NaN for a
+        multiple-choice question) and ``reason`` (why an answer is invalid). An open question
+        is ``extracted_by`` ``open``; its ``hit`` is 0.0 under the release's rule (no option,
+        no letter: App. C.3's pipeline as released) and its exact match under ``prose``.
+
+    Raises:
+        ValueError: an unknown rule.
     """
+    if rule not in (RELEASE, PROSE):
+        extract_answer("", [], rule)  # raises with the known rules
     reasoning, final = split_reasoning(raw)
     row = {"raw": raw, "reasoning": reasoning}
-    if not options:  # an open question: exact match after normalization
-        hit = score_open(final, answer)
-        return row | {"extracted": final.strip(), "extracted_by": OPEN, "hit": float(hit),
-                      "reason": ""}
-    ex = extract_answer(final, options)
+    if not options:
+        exact = float(score_open(final, answer))
+        # the release finds no letter without options: never right (can_infer on {} -> Z)
+        hit = exact if rule == PROSE else float(answer == extract_answer(final, {}).letter)
+        return row | {"extracted": final.strip(), "extracted_by": OPEN, "hit": hit,
+                      "exact_match": exact, "reason": ""}
+    ex = extract_answer(final, options, rule)
     letter, how, why = ex.letter, ex.how, ex.why
     if letter is None and judge and not is_refusal(final) and final.strip():
         letter = _ask_judge(judge, question, options, final)
         if letter:
             how, why = JUDGE, ""
     return row | {"extracted": letter or "", "extracted_by": how,
-                  "hit": float(letter is not None and letter == answer), "reason": why}
+                  "hit": float(letter is not None and letter == answer), "exact_match": math.nan,
+                  "reason": why}
 
 
 def _ask_judge(judge: dict, question: str, options, output: str) -> str | None:
