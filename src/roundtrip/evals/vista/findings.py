@@ -268,14 +268,22 @@ def headline_figure(results: RunResults, path: Path) -> str | None:
     return caption
 
 
+def paper_gap(text_minus_vt: float) -> str:
+    """A ``vista_accuracy`` gap (Text - VT, points) as Table 1 prints its Gap: VT - Text, one
+    decimal, with its sign (``-11.4``, ``+0.3``; ``0.0`` for no gap)."""
+    vt_minus_text = round(-float(text_minus_vt), 1) + 0.0  # no "-0.0"
+    return f"{vt_minus_text:+.1f}" if vt_minus_text else "0.0"
+
+
 def table1_cells(results: RunResults) -> pd.DataFrame | None:
     """The readers' rows of VISTA-Bench Table 1 in the published cells' layout
     (:mod:`roundtrip.tables.published`): VT and Text accuracy per category and Overall, and the
-    gap, to one decimal as the paper prints them; only where every question set of the run is
-    the release (``type: vista_release``, or a set marked ``paper_data``), so that the rows
-    measure what the paper's do. Run
-    categories are matched to the paper's column groups by name (case-insensitive); others are
-    left out.
+    Overall gap, to one decimal as the paper prints them; only where every question set of the
+    run is the release (``type: vista_release``, or a set marked ``paper_data``), so that the
+    rows measure what the paper's do. The gap takes Table 1's sign, VT - Text (:func:`paper_gap`;
+    ``vista_accuracy`` holds Text - VT), so one sign runs down the column beside the published
+    rows. Run categories are matched to the paper's column groups by name (case-insensitive);
+    others are left out.
 
     Returns:
         ``table, row_group, row, column_group, column, printed`` rows, or None.
@@ -293,16 +301,17 @@ def table1_cells(results: RunResults) -> pd.DataFrame | None:
               "unimodal knowledge", "overall"}
     rows = []
     for _, r in table.iterrows():
-        def cell(group, column, value):
-            if pd.notna(value):
-                rows.append({"table": "Table 1", "row_group": "This run", "row": str(r["reader"]),
-                             "column_group": group, "column": column,
-                             "printed": f"{float(value):.1f}"})
+        def cell(group, column, printed):
+            rows.append({"table": "Table 1", "row_group": "This run", "row": str(r["reader"]),
+                         "column_group": group, "column": column, "printed": printed})
         for col in table.columns:
             group, _, metric = col.rpartition(".")
             if group.lower() not in groups or metric not in ("vt_accuracy", "text_accuracy"):
                 continue
-            cell(group.title() if group != "overall" else "Overall",
-                 "VT" if metric == "vt_accuracy" else "Text", r[col])
-        cell("", "Gap", r.get("overall.modality_gap"))
+            if pd.notna(r[col]):
+                cell(group.title() if group != "overall" else "Overall",
+                     "VT" if metric == "vt_accuracy" else "Text", f"{float(r[col]):.1f}")
+        gap = r.get("overall.modality_gap")
+        if pd.notna(gap):
+            cell("Overall", "Gap", paper_gap(gap))
     return pd.DataFrame(rows) if rows else None

@@ -85,13 +85,20 @@ class VistaPlan:
         return out
 
     def sweeps(self) -> dict[str, dict | None]:
-        """Per question set, the paper's two sweeps when it was rendered on that grid
-        (``size_style``: the style sizes are compared in; ``style_size``: the size styles are
-        compared at), else None (every render of a size or style counts)."""
+        """Per question set, how the font tables group its renders
+        (:func:`roundtrip.evals.vista.tables.sweep_groups`): ``size_style`` (the style sizes are
+        compared in), ``style_size`` (the size styles are compared at) for a set rendered on
+        the paper's grid and for the release (``size_sweep_style``, ``style_sweep_pt``; default
+        Arial and 16 pt, Sec. 2), and for the release, whose questions are rendered once each
+        at a drawn (font, size), ``pooled``: every size over all fonts and every font over all
+        sizes beside; None for other sets (every render of a size or style counts)."""
         out = {}
         for d in self.datasets:
             spec = self.plan.config["datasets"][d]
             paper = spec["type"] == "vista_questions" and spec.get("grid", "paper") == "paper"
+            release = spec["type"] == "vista_release"
             out[d] = ({"size_style": spec.get("size_sweep_style", "arial"),
-                       "style_size": spec.get("style_sweep_pt", 16)} if paper else None)
+                       "style_size": spec.get("style_sweep_pt", 16)} | (
+                           {"pooled": True} if release else {})
+                      if paper or release else None)
         return out

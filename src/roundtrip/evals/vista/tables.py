@@ -13,14 +13,18 @@
   same reader answers the question right as Text, per size and style, and their share of all VT
   errors;
 - ``vista_subfield``: VT and Text accuracy per subfield (Table 1 renders);
-- ``vista_source`` (Fig. 2): VT, Text and gap per source benchmark, where the source is known;
+- ``vista_source`` (Fig. 2): VT, Text and gap per source benchmark (MMBench, SEED-Bench, MMMU,
+  MMLU), where the source is known;
 - ``vista_tokenizers``: the tokenizer axis; VT accuracy on each model's reconstructions beside
   the same reader's VT accuracy on the originals and its Text accuracy.
 
-The gap is Acc_Text - Acc_VT in points (App. D.1, Figs. 8 and 11): positive when the reader
-does worse on pixels. Invalid answers count as wrong; every cell with some says how many in a
-footnote. Renders that failed the render audit (judge score below 2, App. B.3) are left out of
-every table unless ``include_failed_audit`` is set; each table's note counts them.
+The gap is Acc_Text - Acc_VT in points (App. D.1, Figs. 8 and 11) in every table of this
+module: positive when the reader does worse on pixels (Table 1 prints VT - Text; the run's rows
+beside the published ones take the paper's sign, :func:`roundtrip.evals.vista.findings.
+table1_cells`). Invalid answers count as wrong; every cell with some says how many in a
+footnote. A question whose Table 1 render failed the render audit (judge score below 2, App.
+B.3) is left out of both modes, and every failed render of the sweeps too, unless
+``include_failed_audit`` is set; each table's note counts them.
 """
 from __future__ import annotations
 
@@ -43,7 +47,12 @@ TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfi
 CATEGORY_ORDER = (("Perception", ("perception",)), ("Reasoning", ("reasoning",)),
                   ("MM Knowledge", ("knowledge",)), ("Unimodal", ("unimodal",)))
 GAP_LABEL = "Gap (Text - VT)"
+#: The column group of Overall with open questions credited by exact match (roundtrip's
+#: convention, beside the release's Overall).
+OPEN_EXACT = "Overall, open by exact match"
 NO_SOURCE = "source unknown"  # the vista_source column of a set without source benchmarks
+#: Fig. 2's source benchmarks, in its order (the loaders map a set's rows to them).
+SOURCE_ORDER = ("MMBench", "SEED-Bench", "MMMU", "MMLU")
 
 Key = tuple[str, str, str]  # (reader, model, dataset)
 
@@ -97,12 +106,17 @@ def table1_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def admitted(df: pd.DataFrame, include_failed: bool = False) -> tuple[pd.DataFrame, int]:
-    """``(rows, n_left_out)``: the answers without the VT rows of renders that failed the render
-    audit (VISTA-Bench App. B.3 admits only judge score 2), unless ``include_failed``."""
+    """``(rows, n_left_out)``: the answers without the renders that failed the render audit
+    (VISTA-Bench App. B.3 admits only judge score 2), unless ``include_failed``. A question
+    whose Table 1 render failed loses its text row too, so that the two modes of Table 1 stay
+    matched (§3.3); ``n_left_out`` counts the VT rows left out."""
     if include_failed or "audit" not in df.columns:
         return df, 0
     failed = (df["mode"] == "vt") & (df["audit"] == "failed")
-    return df[~failed], int(failed.sum())
+    lost = set(df.loc[failed & (df["table1"].astype(str) == "1"), "question_id"]) \
+        if "table1" in df.columns else set()
+    text_lost = (df["mode"] == "text") & df["question_id"].isin(lost)
+    return df[~failed & ~text_lost], int(failed.sum())
 
 
 def prepare(answers: dict[Key, pd.DataFrame], include_failed_audit: bool = False
@@ -124,8 +138,8 @@ def audit_note(left_out: int, include_failed: bool) -> list[str]:
                 "are included (vista.include_failed_audit)"]
     if left_out:
         return [f"{left_out} VT answers on renders that failed the render audit (judge score "
-                "< 2, VISTA-Bench App. B.3) left out (vista.include_failed_audit: true keeps "
-                "them)"]
+                "< 2, VISTA-Bench App. B.3) left out, and in Table 1 their questions' text "
+                "answers too (vista.include_failed_audit: true keeps them)"]
     return []
 
 
@@ -184,10 +198,25 @@ def _notes(rows: pd.DataFrame) -> list[str]:
 
 
 def read_answers(path) -> pd.DataFrame:
-    """An ``answers.csv``: text columns as strings, ``hit`` as float (NaN = not scored)."""
+    """An ``answers.csv``: text columns as strings, ``hit`` and ``exact_match`` as float (NaN =
+    not scored; ``exact_match`` NaN for multiple-choice questions and in files written before
+    it existed)."""
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
     df["hit"] = pd.to_numeric(df["hit"], errors="coerce")
+    df["exact_match"] = pd.to_numeric(df.get("exact_match", pd.Series(math.nan, df.index)),
+                                      errors="coerce")
     return df
+
+
+def with_exact_match(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows with each open question's ``hit`` replaced by its exact-match credit (roundtrip's
+    convention beside the release's, which never credits an open question)."""
+    if "exact_match" not in df.columns:
+        return df
+    out = df.copy()
+    is_open = out["extracted_by"] == "open"
+    out.loc[is_open, "hit"] = out.loc[is_open, "exact_match"].astype(float)
+    return out
 
 
 def _modes(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -225,6 +254,9 @@ def accuracy_table(answers: dict[Key, pd.DataFrame], scorer: Scorer) -> Table:
         cols += [Column("open", "vt_accuracy", "VT", 1, group="Open (exact match)", show_n=True),
                  Column("open", "text_accuracy", "Text", 1, group="Open (exact match)",
                         show_n=True)]
+        cols += [Column("overall_exact", m, lab, 1, group=OPEN_EXACT, show_n=True)
+                 for m, lab in (("vt_accuracy", "VT"), ("text_accuracy", "Text"),
+                                ("modality_gap", GAP_LABEL))]
     rows = [_row_name(r, d, None, many) for r, _, d in keys]
     table = Table("vista_accuracy", "VISTA-Bench accuracy (%) as visualized text (VT, one render "
                   "per question) and as pure text, per category; Gap = Text - VT (points)",
@@ -239,6 +271,9 @@ def accuracy_table(answers: dict[Key, pd.DataFrame], scorer: Scorer) -> Table:
 def _accuracy_cell(scorer: Scorer, col: Column, vt: pd.DataFrame, text: pd.DataFrame) -> Cell:
     if col.dataset == "open":
         vt, text = vt[vt["extracted_by"] == "open"], text[text["extracted_by"] == "open"]
+        vt, text = with_exact_match(vt), with_exact_match(text)
+    elif col.dataset == "overall_exact":
+        vt, text = with_exact_match(vt), with_exact_match(text)
     elif col.dataset.startswith("modality="):
         m = col.dataset.split("=", 1)[1]
         return scorer.gap(vt[vt["modality"] == m], text[text["modality"] == m])
@@ -251,29 +286,41 @@ def _accuracy_cell(scorer: Scorer, col: Column, vt: pd.DataFrame, text: pd.DataF
 
 
 def sweep_groups(df: pd.DataFrame, sweep: dict | None) -> list[tuple[str, str, pd.DataFrame]]:
-    """``(kind, label, VT rows)`` per font size and per font style. With the paper's grid
-    (``sweep`` names ``size_style`` and ``style_size``), sizes are compared in the size-sweep
-    style and styles at the style-sweep size (VISTA-Bench Sec. 3.2); otherwise every render of
-    a size (style) counts."""
+    """``(kind, label, VT rows)`` per font size and per font style.
+
+    With ``sweep`` naming ``size_style`` and ``style_size`` (the paper's grid, and the release),
+    sizes are compared in the size-sweep style (kind ``size``) and styles at the style-sweep
+    size (kind ``style``; VISTA-Bench Sec. 2, Figs. 3, 7, 11); otherwise every render of a size
+    (style) counts. ``pooled: true`` (the release, one render per question at a drawn (font,
+    size)) adds every render of a size over all fonts (kind ``size_all``, label ``9 pt (all
+    fonts)``) and of a style over all sizes (``style_all``, ``Arial (all sizes)``), named
+    beside. Fonts are matched case-insensitively."""
     vt = df[df["mode"] == "vt"].copy()
     vt["size_f"] = pd.to_numeric(vt["size"], errors="coerce")
+    vt["font_key"] = vt["font"].astype(str).str.strip().str.lower()
+    sweep = sweep or {}
+    size_style = str(sweep.get("size_style") or "").lower()
+    style_size = sweep.get("style_size")
+    sizes = sorted(vt["size_f"].dropna().unique())
+    styles = [s for s in dict.fromkeys(vt["font"]) if s]
     out = []
-    size_style = (sweep or {}).get("size_style")
-    style_size = (sweep or {}).get("style_size")
-    for size in sorted(vt["size_f"].dropna().unique()):
+    for size in sizes:
         part = vt[vt["size_f"] == size]
         if size_style:
-            part = part[part["font"] == size_style]
+            part = part[part["font_key"] == size_style]
         if len(part):
             out.append(("size", _fmt_size(size), part))
-    for style in dict.fromkeys(vt["font"]):
-        if not style:
-            continue
+    for style in styles:
         part = vt[vt["font"] == style]
         if style_size is not None:
             part = part[part["size_f"] == float(style_size)]
         if len(part):
             out.append(("style", style, part))
+    if sweep.get("pooled"):
+        out += [("size_all", f"{_fmt_size(size)} (all fonts)", vt[vt["size_f"] == size])
+                for size in sizes]
+        out += [("style_all", f"{style} (all sizes)", vt[vt["font"] == style])
+                for style in styles]
     return out
 
 
@@ -359,12 +406,16 @@ def subfield_table(answers, scorer) -> Table:
 
 def source_table(answers: dict[Key, pd.DataFrame], scorer: Scorer) -> Table:
     """VT, Text and gap (Text - VT) per source benchmark (VISTA-Bench Fig. 2: MMBench,
-    SEED-Bench, MMMU, MMLU), Table 1 renders, original renders; one column group per value of
-    ``source`` (the release TSV's column). Without any known source one column says why."""
+    SEED-Bench, MMMU, MMLU, in that order; other values after), Table 1 renders, original
+    renders. The loaders map each row to its benchmark (``source``; the release's MMBench rows
+    carry MMBench's per-question provenance, kept as ``source_raw``). Without any known source
+    one column says why."""
     keys = [k for k in answers if k[1] == ORIGINAL]
     many = len({k[2] for k in keys}) > 1
-    sources = list(dict.fromkeys(s for k in keys
-                                 for s in answers[k].get("source", pd.Series(dtype=str)) if s))
+    found = list(dict.fromkeys(s for k in keys
+                               for s in answers[k].get("source", pd.Series(dtype=str)) if s))
+    sources = [s for s in SOURCE_ORDER if s in found] + [s for s in found
+                                                         if s not in SOURCE_ORDER]
     metrics = (("vt_accuracy", "VT"), ("text_accuracy", "Text"), ("modality_gap", GAP_LABEL))
     cols = [Column(s, m, lab, 1, group=s, show_n=True) for s in sources for m, lab in metrics]
     if not cols:
