@@ -361,10 +361,21 @@ def test_vista_rows_join_the_published_table1_on_the_release(tmp_path):
     first = dict(zip(table.header, table.rows[0]))
     assert first["row"] == "my_vlm" and first["block"] == "This run"
     assert first["Multimodal Perception: VT"] == "51.2"  # one decimal, as the paper prints
-    assert first["Overall: Text"] == "66.0" and first["Gap"] == "18.0"
+    # Table 1's sign (VT - Text) beside the published gaps, under Overall only: the run's
+    # Text - VT of 17.96 prints -18.0 above DeepSeek-VL2-Tiny's -11.4
+    assert first["Overall: Text"] == "66.0" and first["Overall: Gap"] == "-18.0"
+    assert "Gap" not in table.header
+    published = dict(zip(table.header, table.rows[1]))
+    assert published["row"] == "DeepSeek-VL2-Tiny (published)"
+    assert published["Overall: Gap"] == "-11.4"
     assert table.marked == set(range(1, len(table.rows)))
     assert table.rows[1][1].endswith("(published)")
-    own = RunResults({"vista_accuracy": csv},
+    # on other questions: the published rows of the run's readers, as a reference
+    other = tmp_path / "other" / "vista_accuracy.csv"
+    other.parent.mkdir()
+    pd.read_csv(csv).assign(reader="qwen3vl_8b").to_csv(other, index=False)
+    own = RunResults({"vista_accuracy": other},
                      config={"datasets": {"q": {"type": "vista_questions"}}, "vista": {}})
     (reference,) = published_of(VISTA, own)
     assert reference.title.startswith("Published results, other data") and not reference.marked
+    assert [r[1] for r in reference.rows] == ["Qwen3-VL-8B-Instruct"]

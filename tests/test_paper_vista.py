@@ -94,22 +94,33 @@ def test_overall_weights_one_render_per_question():
 
 # -- 2. Open questions count in their category and in Overall (§3.3, Table 1) ----------------
 def test_open_questions_count_in_category_and_overall():
-    """§3.3: the 1,500 instances (300/300/400/500 per category) include open-ended queries.
-    Two multiple-choice questions (VT right/wrong, text right/right) and one open one (VT
-    right, text wrong) in one category: VT 2/3 = 66.7 and Text 2/3 = 66.7 (the multiple-choice
-    questions alone: 50.0 and 100.0)."""
+    """§3.3: the 1,500 instances (300/300/400/500 per category) include open-ended queries, and
+    they count in their category and in Overall. The release scores them with its letter rule:
+    no options, no letter, never right; roundtrip's exact-match credit is beside, named. Two
+    multiple-choice questions (VT right/wrong, text right/right) and one open one whose VT
+    answer matches exactly (text does not): VT 1/3 = 33.3 and Text 2/3 = 66.7 as released; by
+    exact match VT 2/3 = 66.7, Text 66.7; the open question alone 100.0 / 0.0."""
     rows = []
     for q, t, v, how in (("m1", 1, 1, "letter"), ("m2", 1, 0, "letter"), ("o1", 0, 1, "open")):
-        rows.append({"item_id": q, "question_id": q, "mode": "text", "hit": t,
-                     "category": "Unimodal Knowledge", "extracted_by": how})
-        rows.append({"item_id": f"{q}_r", "question_id": q, "mode": "vt", "hit": v,
-                     "category": "Unimodal Knowledge", "extracted_by": how, "table1": "1"})
-    cells = _cells(tables.accuracy_table({("r", "original", "d"): _answers(rows)}, SCORER))
-    assert cells[("Unimodal Knowledge", "vt_accuracy")] == pytest.approx(200 / 3)
+        exact = {"exact_match": float(v)} if how == "open" else {}
+        rows.append({"item_id": q, "question_id": q, "mode": "text", "category":
+                     "Unimodal Knowledge", "extracted_by": how,
+                     "hit": 0 if how == "open" else t} | ({"exact_match": float(t)}
+                                                          if how == "open" else {}))
+        rows.append({"item_id": f"{q}_r", "question_id": q, "mode": "vt", "table1": "1",
+                     "category": "Unimodal Knowledge", "extracted_by": how,
+                     "hit": 0 if how == "open" else v} | exact)
+    df = _answers(rows)
+    df["exact_match"] = pd.to_numeric(df["exact_match"], errors="coerce")
+    cells = _cells(tables.accuracy_table({("r", "original", "d"): df}, SCORER))
+    assert cells[("Unimodal Knowledge", "vt_accuracy")] == pytest.approx(100 / 3)
     assert cells[("overall", "text_accuracy")] == pytest.approx(200 / 3)
-    assert cells[("open", "vt_accuracy")] == 100.0  # the open questions apart, as well
-    row = score("Mars.", [], "mars")  # exact match after normalization
-    assert (row["extracted_by"], row["hit"]) == ("open", 1.0)
+    assert cells[("overall_exact", "vt_accuracy")] == pytest.approx(200 / 3)
+    assert cells[("open", "vt_accuracy")] == 100.0  # the open questions apart, by exact match
+    assert cells[("open", "text_accuracy")] == 0.0
+    row = score("Mars.", [], "mars")  # exact match after normalization, beside
+    assert (row["extracted_by"], row["hit"], row["exact_match"]) == ("open", 0.0, 1.0)
+    assert score("Mars.", [], "mars", rule="prose")["hit"] == 1.0
 
 
 # -- 3. The hint: the same content in both modes, one rule for vlm and ocr_llm (§1, §3.3) -----
@@ -133,18 +144,23 @@ def test_hint_travels_in_both_modes_for_every_reader(kind, monkeypatch):
     assert all(t.startswith("The photo was taken indoors.\n") for t in texts)
 
 
-# -- 4. Option-text fallback only without an option letter (App. C.3) -------------------------
+# -- 4. Option-text fallback only without an option letter (App. C.3's prose) ----------------
 def test_option_text_fallback_only_without_an_option_letter():
-    """App. C.3: "If no option letter is detected", match the option text. "B or C: cat" names
-    two letters, so it is invalid although it holds option A's text (before: A)."""
+    """App. C.3's prose: "If no option letter is detected", match the option text. Under the
+    prose rule "B or C: cat" names two letters, so it is invalid although it holds option A's
+    text; the released rule (the headline, tests/test_released_vista.py) tries the text when
+    the letter step finds no single letter: A."""
     opts = [("A", "cat"), ("B", "dog"), ("C", "bird")]
-    ex = extract_answer("B or C: cat", opts)
+    ex = extract_answer("B or C: cat", opts, "prose")
     assert (ex.letter, ex.how) == (None, "invalid")
-    assert extract_answer("cat", opts).letter == "A"  # no letter: the fallback applies
-    # upper-casing makes the article "a" the one option letter near the end: the letter rule
-    # decides, and the text "dog" is never consulted
-    ex = extract_answer("I think it is a dog", opts)
+    assert extract_answer("B or C: cat", opts).letter == "A"
+    assert extract_answer("cat", opts, "prose").letter == "A"  # no letter: the fallback applies
+    # upper-casing makes the article "a" the one option letter near the end: the prose's letter
+    # rule decides; the release keeps case, finds no letter and reads the text "dog"
+    ex = extract_answer("I think it is a dog", opts, "prose")
     assert (ex.letter, ex.how) == ("A", "letter")
+    ex = extract_answer("I think it is a dog", opts)
+    assert (ex.letter, ex.how) == ("B", "option_text")
 
 
 # -- 5. The paper's prompts, verbatim, Original by default (App. C.1) --------------------------

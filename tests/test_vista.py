@@ -16,6 +16,8 @@ from roundtrip.datasets.vista import load_mcq_tsv
 from roundtrip.evals.vista import tables
 from roundtrip.evals.vista.answers import ANSWER_COLUMNS, answer_set, score
 from roundtrip.evals.vista.extract import (
+    PROSE,
+    RELEASE,
     extract_answer,
     normalize_open,
     score_open,
@@ -57,10 +59,11 @@ def test_solver_reads_what_ocr_writes_and_refuses_the_rest():
         solve("What is 5 + 5?")
 
 
-# -- extraction (VISTA-Bench App. C.3) ----------------------------------------------------------
+# -- extraction (VISTA-Bench App. C.3; the release's rule: tests/test_released_vista.py) --------
 OPTS = [("A", "Mercury"), ("B", "Venus"), ("C", "Earth"), ("D", "Mars")]
 
 
+@pytest.mark.parametrize("rule", [RELEASE, PROSE])
 @pytest.mark.parametrize("output, letter, how", [
     ("B", "B", "letter"),
     ("The answer is (C).", "C", "letter"),
@@ -73,13 +76,17 @@ OPTS = [("A", "Mercury"), ("B", "Venus"), ("C", "Earth"), ("D", "Mars")]
     ("B " + "is a letter but this sentence goes on and on without end ", None, "invalid"),
     ("Mercury or Venus", None, "invalid"),
 ])
-def test_extract_answer(output, letter, how):
-    ex = extract_answer(output, OPTS)
+def test_extract_answer(output, letter, how, rule):
+    """Outputs both rules read the same way."""
+    ex = extract_answer(output, OPTS, rule)
     assert (ex.letter, ex.how) == (letter, how)
 
 
 def test_long_output_is_not_matched_by_option_text():
-    assert extract_answer("venus " * 40, OPTS).letter is None
+    for rule in (RELEASE, PROSE):
+        assert extract_answer("venus " * 40, OPTS, rule).letter is None
+    with pytest.raises(ValueError, match="unknown rule"):
+        extract_answer("A", OPTS, "fuzzy")
 
 
 def test_reasoning_is_cut_at_think_and_kept():
@@ -95,8 +102,12 @@ def test_reasoning_is_cut_at_think_and_kept():
 def test_open_questions_by_exact_match():
     assert normalize_open("  The  Eiffel-Tower. ") == "the eiffel-tower"
     assert score_open("Paris.", "paris") and not score_open("Paris, France", "Paris")
+    # the release never credits an open question; its exact match is kept beside
     row = score("42", [], "42")
-    assert (row["extracted_by"], row["hit"]) == ("open", 1.0)
+    assert (row["extracted_by"], row["hit"], row["exact_match"]) == ("open", 0.0, 1.0)
+    row = score("42", [], "42", rule=PROSE)
+    assert (row["extracted_by"], row["hit"], row["exact_match"]) == ("open", 1.0, 1.0)
+    assert math.isnan(score("A", OPTS, "A")["exact_match"])
 
 
 def test_prompt_presets_cover_the_prompt_study():
@@ -148,7 +159,7 @@ def test_vlmevalkit_mcq_tsv(tmp_path):
     assert len(q3["options"]) == 8 and q3["answer"] == "H" and q3["images"][0].shape == (8, 8, 3)
     assert q3["subfield"] == "" and q1["subfield"] == "color"
     assert q4["options"] == [] and q4["answer"] == "Paris"
-    assert "no question" in str(qs[4]) and "row 6" in str(qs[4])
+    assert "no question" in str(qs[4]) and "line 6" in str(qs[4])
     assert "'E' is not one of the options" in str(qs[5])
     assert "neither a file" in str(qs[6])
     # through load_questions, as a vista_questions set reads it
@@ -181,7 +192,9 @@ def test_vista_release_tsv(tmp_path):
     df = build_dataset("vb", {"type": "vista_release", "path": str(path)}, tmp_path / "out")
     df = df.set_index("item_id")
     assert list(df["status"]) == ["ok", "ok", "ok", "error"]
-    assert "row 5" in df.loc["v3", "reason"] and "question_image" in df.loc["v3", "reason"]
+    assert "line 5" in df.loc["v3", "reason"] and "question_image" in df.loc["v3", "reason"]
+    assert df.loc["v3", "category"] == "x" and df.loc["v3", "source"] == "MMBench"
+    assert df.loc["v0", "source"] == "MMBench" and df.loc["v0", "source_raw"] == "mmbench"
     assert df.loc["v0", "item_images"] == "item_images/v0_0.png"
     assert (tmp_path / "out" / "item_images" / "v0_0.png").is_file()
     assert df.loc["v1", "item_images"] == "" and df.loc["v1", "width"] == 60
@@ -396,3 +409,85 @@ def test_judge_fallback_maps_an_unreadable_answer(fake_endpoint):
     refusal = score("I cannot answer this", OPTS, "B", "Which planet?", judge)
     assert refusal["extracted_by"] == "invalid"
     assert srv.counts["/v1/chat/completions"] == 1  # refusals never go to the judge
+
+
+# -- the release's conventions in the tables ----------------------------------------------------
+def test_a_failed_audit_leaves_the_question_out_of_both_modes():
+    """Worked case: q1's Table 1 render failed the audit (text wrong), q2 is wrong as VT and
+    right as text. Dropping only q1's VT answer gave VT 0 / Text 50 / Gap 100 (unmatched);
+    the question leaves both modes: VT 0 / Text 100 / Gap 100."""
+    rows = [{"item_id": "q1", "question_id": "q1", "mode": "text", "category": "c", "hit": 0,
+             "table1": "1", "extracted_by": "letter"},
+            {"item_id": "q2", "question_id": "q2", "mode": "text", "category": "c", "hit": 1,
+             "table1": "1", "extracted_by": "letter"},
+            {"item_id": "q1_r", "question_id": "q1", "mode": "vt", "category": "c", "hit": 1,
+             "table1": "1", "audit": "failed", "extracted_by": "letter"},
+            {"item_id": "q2_r", "question_id": "q2", "mode": "vt", "category": "c", "hit": 0,
+             "table1": "1", "audit": "passed", "extracted_by": "letter"}]
+    answers, notes = tables.prepare({("r", "original", "d"): _answers(rows)})
+    assert "left out, and in Table 1 their questions' text answers too" in notes[0]
+    acc = tables.accuracy_table(answers, tables.Scorer({"samples": 50}))
+    col = {(c.dataset, c.metric): j for j, c in enumerate(acc.columns)}
+    got = [acc.cells[("r", col[("overall", m)])].summary.mean
+           for m in ("vt_accuracy", "text_accuracy", "modality_gap")]
+    assert got == [0.0, 100.0, 100.0]
+    kept, _ = tables.prepare({("r", "original", "d"): _answers(rows)}, include_failed_audit=True)
+    assert len(kept[("r", "original", "d")]) == 4
+
+
+def _release_answers():
+    """One render per question at a drawn (font, size), as the release: 8 questions, text all
+    right; VT right only in Arial."""
+    rows = []
+    for k, (font, size) in enumerate([("Arial", 9), ("Arial", 16), ("Brush Script MT", 9),
+                                      ("Brush Script MT", 16), ("Cambria", 9), ("Arial", 32),
+                                      ("Cambria", 16), ("Brush Script MT", 32)]):
+        q = f"q{k}"
+        source = ["mmlu_val", "SEED-I", "mmmu_val", "scienceqa"][k % 4]
+        rows.append({"item_id": q, "question_id": q, "mode": "text", "hit": 1, "table1": "1",
+                     "category": "c", "source": source, "extracted_by": "letter"})
+        rows.append({"item_id": q, "question_id": q, "mode": "vt", "font": font,
+                     "size": str(size), "hit": float(font == "Arial"), "table1": "1",
+                     "category": "c", "source": source, "extracted_by": "letter"})
+    return _answers(rows)
+
+
+def test_font_table_on_the_release_compares_sizes_in_arial_and_fonts_at_16_pt():
+    """Per size in the size-sweep font and per font at the style-sweep size, as the docs say;
+    the release's pooled groups (every font of a size, every size of a font) beside, named."""
+    from types import SimpleNamespace
+
+    from roundtrip.evals.vista.plan import VistaPlan
+
+    plan = SimpleNamespace(config={"datasets": {"vb": {"type": "vista_release", "path": "x"}},
+                                   "vista": {"readers": {"r": {"type": "ocr_solver"}}}},
+                           datasets=["vb"])
+    sweeps = VistaPlan(plan).sweeps()
+    assert sweeps == {"vb": {"size_style": "arial", "style_size": 16, "pooled": True}}
+    font = tables.font_table({("r", "original", "vb"): _release_answers()}, sweeps,
+                             tables.Scorer({"samples": 50}))
+    cells = {c.dataset: font.cells[("r / original", j)].summary for j, c in
+             enumerate(font.columns) if c.metric == "vt_accuracy"}
+    assert (cells["size=9 pt"].mean, cells["size=9 pt"].n) == (100.0, 1)  # Arial only
+    assert (cells["size_all=9 pt (all fonts)"].mean, cells["size_all=9 pt (all fonts)"].n) == \
+        (pytest.approx(100 / 3), 3)
+    assert (cells["style=Brush Script MT"].mean, cells["style=Brush Script MT"].n) == (0.0, 1)
+    assert cells["style_all=Brush Script MT (all sizes)"].n == 3
+    assert cells["style=Arial"].n == 1 and cells["style_all=Arial (all sizes)"].n == 3
+
+
+def test_source_table_groups_by_the_four_benchmarks():
+    """The release's raw sources (tags, MMBench's provenance) map to Fig. 2's four benchmarks,
+    in its order."""
+    from roundtrip.datasets.vista import source_benchmark
+
+    raw = ["mmlu_val", "SEED-I", "mmmu_val", "scienceqa",
+           "https://www.google.com/maps/@44.35,26.10,4z?entry=ttu", "COCO train2014", ""]
+    assert [source_benchmark(s, "MMBench") for s in raw] == [
+        "MMLU", "SEED-Bench", "MMMU", "MMBench", "MMBench", "MMBench", ""]
+    df = _release_answers()
+    df["source"] = df["source"].map(lambda s: source_benchmark(s, "MMBench"))
+    table = tables.source_table({("r", "original", "vb"): df}, tables.Scorer({"samples": 50}))
+    assert list(dict.fromkeys(c.group for c in table.columns)) == ["MMBench", "SEED-Bench",
+                                                                  "MMMU", "MMLU"]
+    assert len(table.columns) == 12
