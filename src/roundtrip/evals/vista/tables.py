@@ -23,7 +23,7 @@ module: positive when the reader does worse on pixels (Table 1 prints VT - Text;
 beside the published ones take the paper's sign, :func:`roundtrip.evals.vista.findings.
 table1_cells`). Invalid answers count as wrong; every cell with some says how many in a
 footnote. A question whose Table 1 render failed the render audit (judge score below 2, App.
-B.3) is left out of both modes, and every failed render of the sweeps too, unless
+B.3) is left out of Table 1 in both modes, and every failed render of the sweeps too, unless
 ``include_failed_audit`` is set; each table's note counts them.
 """
 from __future__ import annotations
@@ -102,21 +102,27 @@ def table1_rows(df: pd.DataFrame) -> pd.DataFrame:
     if flagged is None or not flagged[df["mode"] == "vt"].any() and (df["mode"] == "vt").any():
         raise ValueError("answers without Table 1 render flags (table1 column); rerun the "
                          "vista_answers jobs")
-    return df[(df["mode"] == "text") | flagged]
+    # a text row flagged 0 is a question left out of Table 1 (its render failed the audit)
+    text = (df["mode"] == "text") & (df["table1"].astype(str) != "0")
+    return df[text | flagged]
 
 
 def admitted(df: pd.DataFrame, include_failed: bool = False) -> tuple[pd.DataFrame, int]:
     """``(rows, n_left_out)``: the answers without the renders that failed the render audit
     (VISTA-Bench App. B.3 admits only judge score 2), unless ``include_failed``. A question
-    whose Table 1 render failed loses its text row too, so that the two modes of Table 1 stay
-    matched (§3.3); ``n_left_out`` counts the VT rows left out."""
+    whose Table 1 render failed leaves Table 1 in both modes: its text row is flagged
+    ``table1 = 0`` (:func:`table1_rows` leaves it out), so that Table 1's two modes stay matched
+    (§3.3); the sweeps pair each render with the text answer as before. ``n_left_out`` counts
+    the VT rows left out."""
     if include_failed or "audit" not in df.columns:
         return df, 0
     failed = (df["mode"] == "vt") & (df["audit"] == "failed")
-    lost = set(df.loc[failed & (df["table1"].astype(str) == "1"), "question_id"]) \
-        if "table1" in df.columns else set()
-    text_lost = (df["mode"] == "text") & df["question_id"].isin(lost)
-    return df[~failed & ~text_lost], int(failed.sum())
+    out = df[~failed]
+    if "table1" in df.columns:
+        lost = set(df.loc[failed & (df["table1"].astype(str) == "1"), "question_id"])
+        out = out.copy()
+        out.loc[(out["mode"] == "text") & out["question_id"].isin(lost), "table1"] = "0"
+    return out, int(failed.sum())
 
 
 def prepare(answers: dict[Key, pd.DataFrame], include_failed_audit: bool = False
