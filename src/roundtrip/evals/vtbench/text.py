@@ -245,8 +245,9 @@ class TextScorer(ReconScorer):
 
     Options: ``engines`` (``ocr.engines``: name -> spec), ``ocr_original`` (name -> the OCR file
     of the originals), ``ocr_original_vtbench`` (name -> the originals' released reading, or
-    None: no released reading of this set), ``lang`` (the dataset's language; an item's own
-    ``lang`` wins), ``normalization`` (``ocr.normalization``).
+    None: no released reading of this set, whose ``text_set_*`` rows then say so; without the
+    key, neither ``text_set_*`` nor ``ocr_vtbench_*`` is written), ``lang`` (the dataset's
+    language; an item's own ``lang`` wins), ``normalization`` (``ocr.normalization``).
 
     Records: ``{engine: (text, status, reason)}`` of a reconstructed item, with
     ``{engine + "@vtbench": (text of the original, text, status, reason)}`` for the released
@@ -408,6 +409,8 @@ class TextScorer(ReconScorer):
                 per_item = per_item.assign(**dict.fromkeys(RELEASED_TEXT_COLUMNS, math.nan))
                 set_rows = released_set_rows(None, note=NO_VIEW)
             out[f"text_{name}"] = per_item
+            if "ocr_original_vtbench" not in self.options:
+                continue  # a caller without the released reading: the per-item file only
             out[f"text_set_{name}"] = set_rows
             out[f"ocr_vtbench_{name}"] = pd.DataFrame(
                 [{"item_id": k, "text_original": v[0], "text": v[1], "status": v[2],
