@@ -7,13 +7,13 @@ from roundtrip.api.client import USAGE_LEDGER, append_usage
 from roundtrip.core.compute import configure_torch
 from roundtrip.core.logs import setup_logging
 from roundtrip.evals.telephone.job import run_job
-from roundtrip.evals.telephone.unified import build_pair
+from roundtrip.evals.telephone.unified import IN_PROCESS_TYPES, build_pair
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 p, dataset = smk.params, smk.wildcards.dataset
 log = setup_logging(smk.log[0])
-if any(job["spec"] and (job["spec"].get("tokenizer") or job["spec"].get("type") == "diffusers")
-       for job in p.jobs):
+if any(job["spec"] and (job["spec"].get("tokenizer")
+                        or job["spec"].get("type") in IN_PROCESS_TYPES) for job in p.jobs):
     # a network runs: torch's threads and kernels follow the reproducibility mode
     log.info("compute: %s", configure_torch(smk.config, smk.threads))
 for job in p.jobs:

@@ -114,13 +114,17 @@ def test_owlv2_detector_feeds_the_released_rules_and_clip_colour_genevals(folder
 def test_diffusers_pair_from_folders_is_seeded_per_item_and_generation(tmp_path):
     sd = tiny_models.tiny_stable_diffusion(tmp_path / "sd")
     cap = tiny_models.tiny_captioner(tmp_path / "cap")
-    pair = build_pair("sdxl_llava", {"type": "diffusers", "t2i": str(sd), "i2t": str(cap),
-                                     "steps": 2, "size": 64, "max_new_tokens": 6}, "cpu")
+    spec = {"type": "diffusers", "t2i": str(sd), "i2t": str(cap), "steps": 2, "size": 64,
+            "max_new_tokens": 6}
+    pair = build_pair("sdxl_llava", spec | {"cache_dir": str(tmp_path / "cache")}, "cpu")
     images = pair.t2i(["a red bus", "a red bus"], [7, 8])
     assert all(im.shape == (64, 64, 3) and im.dtype == np.uint8 for im in images)
-    again = pair.t2i(["a red bus"], [7])
+    fresh = build_pair("sdxl_llava", spec | {"cache_dir": str(tmp_path / "cache2")}, "cpu")
+    again = fresh.t2i(["a red bus"], [7])
     assert np.array_equal(images[0], again[0])  # same seed, same image
     assert not np.array_equal(images[0], images[1])  # another seed, another image
+    assert np.array_equal(pair.t2i(["a red bus"], [7])[0], images[0])  # from the cache
+    assert pair.generator.images.usage.cache_hits == 1
     captions = pair.i2t(images)
     assert all(isinstance(c, str) and "\n" not in c for c in captions)
     seeds = [Seed("x", "a red bus", None)]

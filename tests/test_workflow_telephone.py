@@ -2,7 +2,9 @@
 pair against the loopback OpenAI-compatible server (tests/fake_openai.py draws the quoted prompt
 text as the "generated" image and captions by reading it with Tesseract), and a chain folder in
 the released code's layout made elsewhere; faults are recorded per item, a rerun from scratch
-asks the server only what failed, and raising G computes only the new generations."""
+asks the server only what failed, and raising G computes only the new generations. Pairs whose
+models run in process (tiny random models built by the test) ask for the GPU of a CUDA run and
+run on the CPU."""
 import json
 import os
 import subprocess
@@ -195,3 +197,86 @@ def test_offline_pairs_on_the_builtin_captions_share_one_job(tmp_path):
                           for p in (work / "results/telephone").glob("*/caps/*.csv")}
     assert len(files[True]) == 4 and files[True] == files[False]
     assert (tmp_path / "batched_True/logs/telephone_chains_sets/caps.log").is_file()
+
+
+def _declared_resources(dry_run: str) -> dict[str, list[str]]:
+    """``rule name -> its jobs' resources lines`` of a ``snakemake -n`` printout."""
+    import re
+
+    out, rule = {}, None
+    for line in dry_run.splitlines():
+        if m := re.match(r"\s*rule (\w+):$", line):
+            rule = m.group(1)
+        elif rule and line.strip().startswith("resources:"):
+            out.setdefault(rule, []).append(line.strip())
+    return out
+
+
+def test_in_process_pairs_ask_for_the_gpu_and_run_on_the_cpu(tmp_path):
+    """A diffusers pair (a tiny Stable Diffusion + the tiny Gemma 3 chat VLM) and a transformers
+    pair (a tiny Janus, both directions) beside an offline pair: with run.device cuda their
+    chain jobs declare gpu=1 and the render_ocr job gpu=0; with run.device cpu the jobs run
+    here, write their usage, and a rerun from scratch (results removed, the response cache
+    kept) generates nothing and writes the same similarity files."""
+    import shutil
+
+    import tiny_models
+
+    models = tmp_path / "models"
+    sd = tiny_models.tiny_stable_diffusion(models / "sd")
+    gemma = tiny_models.tiny_gemma3(models / "gemma")
+    janus = tiny_models.tiny_janus(models / "janus")
+    work = tmp_path / "work"
+    work.mkdir()
+    config = {"datasets": {"caps": {"type": "captions", "captions": "builtin", "count": 2}},
+              "models": {"identity": {"type": "identity"}},
+              "ocr": {"engines": {"tesseract": {"type": "tesseract"}}},
+              "api": {"prompts": {"telephone_t2i": 'Draw this: "{caption}"',
+                                  "telephone_i2t": "Describe this image."}},
+              "telephone": {"generations": 2,
+                            "pairs": {"render_id": {"type": "render_ocr"},
+                                      "sd_gemma": {"type": "diffusers", "t2i": str(sd),
+                                                   "i2t": str(gemma), "steps": 2, "size": 64,
+                                                   "max_new_tokens": 5},
+                                      "janus": {"type": "transformers", "model": str(janus),
+                                                "max_new_tokens": 5}},
+                            "backbones": {"cer": {"type": "cer"}}},
+              "metrics": {"lpips": {"enabled": False}, "fid": {"enabled": False},
+                          "tokens": {"reference": None}},
+              "tables": {"bootstrap": {"samples": 100}},
+              "run": {"device": "cuda"}}
+    (work / "config.yaml").write_text(yaml.safe_dump(config))
+    jobs = _declared_resources(smk(work, dict(os.environ), "-n").stdout)
+    assert len(jobs["telephone_chains"]) == 2
+    assert all("gpu=1" in r for r in jobs["telephone_chains"]), jobs
+    assert all("gpu=0" in r for r in jobs["telephone_chains_sets"]), jobs
+
+    config["run"]["device"] = "cpu"
+    (work / "config.yaml").write_text(yaml.safe_dump(config))
+    smk(work, dict(os.environ))
+    files = {p.relative_to(work).as_posix(): p.read_bytes()
+             for p in (work / "results/telephone").glob("*/caps/similarity.csv")}
+    assert len(files) == 3
+    for pair in ("sd_gemma", "janus"):
+        root = work / f"results/telephone/{pair}/caps/chains"
+        for chain in ("text-first", "image-first"):
+            status = pd.read_csv(root / chain / "gen-2.status.csv")
+            assert (status["status"] == "ok").all() and len(status) == 2
+    ledger = [json.loads(x)
+              for x in (work / "results/api/usage.jsonl").read_text().splitlines()]
+    by_model = {x["endpoint"]: x for x in ledger}
+    assert set(by_model) == {f"diffusers:{sd}", f"transformers:{gemma}",
+                             f"transformers:{janus}"}
+    # 2 items x (1 image + 1 caption) per chain and pair, 2 chains
+    assert by_model[f"transformers:{janus}"]["requests"] == 8
+    assert by_model[f"transformers:{janus}"]["images"] == 4
+    assert by_model[f"diffusers:{sd}"]["images"] == 4
+
+    shutil.rmtree(work / "results")
+    smk(work, dict(os.environ))
+    again = [json.loads(x)
+             for x in (work / "results/api/usage.jsonl").read_text().splitlines()]
+    assert sum(x["requests"] for x in again) == 0  # the rerun: 0 generations
+    assert sum(x["cache_hits"] for x in again) == 8 + 4 + 4  # Janus; SD's images, Gemma's
+    assert {p.relative_to(work).as_posix(): p.read_bytes()
+            for p in (work / "results/telephone").glob("*/caps/similarity.csv")} == files

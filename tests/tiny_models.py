@@ -171,3 +171,89 @@ def tiny_sentence_transformer(folder: Path) -> Path:
     word = Transformer(str(bert), max_seq_length=64)
     SentenceTransformer(modules=[word, Pooling(32, "mean")]).save(str(folder))
     return folder
+
+
+def tiny_gemma3(folder: Path, constant: bool = False) -> Path:
+    """The tiny random Gemma 3 chat VLM of ``benchmarks/inprocess_vlm.py`` (``random_gemma3``,
+    size ``tiny``: a 1-layer SigLIP tower on 32 px images, 4 image tokens, a word-level
+    tokenizer, Gemma's chat template); ``constant``: every logit 0 (greedy answers token 0)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks/inprocess_vlm.py"
+    spec = importlib.util.spec_from_file_location("inprocess_vlm_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.random_gemma3(folder, "tiny", constant=constant)
+
+
+#: Words of the tiny Janus' vocabulary (its answers are made of them).
+JANUS_SENTENCES = ["Describe this image in one detailed paragraph: the objects, their count, "
+                   "colours, positions and any visible text.",
+                   'Create an image that shows the following description faithfully: "',
+                   "a red bus on a quiet street", "two cats sleep on a blue sofa"]
+
+
+def tiny_janus(folder: Path) -> Path:
+    """A JanusForConditionalGeneration (both directions: chat and image generation) with its
+    JanusProcessor, random weights: a 2-layer Llama of width 32, a 1-layer SigLIP tower on 32 px
+    images (16 image tokens), a VQ decoder of 64 codes giving 32 x 32 images, a word-level
+    tokenizer (``tokenizers``) with Janus' special tokens and a chat template in Janus' turn
+    format; its ``generation_config`` is the converted hub folders' (guidance 5, temperature
+    1, the begin-of-image id, custom entries kept)."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import (JanusConfig, JanusForConditionalGeneration, JanusImageProcessor,
+                              JanusProcessor, PreTrainedTokenizerFast)
+
+    special = ["<pad>", "<eos>", "<bos>", "<unk>", "<|User|>", "<|Assistant|>",
+               "<begin_of_image>", "<end_of_image>", "<image_placeholder>"]
+    split = pre_tokenizers.Whitespace().pre_tokenize_str
+    words = sorted({w for s in JANUS_SENTENCES for w, _ in split(s)})
+    vocab = {w: i for i, w in enumerate([*special, *words])}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    backend.add_special_tokens(special)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+        unk_token="<unk>", extra_special_tokens={"image_token": "<image_placeholder>",
+                                                 "boi_token": "<begin_of_image>",
+                                                 "eoi_token": "<end_of_image>"})
+    template = ("{{ bos_token }}{% for m in messages %}"
+                "{{ '<|User|>' if m['role'] == 'user' else '<|Assistant|>' }}: "
+                "{% for p in m['content'] %}{% if p['type'] == 'image' %}<image_placeholder>"
+                "{% else %}{{ p['text'] }}{% endif %}{% endfor %}\n\n{% endfor %}"
+                "{% if add_generation_prompt %}<|Assistant|>:{% endif %}")
+    px, patch = 32, 8
+    tokens = (px // patch) ** 2
+    processor = JanusProcessor(
+        image_processor=JanusImageProcessor(size={"height": px, "width": px}, min_size=4),
+        tokenizer=tokenizer, chat_template=template, num_image_tokens=tokens)
+    config = JanusConfig(
+        text_config=dict(model_type="llama", vocab_size=len(vocab), hidden_size=32,
+                         intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=1, max_position_embeddings=512,
+                         pad_token_id=vocab["<pad>"], bos_token_id=vocab["<bos>"],
+                         eos_token_id=vocab["<eos>"]),
+        vision_config=dict(image_size=px, patch_size=patch, num_image_tokens=tokens,
+                           hidden_size=32, projection_dim=32, num_hidden_layers=1,
+                           num_attention_heads=2, mlp_ratio=2),
+        # 3 upsamplings of the 4 x 4 code grid: 32 px images
+        vq_config=dict(embed_dim=8, num_embeddings=64, latent_channels=8, base_channels=32,
+                       channel_multiplier=[1, 1, 1, 1], num_res_blocks=1, projection_dim=32,
+                       image_token_embed_dim=32),
+        image_token_id=vocab["<image_placeholder>"],
+        tie_word_embeddings=False)  # tied, the answer repeats the prompt's last word
+    torch.manual_seed(0)
+    model = JanusForConditionalGeneration(config)
+    with torch.no_grad():  # at the init's 0.02 scale the image does not change the answer
+        for name, weight in model.named_parameters():
+            if weight.dim() == 2 and "vqmodel" not in name:
+                weight.normal_(0.0, 0.3)
+    gen = model.generation_config
+    gen._from_model_config = False  # keep the custom entry below when saved and loaded
+    gen.pad_token_id, gen.bos_token_id = vocab["<pad>"], vocab["<bos>"]
+    gen.eos_token_id, gen.guidance_scale, gen.temperature = vocab["<eos>"], 5.0, 1.0
+    gen.generation_kwargs = {"boi_token_id": vocab["<begin_of_image>"]}
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder

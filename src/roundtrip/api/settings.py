@@ -34,8 +34,11 @@ from roundtrip.api.client import Endpoint, MissingApiKey
 #: The ``type`` of a chat use that runs its model in process (no endpoint).
 IN_PROCESS = "transformers"
 #: Types of uses that run their models in process -> the keys that name their models (located
-#: on this machine instead of resolving an endpoint).
-IN_PROCESS_MODELS: dict[str, tuple[str, ...]] = {IN_PROCESS: ("model",)}
+#: on this machine instead of resolving an endpoint): a chat VLM or a model that also draws
+#: (``transformers``: ``model``), a diffusers pipeline with a transformers captioner
+#: (``diffusers``: ``t2i``, ``i2t``).
+IN_PROCESS_MODELS: dict[str, tuple[str, ...]] = {IN_PROCESS: ("model",),
+                                                 "diffusers": ("t2i", "i2t")}
 #: Types of the shared sections' chat uses (OCR engines, the render judge).
 CHAT_TYPES = ("vlm", IN_PROCESS)
 

@@ -289,6 +289,16 @@ class ChatVLM:
         component that runs it)."""
         return local_usage(f"{TYPE}:{self.model}", self.folder)
 
+    def loaded(self) -> tuple:
+        """``(model, processor, lock)`` as :meth:`answer_many` runs them, loaded once per process,
+        device and dtype, for a caller that runs the same model another way (a unified model's
+        image generation); hold ``lock`` while generating.
+
+        Raises:
+            WeightsMissing: the model is not on this machine.
+        """
+        return _load(self.folder, *self.runtime)
+
     def settings(self) -> dict:
         """The generation settings in every cache key."""
         out = {"max_new_tokens": self.max_new_tokens, "decoding": self.decoding,
@@ -369,7 +379,7 @@ class ChatVLM:
         """Generate one batch, cache every answer, count usage; one result per request."""
         import torch
 
-        model, processor, lock = _load(self.folder, *self.runtime)
+        model, processor, lock = self.loaded()
         usage = self.usage
         started = time.monotonic()
         try:

@@ -9,6 +9,7 @@ from functools import cached_property
 
 from roundtrip.core import weights
 from roundtrip.datasets import CHAIN_INPUTS
+from roundtrip.evals.telephone.unified import IN_PROCESS_TYPES
 
 
 class TelephonePlan:
@@ -66,7 +67,7 @@ class TelephonePlan:
         if self.plan.config["datasets"][dataset]["type"] == "chains":
             return None
         spec = dict(self.pairs[model])
-        for key in ("t2i", "i2t"):  # diffusers pairs: registry names into the cache
+        for key in ("t2i", "i2t", "model"):  # in-process pairs: registry names into the cache
             if key in spec:
                 spec[key] = self._folder(spec[key])
         tok = spec.get("tokenizer")
@@ -138,9 +139,11 @@ class TelephonePlan:
                 for m in models]
 
     def gpu(self, model: str, dataset: str) -> int:
-        """1 when the job runs a network on CUDA (diffusers pairs, learned tokenizers)."""
+        """1 when the job runs a network on CUDA: a pair whose models run in process
+        (:data:`.unified.IN_PROCESS_TYPES`: diffusers, transformers) or a learned tokenizer,
+        with the run's device a GPU (:meth:`roundtrip.workflow.plan.Plan.gpu_for_device`)."""
         spec = self.pair_spec(model, dataset) or {}
-        if spec.get("type") == "diffusers":
+        if spec.get("type") in IN_PROCESS_TYPES:
             return self.plan.gpu_for_device()
         tok = (spec.get("tokenizer") or {}).get("name")
         return self.plan.gpu_for(tok) if tok else 0

@@ -32,6 +32,14 @@ WEIGHT_FOLDERS = (
               "GenEval's colour check beside MGG (CLIP)"),
 )
 
+#: Pair type -> the prompt fields it sends and their default templates in ``api.prompts`` (a
+#: diffusers pipeline takes the caption itself as its prompt).
+PAIR_PROMPTS = {
+    "api": {"t2i_prompt": "telephone_t2i", "i2t_prompt": "telephone_i2t"},
+    "diffusers": {"i2t_prompt": "telephone_i2t"},
+    "transformers": {"t2i_prompt": "telephone_t2i", "i2t_prompt": "telephone_i2t"},
+}
+
 
 class Telephone(Evaluation):
     key = "telephone"
@@ -76,10 +84,13 @@ class Telephone(Evaluation):
                 "generations")
 
     def api_uses(self, config: dict) -> list[tuple[str, dict, dict[str, str]]]:
+        """The pairs that send prompts: ``api`` pairs (their endpoint resolved), ``diffusers``
+        and ``transformers`` pairs (run in process: their models are located on this machine,
+        :data:`roundtrip.api.settings.IN_PROCESS_MODELS`); each prompt a pair leaves out is
+        ``api.prompts``' template, one string for every pair that sends it."""
         pairs = (config.get("telephone") or {}).get("pairs") or {}
-        return [(f"telephone.pairs.{name}", spec, {"t2i_prompt": "telephone_t2i",
-                                                   "i2t_prompt": "telephone_i2t"})
-                for name, spec in pairs.items() if spec.get("type") == "api"]
+        return [(f"telephone.pairs.{name}", spec, PAIR_PROMPTS[spec["type"]])
+                for name, spec in pairs.items() if spec.get("type") in PAIR_PROMPTS]
 
     def findings_inputs(self, plan) -> list[str]:
         """The per-item similarity files (MCD's CIs and paired comparison)."""

@@ -10,8 +10,16 @@ One registry, :data:`UNIFIED_TYPES` (config ``telephone.pairs.<name>.type``):
   the chain drifts as much as the tokenizer loses.
 - ``api`` (:class:`ApiPair`): ``images.generate`` and a captioning chat completion on an
   OpenAI-compatible endpoint (the client of :mod:`roundtrip.api.client`: cache, retries, usage).
-- ``diffusers`` (:class:`DiffusersPair`): a diffusers text-to-image pipeline from a local folder
-  (seeded per item and generation) with a ``transformers`` captioner from a local folder.
+- ``diffusers`` (:class:`DiffusersPair`): a diffusers text-to-image pipeline with a
+  ``transformers`` captioner (a chat VLM such as LLaVA, or an encoder-decoder captioner), both
+  run in process from local folders or the Hugging Face cache.
+- ``transformers`` (:class:`TransformersPair`): one model that transformers runs in both
+  directions (Janus-Pro: its chat mode and its image generation mode), in process.
+
+The in-process pairs batch their requests, seed each image by its item and generation, and
+write every answer to the response cache as its batch returns (shared with the endpoint path,
+:mod:`.image_generators`, :mod:`roundtrip.readers.transformers_vlm`): a killed job resumes
+without generating what it had.
 
 Both methods return one result per input, in order: the image (``(H, W, 3)`` uint8) or text, or
 the exception that item raised, so that one failed item does not stop the others.
@@ -25,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from roundtrip.core.weights import model_folder
+from roundtrip.api.client import DEFAULT_CACHE_DIR
 
 _WS = re.compile(r"\s+")
 
@@ -224,116 +232,196 @@ class ApiPair(UnifiedPair):
 
 # -- diffusers + transformers ----------------------------------------------------------------------
 class DiffusersPair(UnifiedPair):
-    """T2I: a diffusers pipeline (``AutoPipelineForText2Image``) from a local folder, one seeded
-    ``torch.Generator`` per item and generation; I2T: a ``transformers`` captioner from a local
-    folder (a ``VisionEncoderDecoderModel``, or an image-text-to-text model such as LLaVA with
-    ``i2t_prompt``). The paper's decoupled "LLaVA 1.5 + SDXL" row is this pair.
+    """T2I: a diffusers pipeline (:class:`.image_generators.DiffusersT2I`: batched, seeded per
+    item and generation, cached); I2T: a ``transformers`` captioner: a chat VLM such as LLaVA run
+    in process by :class:`~roundtrip.readers.transformers_vlm.ChatVLM` (the model's chat template,
+    ``i2t_prompt`` then the image as one user turn, as :class:`ApiPair` sends them; batched,
+    greedy, cached), or a ``VisionEncoderDecoderModel`` (no prompt). The paper's decoupled
+    "LLaVA 1.5 + SDXL" row is this pair.
 
     Args:
-        t2i: folder of the pipeline (``save_pretrained`` layout).
-        i2t: folder of the captioner (model, processor/tokenizer).
+        t2i: the pipeline: a folder (``save_pretrained`` layout) or a hub id in the Hugging Face
+            cache (:func:`roundtrip.core.weights.local_model`).
+        i2t: the captioner: a folder or a hub id in the cache.
         steps, guidance, size: sampling settings (size: output side in px).
-        i2t_prompt: instruction for chat captioners (ignored by encoder-decoder captioners).
-        max_new_tokens: caption length limit.
+        i2t_prompt: instruction for chat captioners (``api.prompts.telephone_i2t`` by default;
+            ignored by encoder-decoder captioners).
+        max_new_tokens: caption length limit, in tokens.
+        batch_size: prompts (T2I) and images (I2T) generated at once.
+        dtype: ``auto`` (``bfloat16`` on a GPU, ``float32`` on the CPU) or a torch dtype name.
         device: ``auto``, ``cpu``, ``cuda``.
+        cache_dir: the response cache (shared with the endpoint path).
 
     Raises:
-        WeightsMissing: (on first use) a folder is not a saved model; the message says what to
-            put where.
+        WeightsMissing: (on first use, and from :meth:`check`) a model is not on this machine;
+            the message names the key and says what to fetch.
     """
 
     def __init__(self, t2i: str, i2t: str, steps: int = 30, guidance: float = 7.5,
                  size: int = 1024, i2t_prompt: str = "", max_new_tokens: int = 77,
-                 device: str = "auto", name: str = ""):
-        self.t2i_path, self.i2t_path = t2i, i2t
-        self.steps, self.guidance, self.size = int(steps), float(guidance), int(size)
-        self.i2t_prompt, self.max_new_tokens, self.device = i2t_prompt, int(max_new_tokens), device
-        self._pipe = self._captioner = None
+                 batch_size: int = 4, dtype: str = "auto", device: str = "auto",
+                 cache_dir: str = DEFAULT_CACHE_DIR, name: str = ""):
+        from roundtrip.evals.telephone.image_generators import DiffusersT2I
+
         self.name = name
+        self.t2i_path, self.i2t_path = t2i, i2t
+        self.i2t_prompt, self.max_new_tokens, self.device = i2t_prompt, int(max_new_tokens), device
+        self.batch_size, self.dtype, self.cache_dir = int(batch_size), dtype, cache_dir
+        self.generator = DiffusersT2I(t2i, self._key("t2i"), steps, guidance, size, batch_size,
+                                      dtype, device, cache_dir)
+        self._captioner = self._vlm = self._is_encoder_decoder = None
+
+    def _key(self, side: str) -> str:
+        return f"telephone.pairs.{self.name}.{side}"
 
     def describe(self) -> str:
         return f"diffusers {Path(self.t2i_path).name} + transformers {Path(self.i2t_path).name}"
 
     def check(self) -> None:
-        model_folder(self.t2i_path, f"telephone.pairs.{self.name}.t2i")
-        model_folder(self.i2t_path, f"telephone.pairs.{self.name}.i2t")
+        from roundtrip.core.weights import local_model
 
-    def _torch_device(self):
-        from roundtrip.stages.reconstruct import resolve_device
-
-        return resolve_device(self.device)
-
-    def _pipeline(self):
-        if self._pipe is None:
-            from diffusers import AutoPipelineForText2Image
-
-            folder = model_folder(self.t2i_path, f"telephone.pairs.{self.name}.t2i")
-            self._pipe = AutoPipelineForText2Image.from_pretrained(
-                folder, local_files_only=True).to(self._torch_device())
-            self._pipe.set_progress_bar_config(disable=True)
-        return self._pipe
+        local_model(self.t2i_path, self._key("t2i"))
+        local_model(self.i2t_path, self._key("i2t"))
 
     def t2i(self, texts: list[str], seeds: list[int]) -> list:
-        import torch
+        return self.generator.generate(texts, seeds)
 
-        pipe = self._pipeline()
+    def _encoder_decoder(self) -> bool:
+        """Whether the captioner is a ``VisionEncoderDecoderModel`` (else a chat VLM)."""
+        if self._is_encoder_decoder is None:
+            import json
 
-        def one(args):
-            text, seed = args
-            gen = torch.Generator(device="cpu").manual_seed(int(seed))
-            image = pipe(prompt=text, num_inference_steps=self.steps,
-                         guidance_scale=self.guidance, height=self.size, width=self.size,
-                         generator=gen, output_type="np").images[0]
-            return (np.clip(image, 0, 1) * 255).round().astype(np.uint8)
-        return _per_item(one, list(zip(texts, seeds)))
+            from roundtrip.core.weights import local_model
 
-    def _load_captioner(self):
+            folder = local_model(self.i2t_path, self._key("i2t"))
+            config = json.loads((folder / "config.json").read_text())
+            self._is_encoder_decoder = config.get("model_type") == "vision-encoder-decoder"
+        return self._is_encoder_decoder
+
+    def chat(self):
+        """The chat captioner (:class:`~roundtrip.readers.transformers_vlm.ChatVLM`)."""
+        if self._vlm is None:
+            from roundtrip.readers.transformers_vlm import ChatVLM
+
+            self._vlm = ChatVLM(self.i2t_path, self._key("i2t"), self.max_new_tokens,
+                                batch_size=self.batch_size, dtype=self.dtype, device=self.device,
+                                cache_dir=self.cache_dir)
+        return self._vlm
+
+    def i2t(self, images: list[np.ndarray]) -> list:
+        if self._encoder_decoder():
+            return self._encoder_decoder_captions(images)
+        if not self.i2t_prompt:
+            error = ValueError(f"{self._key('i2t_prompt')}: empty (set it, or "
+                               "api.prompts.telephone_i2t)")
+            return [error] * len(images)
+        answers = self.chat().answer_many([[self.i2t_prompt, im] for im in images])
+        return [a if isinstance(a, Exception) else one_paragraph(a) for a in answers]
+
+    def _load_encoder_decoder(self):
         if self._captioner is None:
             import transformers
 
-            folder = model_folder(self.i2t_path, f"telephone.pairs.{self.name}.i2t")
-            config = transformers.AutoConfig.from_pretrained(folder, local_files_only=True)
-            device = self._torch_device()
-            if config.model_type == "vision-encoder-decoder":
-                model = transformers.VisionEncoderDecoderModel.from_pretrained(
-                    folder, local_files_only=True)
-                processor = transformers.AutoImageProcessor.from_pretrained(
-                    folder, local_files_only=True)
-                tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
-            else:
-                model = transformers.AutoModelForImageTextToText.from_pretrained(
-                    folder, local_files_only=True)
-                processor = transformers.AutoProcessor.from_pretrained(folder, local_files_only=True)
-                tokenizer = processor.tokenizer
-            self._captioner = (model.to(device).eval(), processor, tokenizer,
-                               config.model_type == "vision-encoder-decoder")
+            from roundtrip.core.weights import local_model
+            from roundtrip.stages.reconstruct import resolve_device
+
+            folder = local_model(self.i2t_path, self._key("i2t"))
+            model = transformers.VisionEncoderDecoderModel.from_pretrained(
+                folder, local_files_only=True)
+            processor = transformers.AutoImageProcessor.from_pretrained(
+                folder, local_files_only=True)
+            tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
+            self._captioner = (model.to(resolve_device(self.device)).eval(), processor, tokenizer)
         return self._captioner
 
-    def i2t(self, images: list[np.ndarray]) -> list:
+    def _encoder_decoder_captions(self, images: list[np.ndarray]) -> list:
         import torch
 
-        model, processor, tokenizer, encoder_decoder = self._load_captioner()
+        model, processor, tokenizer = self._load_encoder_decoder()
 
         def one(image):
             with torch.no_grad():
-                if encoder_decoder:
-                    pixels = processor(images=image, return_tensors="pt").pixel_values
-                    ids = model.generate(pixels.to(model.device), max_new_tokens=self.max_new_tokens,
-                                         do_sample=False)
-                    return one_paragraph(tokenizer.decode(ids[0], skip_special_tokens=True))
-                inputs = processor(images=image, text=self.i2t_prompt, return_tensors="pt")
-                inputs = inputs.to(model.device)
-                ids = model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
-                new = ids[0][inputs["input_ids"].shape[1]:]
-                return one_paragraph(tokenizer.decode(new, skip_special_tokens=True))
+                pixels = processor(images=image, return_tensors="pt").pixel_values
+                ids = model.generate(pixels.to(model.device), max_new_tokens=self.max_new_tokens,
+                                     do_sample=False)
+            return one_paragraph(tokenizer.decode(ids[0], skip_special_tokens=True))
         return _per_item(one, images)
 
 
+# -- one transformers model, both directions -------------------------------------------------------
+class TransformersPair(UnifiedPair):
+    """A unified model that transformers runs in both directions (Janus, Janus-Pro; the
+    architectures of :data:`.image_generators.IMAGE_GENERATING`), loaded once: I2T is its chat
+    mode (:class:`~roundtrip.readers.transformers_vlm.ChatVLM`, ``i2t_prompt`` then the image, as
+    :class:`ApiPair` sends them), T2I its image generation mode
+    (:class:`.image_generators.TransformersT2I`, ``t2i_prompt`` with the caption). Both are
+    batched and cached.
+
+    Args:
+        model: a model folder in the transformers layout, or a hub id in the Hugging Face cache
+            (``deepseek-community/Janus-Pro-7B``).
+        t2i_prompt: template with ``{caption}`` (``api.prompts.telephone_t2i`` by default).
+        i2t_prompt: captioning instruction (``api.prompts.telephone_i2t``).
+        max_new_tokens: caption length limit, in tokens (default 300, :class:`ApiPair`'s).
+        guidance, temperature: image sampling (None: the folder's ``generation_config``;
+            Janus-Pro: 5 and 1).
+        batch_size: prompts (T2I) and images (I2T) generated at once.
+        dtype: ``auto`` (``bfloat16`` on a GPU, ``float32`` on the CPU) or a torch dtype name.
+        device: ``auto``, ``cpu``, ``cuda``.
+        cache_dir: the response cache (shared with the endpoint path).
+
+    Raises:
+        ValueError: a bad setting; from :meth:`check`, a model transformers cannot generate
+            images with.
+        WeightsMissing: (on first use, and from :meth:`check`) the model is not on this machine.
+    """
+
+    def __init__(self, model: str, t2i_prompt: str = "", i2t_prompt: str = "",
+                 max_new_tokens: int = 300, guidance: float | None = None,
+                 temperature: float | None = None, batch_size: int = 4, dtype: str = "auto",
+                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR, name: str = ""):
+        from roundtrip.evals.telephone.image_generators import TransformersT2I
+        from roundtrip.readers.transformers_vlm import ChatVLM
+
+        if "{caption}" not in t2i_prompt:
+            raise ValueError("t2i_prompt: must contain {caption} (or set "
+                             "api.prompts.telephone_t2i)")
+        if not i2t_prompt:
+            raise ValueError("i2t_prompt: empty (set it, or api.prompts.telephone_i2t)")
+        self.name, self.model = name, str(model)
+        self.t2i_prompt, self.i2t_prompt = t2i_prompt, i2t_prompt
+        self.vlm = ChatVLM(model, f"telephone.pairs.{name}.model", max_new_tokens,
+                           batch_size=batch_size, dtype=dtype, device=device, cache_dir=cache_dir)
+        self.generator = TransformersT2I(self.vlm, guidance, temperature, batch_size)
+
+    def describe(self) -> str:
+        return f"{self.model} in process (transformers)"
+
+    def check(self) -> None:
+        from roundtrip.evals.telephone.image_generators import image_generating_type
+
+        try:
+            image_generating_type(self.vlm.folder)
+        except ValueError as exc:
+            raise ValueError(f"telephone.pairs.{self.name}.model: {exc}") from exc
+
+    def t2i(self, texts: list[str], seeds: list[int]) -> list:
+        return self.generator.generate([self.t2i_prompt.format(caption=t) for t in texts], seeds)
+
+    def i2t(self, images: list[np.ndarray]) -> list:
+        answers = self.vlm.answer_many([[self.i2t_prompt, im] for im in images])
+        return [a if isinstance(a, Exception) else one_paragraph(a) for a in answers]
+
+
+#: Pair types whose neural models run in the chain job's process (the job asks for the run's
+#: GPU); ``render_ocr`` runs there too, on the GPU only through a learned tokenizer.
+IN_PROCESS_TYPES = ("diffusers", "transformers")
 #: config ``telephone.pairs.<name>.type`` -> class.
 UNIFIED_TYPES: dict[str, type[UnifiedPair]] = {
     "render_ocr": RenderOCR,
     "api": ApiPair,
     "diffusers": DiffusersPair,
+    "transformers": TransformersPair,
 }
 
 
@@ -350,9 +438,9 @@ def build_pair(name: str, spec: dict, device: str = "auto") -> UnifiedPair:
     if kind not in UNIFIED_TYPES:
         raise ValueError(f"telephone.pairs.{name}.type: unknown {kind!r}; known: "
                          f"{sorted(UNIFIED_TYPES)}")
-    if kind in ("render_ocr", "diffusers"):
+    if kind == "render_ocr" or kind in IN_PROCESS_TYPES:
         args["device"] = device
-    if kind == "diffusers":
+    if kind in IN_PROCESS_TYPES:
         args["name"] = name
     try:
         pair = UNIFIED_TYPES[kind](**args)
