@@ -244,9 +244,10 @@ def _stand_ins(root, models):
     for name in ("mpnet", "clip-vit-b32", "dino-vitb16", "owlv2-large", "clip-vit-l14"):
         (models / "cache" / name).mkdir(parents=True)
         (models / "cache" / name / "config.json").write_text("{}")
-    for name, marker in (("sdxl", "model_index.json"), ("llava", "config.json")):
+    for name, marker in (("sdxl", "model_index.json"), ("llava", "config.json"),
+                         ("janus-pro-7b", "config.json")):
         (models / name).mkdir()
-        (models / name / marker).write_text("{}")
+        (models / name / marker).write_text('{"model_type": "janus"}' if "janus" in name else "{}")
 
 
 @pytest.mark.workflow
@@ -263,6 +264,7 @@ def test_paper_preset_plans_on_stand_in_files(tmp_path):
     preset["metrics"]["weights_cache"] = str(models / "cache")
     pair = preset["telephone"]["pairs"]["llava_sdxl"]
     pair["t2i"], pair["i2t"] = str(models / "sdxl"), str(models / "llava")
+    preset["telephone"]["pairs"]["janus_pro_7b"]["model"] = str(models / "janus-pro-7b")
     (tmp_path / "work").mkdir()
     (tmp_path / "work/preset.yaml").write_text(yaml.safe_dump(preset))
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
