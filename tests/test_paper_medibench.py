@@ -471,6 +471,7 @@ def test_paper_preset_plans_on_stand_in_files(tmp_path):
     for name in ("sdxl_vae", "vqgan"):
         preset["models"][name]["weights"] = str(tmp_path / "weights" / name)
     (tmp_path / "work").mkdir()
+    preset.setdefault("run", {})["probe_models"] = False  # stand-in weight files do not load
     (tmp_path / "work/preset.yaml").write_text(yaml.safe_dump(preset))
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
                            "--configfile", "preset.yaml", "-n", "--cores", "1"],

@@ -367,6 +367,7 @@ def test_paper_preset_plans_on_stand_in_files(tmp_path):
     env = _stand_ins(tmp_path, preset)
     preset["data_root"] = str(tmp_path / "data")
     (tmp_path / "work").mkdir()
+    preset.setdefault("run", {})["probe_models"] = False  # stand-in weight files do not load
     (tmp_path / "work/preset.yaml").write_text(yaml.safe_dump(preset))
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
                            "--configfile", "preset.yaml", "-n", "--cores", "1"],

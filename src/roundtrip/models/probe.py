@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from roundtrip.core.weights import WeightsMissing
 from roundtrip.models.base import Adapter
 
 #: Families whose models must return token ids (``Adapter.tokens``).
@@ -88,8 +89,8 @@ def load_model(model: Adapter) -> None:
         return
     try:
         load()
-    except ProbeError:
-        raise
+    except (ProbeError, WeightsMissing):
+        raise  # their messages name the model and the fix
     except Exception as exc:  # noqa: BLE001 - a user's module may raise anything
         raise ProbeError(_message(model, "loading failed", exc)) from exc
 

@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from roundtrip.core.protocols import DEFAULT_ANY_SIZE
+from roundtrip.core.weights import WeightsMissing
 from roundtrip.models import CODEC_TYPES, ORIGINAL, TRAINED_TYPES, Adapter, build_model
 from roundtrip.models.probe import ProbeError, ProbeResult, load_model, padding_size, probe_model
 from roundtrip.stages.volumes import is_3d
@@ -39,7 +40,8 @@ FILE_KEYS = ("path", "state_dict", "checkpoint", "weights")
 
 
 def probe_config(config: dict, cache: Path | None = CACHE) -> dict[str, ProbeResult]:
-    """Probe every model of a schema-validated ``config`` (see the module docstring).
+    """Probe every model of a schema-validated ``config`` (see the module docstring); nothing
+    with ``run.probe_models: false``.
 
     Returns:
         model name -> :class:`ProbeResult` of the probed models.
@@ -48,13 +50,16 @@ def probe_config(config: dict, cache: Path | None = CACHE) -> dict[str, ProbeRes
         ProbeError: one line per model that failed, each starting with its config key.
     """
     results, problems = {}, []
+    if not config.get("run", {}).get("probe_models", True):
+        return results
     for name, spec in (config.get("models") or {}).items():
         if spec.get("type") in UNPROBED_TYPES or name == ORIGINAL:
             continue
         try:
             results[name] = probe_cached(name, spec, config, cache)
-        except (ProbeError, ValueError) as exc:
-            problems.append(" ".join(str(exc).split()))
+        except (ProbeError, ValueError, WeightsMissing) as exc:
+            text = " ".join(str(exc).split())
+            problems.append(text if text.startswith("models.") else f"models.{name}: {text}")
     if problems:
         raise ProbeError("\n".join(problems))
     return results
