@@ -185,7 +185,8 @@ def test_vtbench_spec_delegates_and_lays_out_the_body(vt, tmp_path):
     order = spec.report_tables
     assert order.index("text_preservation") < order.index("detail_statistics") \
         < order.index("ocr_robustness")
-    assert spec.report_columns["text_preservation"] == ("PSNR (VTBench eval.)", "CER", "WER")
+    assert spec.report_columns["text_preservation"] == (
+        "PSNR (VTBench eval.)", "CER (VTBench eval.)", "WER (VTBench eval.)")
     assert "PSNR (VTBench eval.)" in spec.report_columns["reconstruction_model_size"]
     plan = SimpleNamespace(config={"datasets": {D: {"protocol": "model_size"},
                                                 "other": {"protocol": "model_size"},
