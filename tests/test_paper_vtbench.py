@@ -339,17 +339,21 @@ def test_comments_say_what_the_paper_says():
 
 def _stand_ins(root: Path, preset: dict) -> dict:
     """A 32 x 48 PNG in every dataset folder of the preset, fake hub snapshots of its diffusers
-    VAEs (a config.json each) and empty metric weight files: enough to plan, nothing to run."""
+    VAEs and its in-process OCR model (a config.json each) and empty metric weight files: enough
+    to plan, nothing to run."""
     rng = np.random.default_rng(0)
     for spec in preset["datasets"].values():
         folder = root / "data" / spec["path"]
         folder.mkdir(parents=True, exist_ok=True)
         Image.fromarray((rng.random((32, 48, 3)) * 255).astype(np.uint8)).save(folder / "a.png")
-    for spec in preset["models"].values():
-        repo = root / "hub" / ("models--" + spec["weights"].replace("/", "--"))
+    hub_ids = [(spec["weights"], spec.get("subfolder", "")) for spec in preset["models"].values()]
+    hub_ids += [(e["model"], "") for e in preset["ocr"]["engines"].values()
+                if e["type"] == "transformers"]
+    for hub_id, subfolder in hub_ids:
+        repo = root / "hub" / ("models--" + hub_id.replace("/", "--"))
         (repo / "refs").mkdir(parents=True)
         (repo / "refs/main").write_text("0" * 40)
-        snap = repo / "snapshots" / ("0" * 40) / spec.get("subfolder", "")
+        snap = repo / "snapshots" / ("0" * 40) / subfolder
         snap.mkdir(parents=True)
         (snap / "config.json").write_text('{"_class_name": "AutoencoderKL"}')
     (root / "weights").mkdir()
@@ -361,8 +365,8 @@ def _stand_ins(root: Path, preset: dict) -> dict:
 @pytest.mark.workflow
 def test_paper_preset_plans_on_stand_in_files(tmp_path):
     """configs/papers/vtbench.yaml with data_root pointed at stand-ins: ``snakemake -n`` plans
-    the three Table 1 settings, Table 2, Table 3 with its OCR (the released reader on its
-    endpoint, Tesseract beside it), nothing run."""
+    the three Table 1 settings, Table 2, Table 3 with its OCR (the released reader in process,
+    Tesseract beside it), nothing run."""
     preset = yaml.safe_load((REPO / "configs/papers/vtbench.yaml").read_text())
     env = _stand_ins(tmp_path, preset)
     preset["data_root"] = str(tmp_path / "data")

@@ -350,7 +350,8 @@ def test_text_scorer_reads_the_released_views(tmp_path, monkeypatch):
 def test_finding_5_ocr_view_and_preset_reader():
     """The released OCR reads the 256 px image resized to 1024 x 1024 with Pillow's default
     filter (bicubic); ``(x / 255 * 255).to(uint8)`` in float32 keeps every 8-bit level. The
-    preset's OCR engine is the released model and prompt, at most 1024 tokens, greedy."""
+    preset's OCR engine is the released model and prompt run in process, at most 1024 tokens,
+    one image per call, the model folder's decoding settings."""
     levels = torch.arange(256, dtype=torch.uint8)
     assert torch.equal((levels.float().div(255) * 255).clamp(0, 255).to(torch.uint8), levels)
     view = released.evaluated_view(skimage.data.chelsea())
@@ -360,7 +361,9 @@ def test_finding_5_ocr_view_and_preset_reader():
     engine = preset["ocr"]["engines"]["gemma3"]
     assert engine["model"] == released.OCR_MODEL == "google/gemma-3-12b-it"
     assert " ".join(engine["prompt"].split()) == released.OCR_PROMPT
-    assert engine["max_tokens"] == released.OCR_MAX_NEW_TOKENS and engine["temperature"] == 0
+    assert engine["type"] == "transformers" and engine["decoding"] == "model"
+    assert engine["max_new_tokens"] == released.OCR_MAX_NEW_TOKENS and engine["batch_size"] == 1
+    assert engine["image_size"] == [released.OCR_SIZE] * 2
     assert preset["tables"]["ocr_engine"] == "gemma3"
 
 

@@ -48,7 +48,9 @@ EVAL_SIZE = 256
 BATCH = 16
 #: Side of the image the released OCR reads (``ocr.py``: ``resize((1024, 1024))``).
 OCR_SIZE = 1024
-#: The released OCR model and prompt (``evaluations/ocr.py``), greedy, at most 1024 new tokens.
+#: The released OCR model and prompt (``evaluations/ocr.py``), at most 1024 new tokens; it
+#: calls ``generate`` with no decoding arguments, so the model folder's generation_config.json
+#: decides (the preset's ``decoding: model``).
 OCR_MODEL = "google/gemma-3-12b-it"
 OCR_PROMPT = ("Extract and output only the text from the image in its original language. "
               "If there is no text, return nothing.")
