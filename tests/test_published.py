@@ -37,7 +37,7 @@ IQ = [("PSNR", "PSNR"), ("SSIM", "SSIM"), ("LPIPS", "LPIPS"), ("FID", "FID")]
 def _vista_layout():
     cats = ["Multimodal Perception", "Multimodal Reasoning", "Multimodal Knowledge",
             "Unimodal Knowledge", "Overall"]
-    return [(c, i, "accuracy") for c in cats for i in ("VT", "Text")] + [("", "Gap", "gap")]
+    return [(c, i, "accuracy") for c in cats for i in ("VT", "Text")] + [("Overall", "Gap", "gap")]
 
 
 def _medi_layout(models, families, metrics):
@@ -85,8 +85,8 @@ TABLES = {
                  "accuracy", "60.0"),
                 ("Vision-Language Models (8B)", "Qwen3-VL-8B-Instruct", "Overall", "VT",
                  "accuracy", "52.1"),
-                ("Vision-Language Models (8B)", "MiMo-VL-7B-RL", "", "Gap", "gap", "+0.3"),
-                ("Vision-Language Models (8B)", "NEO-9B-SFT", "", "Gap", "gap", "-30.8"),
+                ("Vision-Language Models (8B)", "MiMo-VL-7B-RL", "Overall", "Gap", "gap", "+0.3"),
+                ("Vision-Language Models (8B)", "NEO-9B-SFT", "Overall", "Gap", "gap", "-30.8"),
                 ("Vision-Language Models (8B)", "GLM-4.1V-9B-Thinking", "Multimodal Knowledge",
                  "VT", "accuracy", "50.0"),
                 ("Vision-Language Models (30B-A3B)", "InternVL3.5-30B-A3B", "Overall", "Text",
@@ -418,7 +418,7 @@ def test_vista_gap_and_overall():
     (300 perception, 300 reasoning, 400 knowledge, 500 unimodal; Sec. 3.3) within rounding."""
     wide = table_frame("vista", "Table 1").pivot_table(
         index="row", columns=["column_group", "column"], values="value")
-    gap = wide[("Overall", "VT")] - wide[("Overall", "Text")] - wide[("", "Gap")]
+    gap = wide[("Overall", "VT")] - wide[("Overall", "Text")] - wide[("Overall", "Gap")]
     assert gap.abs().max() < 1e-9
     sizes = {"Multimodal Perception": 300, "Multimodal Reasoning": 300,
              "Multimodal Knowledge": 400, "Unimodal Knowledge": 500}
