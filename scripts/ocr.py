@@ -19,8 +19,8 @@ engine = build_ocr(name, smk.params.engine)
 langs = sorted({lang for job in sets for lang in languages(job["manifest"], job["lang"])})
 log.info("%s version %s", name, engine.check(langs))
 threads = getattr(engine, "concurrency", smk.threads)  # a VLM engine waits on the network
-for job in sets:
-    try:
+try:
+    for job in sets:
         rows = ocr_dataset(engine, job["manifest"], job["lang"], threads=threads)
         rows.to_csv(job["ocr"], index=False)
         log.info("%s: %d items read", job["dataset"], len(rows))
@@ -31,5 +31,6 @@ for job in sets:
         else:  # a question set: no item read (the file says so by being empty)
             views = pd.DataFrame(columns=["item_id", "text", "status", "reason"])
         views.to_csv(job["view"], index=False)
-    finally:
-        append_usage(USAGE_LEDGER, f"ocr/{name}/original/{job['dataset']}")
+finally:
+    # the process's usage is a running total: one line for the job, not one per set
+    append_usage(USAGE_LEDGER, f"ocr/{name}/original/{'+'.join(j['dataset'] for j in sets)}")

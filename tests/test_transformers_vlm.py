@@ -510,7 +510,8 @@ def _declared_resources(dry_run: str) -> dict[str, str]:
 @pytest.mark.workflow
 def test_jobs_that_run_the_model_ask_for_the_gpu_of_a_cuda_run(gemma, tmp_path):
     """run.device: cuda: the reconstruction job of a text set read by the in-process engine
-    declares gpu=1 although its model is a codec, and so does the build job of the rendered
+    declares gpu=1 although its model is a codec, as does the job that reads the originals with
+    that engine, and so does the build job of the rendered
     sets whose audit runs the judge in process; the build of the photographs does not."""
     config = _workflow_config(gemma, "cuda")
     config["datasets"]["abstracts"] = {"type": "abstracts", "count": 1, "text_eval": True}
@@ -523,6 +524,7 @@ def test_jobs_that_run_the_model_ask_for_the_gpu_of_a_cuda_run(gemma, tmp_path):
     jobs = _declared_resources(proc.stdout)
     assert "gpu=1" in jobs["reconstruct_sets"], jobs
     assert "gpu=1" in jobs["build_rendered_sets"] and "gpu=0" in jobs["build_image_sets"], jobs
+    assert "gpu=1" in jobs["ocr_original_sets"], jobs  # the originals, read by the same model
     config["run"]["device"] = "cpu"
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     proc = _snakemake(tmp_path, "-n", "results/metrics/jpeg_q50/scanned/text_tiny.csv")

@@ -32,9 +32,11 @@ rule ocr_original:
     threads: lambda wc: PLAN.item_threads(wc.dataset, 2)
     group:
         "prepare"
+    # an engine run in process (type: transformers) reads on the run's GPU
     resources:
         mem_mb=2000,
         runtime=60,
+        gpu=lambda wc: PLAN.reader_gpu(config["ocr"]["engines"][wc.ocr]),
     conda:
         "../../envs/roundtrip.yaml"
     script:
@@ -69,6 +71,7 @@ for OCR_BATCH, OCR_ENGINES, OCR_DATASETS in VTBench.ocr_batches(PLAN):
         resources:
             mem_mb=2000,
             runtime=60,
+            gpu=lambda wc: PLAN.reader_gpu(config["ocr"]["engines"][wc.ocr]),
         conda:
             "../../envs/roundtrip.yaml"
         script:

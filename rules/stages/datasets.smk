@@ -1,17 +1,5 @@
 # Datasets: results/datasets/{dataset}/manifest.csv plus the files it names (docs/design.md);
 # rendered text sets also write audit.csv, the OCR read-back of each render.
-from roundtrip.readers.transformers_vlm import runs_in_process
-
-
-def judge_gpu(datasets):
-    """The GPU request of a build job of ``datasets``: the run's (Plan.gpu_for_device) when
-    the render audit of one of them runs its judge in process (audit.judge type: transformers),
-    else none."""
-    judged = any(runs_in_process((PLAN.dataset_spec(d).get("audit") or {}).get("judge"))
-                 for d in datasets)
-    return PLAN.gpu_for_device() if judged else 0
-
-
 rule build_dataset:
     output:
         "results/datasets/{dataset}/manifest.csv",
@@ -38,7 +26,7 @@ rule build_dataset:
         runtime=lambda wc: 600 if (config["datasets"][wc.dataset]["type"].startswith("gpt_")
                                    or config["datasets"][wc.dataset]["type"]
                                    in ("webdataset", "hf_dataset")) else 30,
-        gpu=lambda wc: judge_gpu([wc.dataset]),
+        gpu=lambda wc: PLAN.judge_gpu([wc.dataset]),
     conda:
         "../../envs/roundtrip.yaml"
     script:
@@ -69,7 +57,7 @@ for BUILD, BUILD_DATASETS in PLAN.build_batches():
         resources:
             mem_mb=4000,
             runtime=60,
-            gpu=judge_gpu(BUILD_DATASETS),
+            gpu=PLAN.judge_gpu(BUILD_DATASETS),
         conda:
             "../../envs/roundtrip.yaml"
         script:

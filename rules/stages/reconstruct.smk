@@ -7,16 +7,6 @@
 # Volume sets: rules/evals/medibench.smk.
 
 
-def ocr_gpu(datasets):
-    """The GPU request of a job that reads ``datasets`` with their OCR engines: the run's
-    (Plan.gpu_for_device) when one of the engines runs its VLM in process (type: transformers),
-    else none."""
-    engines = config["ocr"]["engines"]
-    read = any(runs_in_process(engines[e]) for d in datasets if d in PLAN.text_datasets
-               for e in PLAN.engines_for(d))
-    return PLAN.gpu_for_device() if read else 0
-
-
 for VARIANT, ALL_DATASETS, VARIANT_SCORERS in PLAN.recon_jobs.variants():
     # sets reconstructed in their models' batched jobs (below) have no job of their own
     VARIANT_DATASETS = PLAN.recon_jobs.unbatched(ALL_DATASETS)
@@ -57,7 +47,7 @@ for VARIANT, ALL_DATASETS, VARIANT_SCORERS in PLAN.recon_jobs.variants():
         resources:
             mem_mb=4000,
             runtime=120,
-            gpu=lambda wc: max(PLAN.gpu_for(wc.model), ocr_gpu([wc.dataset])),
+            gpu=lambda wc: max(PLAN.gpu_for(wc.model), PLAN.ocr_gpu([wc.dataset])),
         conda:
             "../../envs/roundtrip.yaml"
         script:
@@ -96,7 +86,7 @@ for BATCH, BATCH_MODELS, BATCH_DATASETS in PLAN.recon_jobs.batches():
         resources:
             mem_mb=4000,
             runtime=120,
-            gpu=lambda wc, sets=BATCH_DATASETS: max(PLAN.gpu_for(wc.model), ocr_gpu(sets)),
+            gpu=lambda wc, sets=BATCH_DATASETS: max(PLAN.gpu_for(wc.model), PLAN.ocr_gpu(sets)),
         conda:
             "../../envs/roundtrip.yaml"
         script:
@@ -130,7 +120,7 @@ rule reconstruct_shard:
     resources:
         mem_mb=4000,
         runtime=120,
-        gpu=lambda wc: max(PLAN.gpu_for(wc.model), ocr_gpu([wc.dataset])),
+        gpu=lambda wc: max(PLAN.gpu_for(wc.model), PLAN.ocr_gpu([wc.dataset])),
     conda:
         "../../envs/roundtrip.yaml"
     script:

@@ -39,6 +39,7 @@ from roundtrip.datasets import (
 )
 from roundtrip.datasets.volumes import DEFAULT_MAX_VOXELS
 from roundtrip.models import CODEC_TYPES, ORIGINAL, TRAINED_TYPES
+from roundtrip.readers.transformers_vlm import runs_in_process
 from roundtrip.stages.train import TRAIN_DEFAULTS
 from roundtrip.workflow.galleries import Galleries
 from roundtrip.workflow.metric_weights import WeightedMetrics
@@ -342,6 +343,23 @@ class Plan:
         import torch  # "auto" in a local run: decided where the plan is made
 
         return int(torch.cuda.is_available())
+
+    def reader_gpu(self, *specs: dict | None) -> int:
+        """The run's GPU request (:meth:`gpu_for_device`) for a job that runs one of the readers
+        ``specs`` (OCR engines, a render judge: their config entries) in its own process
+        (``type: transformers``), else 0."""
+        return self.gpu_for_device() if any(runs_in_process(s) for s in specs) else 0
+
+    def ocr_gpu(self, datasets: list[str]) -> int:
+        """:meth:`reader_gpu` of the OCR engines that read ``datasets`` (text sets only)."""
+        engines = self.config["ocr"]["engines"]
+        return self.reader_gpu(*(engines[e] for d in datasets if d in self.text_datasets
+                                 for e in self.engines_for(d)))
+
+    def judge_gpu(self, datasets: list[str]) -> int:
+        """:meth:`reader_gpu` of the render judges of ``datasets``' audits."""
+        return self.reader_gpu(*((self.dataset_spec(d).get("audit") or {}).get("judge")
+                                 for d in datasets))
 
     def gpu_for(self, model: str) -> int:
         """1 when a job of ``model`` runs a network on CUDA; codecs never do."""
