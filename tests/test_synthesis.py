@@ -150,3 +150,30 @@ def test_audit_flags_a_wrong_ground_truth_and_stores_the_judge(monkeypatch):
         JudgeVerdict(3)
     with pytest.raises(ValueError, match="audit.judge.type"):
         build_judge({"type": "nope"})
+
+
+def test_a_judge_that_scores_many_renders_is_asked_once(monkeypatch):
+    """An in-process judge (``judge_many``) scores a set's renders in one call, a failed verdict
+    is recorded for its render, and an item that was not rendered is not sent."""
+    good = build_questions(QuestionsSpec(styles=("arial",), sizes=(16,), limit=1), SETTINGS)[0]
+    second = Item("second", "xelatex", image=good.image, extra=good.extra)
+    missing = Item("missing", "xelatex", reason="render failed")
+    calls = []
+
+    class BatchJudge:
+        name = "batch"
+
+        def judge(self, image, reference):
+            raise AssertionError("a batch judge is not asked render by render")
+
+        def judge_many(self, pairs):
+            calls.append(len(pairs))
+            return [JudgeVerdict(2, "flawless"), RuntimeError("no JSON verdict")]
+
+    audit = audit_items([good, missing, second], AuditSettings(max_cer=0.1), Normalization(),
+                        BatchJudge()).set_index("item_id")
+    assert calls == [2]
+    assert audit.loc[good.item_id, "judge_score"] == 2
+    assert audit.loc["second", "judge_explanation"] == "failed: no JSON verdict"
+    assert np.isnan(audit.loc["second", "judge_score"])
+    assert audit.loc["missing", "status"] == "error"

@@ -96,7 +96,9 @@ def audit_items(items: list, settings: AuditSettings, norm: Normalization = Norm
     if langs:
         ocr.check(langs)
 
-    def one(item, reads: list) -> dict:
+    verdicts = _batch_verdicts(judge, items)
+
+    def one(item, reads: list, verdict) -> dict:
         extra = item.extra or {}
         lang = extra.get("lang", "eng")
         row = dict.fromkeys(AUDIT_COLUMNS, "") | {"item_id": item.item_id, "lang": lang,
@@ -110,12 +112,12 @@ def audit_items(items: list, settings: AuditSettings, norm: Normalization = Norm
         cer, wer, why = text_errors(ref, hyp, norm.for_language(lang))
         row |= {"status": "ok" if not why else "undefined", "reason": why, "cer": cer,
                 "wer": wer, "flagged": bool(not cer <= settings.max_cer), "ocr_text": hyp}
-        row |= _judged(judge, item.image, extra.get("text", ""))
+        row |= _judged(judge, item.image, extra.get("text", ""), verdict)
         return row
 
     reads = _read_regions(ocr, items, settings)
     with ThreadPoolExecutor(max_workers=max(1, settings.threads)) as pool:
-        rows = list(pool.map(one, items, reads))
+        rows = list(pool.map(one, items, reads, verdicts))
     return pd.DataFrame(rows, columns=AUDIT_COLUMNS)
 
 
@@ -140,15 +142,35 @@ def _read_regions(ocr: TesseractOCR, items: list, settings: AuditSettings) -> li
     return out
 
 
-def _judged(judge: RenderJudge | None, image: np.ndarray, text: str) -> dict:
+def _batch_verdicts(judge: RenderJudge | None, items: list) -> list:
+    """Per item, the verdict of a judge that scores many renders at once (``judge_many``: an
+    in-process VLM batches them on the GPU), or None where the judge is asked item by item."""
+    if judge is None or not hasattr(judge, "judge_many"):
+        return [None] * len(items)
+    rendered = [k for k, item in enumerate(items) if item.image is not None]
+    found = judge.judge_many([(items[k].image, (items[k].extra or {}).get("text", ""))
+                              for k in rendered])
+    out: list = [None] * len(items)
+    for k, verdict in zip(rendered, found, strict=True):
+        out[k] = verdict
+    return out
+
+
+def _judged(judge: RenderJudge | None, image: np.ndarray, text: str, verdict=None) -> dict:
+    """The judge columns of one render; ``verdict``: its verdict (or the exception) when the
+    judge scored it in a batch, else the judge is asked now."""
     if judge is None:
         return {"judge": "", "judge_score": np.nan,
                 "judge_explanation": "no judge configured (audit.judge)"}
-    try:
-        v = judge.judge(image, text)
-    except (RuntimeError, ValueError) as exc:
-        return {"judge": judge.name, "judge_score": np.nan, "judge_explanation": f"failed: {exc}"}
-    return {"judge": judge.name, "judge_score": v.score, "judge_explanation": v.explanation}
+    if verdict is None:
+        try:
+            verdict = judge.judge(image, text)
+        except (RuntimeError, ValueError) as exc:
+            verdict = exc
+    if isinstance(verdict, Exception):
+        return {"judge": judge.name, "judge_score": np.nan, "judge_explanation": f"failed: {verdict}"}
+    return {"judge": judge.name, "judge_score": verdict.score,
+            "judge_explanation": verdict.explanation}
 
 
 #: The only judge score admitted into the benchmark: 2, "Flawless" (VISTA-Bench App. B.3).
