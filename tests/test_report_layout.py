@@ -173,12 +173,15 @@ def test_published_tables_follow_the_config_switch():
     assert published_of(Tel(), RunResults({}, models=["bagel"], published=False)) == []
 
 
-def _vtbench():
-    class VT(Evaluation):
-        key = "vtbench"
+def _spec(name):
+    """A bare spec of a built-in evaluation's package (its published tables, nothing else)."""
+    spec = type(f"Spec_{name}", (Evaluation,), {"key": name})
+    spec.__module__ = f"roundtrip.evals.{name}.spec"
+    return spec()
 
-    VT.__module__ = "roundtrip.evals.vtbench.spec"
-    return VT()
+
+def _vtbench():
+    return _spec("vtbench")
 
 
 def test_published_rows_on_other_data_are_only_the_runs_models(tmp_path):
@@ -188,6 +191,8 @@ def test_published_rows_on_other_data_are_only_the_runs_models(tmp_path):
     assert [(t.title, t.rows, t.notes) for t in mine] == [
         ("Table 1", [], ["24 models"]), ("Table 2", [], ["24 models"]),
         ("Table 3", [], ["21 models"]), ("Table 5", [], ["24 models"])]
+    # a row averaged over models has no model: not counted (MediBench Table 1: 8 and Average)
+    assert published_of(_spec("medibench"), RunResults({}, models=["m"]))[0].notes == ["8 models"]
     preset = published_of(_vtbench(), RunResults({}, models=["identity", "sd35l", "flux1_dev"]))
     assert [t.title.split(" of the paper")[0] for t in preset] == \
         ["Published results, other data: Table " + n for n in "1235"]
@@ -201,11 +206,7 @@ def test_published_rows_on_other_data_are_only_the_runs_models(tmp_path):
     rows = tmp_path / "t.csv"
     pd.DataFrame({"pair": ["Bagel"], "x": [1.0]}).to_csv(rows, index=False)
 
-    class Tel(Evaluation):
-        key = "telephone"
-
-    Tel.__module__ = "roundtrip.evals.telephone.spec"
-    [table] = published_of(Tel(), RunResults({"t": rows}, models=[]))
+    [table] = published_of(_spec("telephone"), RunResults({"t": rows}, models=[]))
     assert [r[0] for r in table.rows] == ["Bagel"]
 
 
@@ -369,7 +370,8 @@ def test_appendix_b_names_the_tables_it_leaves_out(tmp_path):
                                    capture_output=True, text=True, check=True).stdout.split())
     assert "Appendix B: published results, other data" in text
     assert ("VTBench section: not printed, as none of their models ran here: Table 1 (24 "
-            "models), Table 2 (24 models), Table 3 (21 models), Table 5 (24 models).") in text
+            "models), Table 2 (24 models), Table 3 (21 models), Table 5 (24 models). Every "
+            "published number is in docs/published-results.md") in text
     assert "SD3.5L" not in text and "LlamaGen" not in text
     assert "are in appendix B" not in text
     assert pages.appendix == 2  # appendix B in a few lines, then E (provenance) on its page

@@ -85,7 +85,8 @@ def published_of(evaluation, results: RunResults) -> list[MdTable]:
         ours = group[group["model"].fillna("").map(lambda m: any(same_model(m, n)
                                                                  for n in names))]
         if ours.empty:
-            out.append(MdTable(table, [], [], [f"{group['model'].nunique()} models"]))
+            models = group["model"].fillna("")
+            out.append(MdTable(table, [], [], [f"{models[models != ''].nunique()} models"]))
             continue
         title = (f"Published results, other data: {table} of the paper, the rows of this run's "
                  f"models (source: {source}); not measured on this run's data")

@@ -379,11 +379,11 @@ def _published_other_data(inputs: ReportInputs, st: dict, width: float) -> list:
     for section, table in others:
         if not table.rows:
             left.setdefault(section.title, []).append(f"{table.title} ({'; '.join(table.notes)})")
-    for title, tables in left.items():
-        out.append(_p(f"{title}: not printed, as none of their models ran here: "
-                      f"{', '.join(tables)}. Every published number is in "
-                      "docs/published-results.md (roundtrip.tables.published.read_published).",
-                      st["small"]))
+    out += [_p(f"{title}: not printed, as none of their models ran here: {', '.join(tables)}.",
+               st["small"]) for title, tables in left.items()]
+    if left:
+        out.append(_p("Every published number is in docs/published-results.md "
+                      "(roundtrip.tables.published.read_published).", st["small"]))
     return out
 
 
