@@ -69,10 +69,12 @@ rule all:
         PLAN.targets(),
 
 
-# API usage of this run, summed (report_api_usage in rules/common.smk).
+# API usage of this run, summed, and the items that failed (rules/common.smk).
 onsuccess:
     report_api_usage()
+    report_item_failures()
 
 
 onerror:
     report_api_usage()
+    report_item_failures()

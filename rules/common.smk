@@ -65,6 +65,19 @@ def report_api_usage():
         print(f"API usage ({row['endpoint']}): {row}", file=sys.stderr)
 
 
+def report_item_failures():
+    """The (model, dataset) pairs with failed items, one line each, on the console at the end of
+    a run (the tables count them in footnotes; page 1 of the report lists them too)."""
+    from roundtrip.tables.failures import read_failures
+
+    found = read_failures(PLAN.status_files())
+    if found:
+        print(f"Items that failed ({len(found)} of the run's model and dataset pairs; "
+              "results/recon/{model}/{dataset}/status.csv):", file=sys.stderr)
+        for failures in found:
+            print(f"  {failures.line()}", file=sys.stderr)
+
+
 def report_table(name, category, subcategory=None, caption_file=None):
     """The CSV, Markdown and LaTeX files of table ``name`` and its provenance record; the CSV
     goes into Snakemake's report with the caption report/{name}.rst (``caption_file``: an

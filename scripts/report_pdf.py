@@ -19,6 +19,7 @@ from roundtrip.report.assemble import findings_of, headline_of, published_of, su
 from roundtrip.report.document import ReportInputs, build_report, source_date
 from roundtrip.report.findings import RunResults
 from roundtrip.report.fonts import register
+from roundtrip.tables.failures import read_failures
 from roundtrip.report.sections import Section
 from roundtrip.tables.provenance import canonical_hash
 
@@ -70,6 +71,7 @@ inputs = ReportInputs(
            "config_sha256": config_sha256, "ran": ran, "not_ran": not_ran,
            "config_name": p.config_name, "models": list(config["models"]),
            "datasets": list(config["datasets"]),
+           "failures": [f.line() for f in read_failures(p.status_files)],
            "compute": provenance_fields(dict(p.config))},
     appendix={"packages": next(iter(records.values()))["packages"] if records else {},
               "seeds": seeds, "checksums": checksums, "weights": present,

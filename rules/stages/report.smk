@@ -81,6 +81,8 @@ rule report_pdf:
         findings_files=PLAN.findings_inputs,
         headlines=PLAN.headline_figures,
         config_name=CONFIG_NAMES,
+        # read for page 1's failed items; the tables that depend on them are inputs already
+        status_files=PLAN.status_files(),
         commit=git_commit(),
         config=config,
         weights_cache=config["metrics"]["weights_cache"],

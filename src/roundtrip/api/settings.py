@@ -22,8 +22,8 @@ Uses (config path -> prompt fields and their default template in ``api.prompts``
 - ``datasets.<d>.translate`` of an ``abstracts`` set: ``prompt`` <- ``translate``
 - ``vista.readers.<r>`` with ``type: vlm|ocr_llm`` and ``vista.judge``: endpoint only (their
   prompts are presets, :mod:`roundtrip.readers.answerers`)
-- ``telephone.pairs.<p>`` with ``type: api``: ``t2i_prompt`` <- ``telephone_t2i``,
-  ``i2t_prompt`` <- ``telephone_i2t``
+- an evaluation's own uses (``Evaluation.api_uses``), endpoint or in process (types
+  ``transformers``: ``model``; ``diffusers``: ``t2i``, ``i2t``)
 """
 from __future__ import annotations
 

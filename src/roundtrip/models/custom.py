@@ -16,7 +16,7 @@ import torch
 from roundtrip.models.base import FAMILIES, ModelInfo
 from roundtrip.models.torch_base import TorchAdapter, require_file
 
-HOW = ("Copy the file there, or fix the path in config.yaml.")
+HOW = "Copy the file there, or fix the path in the config file."
 
 
 class _CustomAdapter(TorchAdapter):

@@ -14,7 +14,7 @@ import torch
 from roundtrip.models.base import ModelInfo
 from roundtrip.models.torch_base import TorchAdapter, require_file
 
-HOW = "Put the checkpoint there or set the checkpoint path in config.yaml."
+HOW = "Put the checkpoint there or set the checkpoint path in the config file."
 
 
 class _MonaiAdapter(TorchAdapter):

@@ -205,7 +205,7 @@ def _missing_weights(config: dict, source: str = DEFAULT_CONFIG) -> list[tuple[s
                 model.check_weights()
             except WeightsMissing as exc:
                 # the adapters, which do not know the file, say "config.yaml"
-                reason = " ".join(str(exc).split()).replace(f"in {DEFAULT_CONFIG}", f"in {source}")
+                reason = " ".join(str(exc).split()).replace("in the config file", f"in {source}")
                 missing.append((f"models.{name}", reason))
     return missing
 
