@@ -199,8 +199,9 @@ def test_the_cache_skips_a_second_probe_until_a_file_changes(user_model, monkeyp
     assert len(calls) == 2
 
 
-def test_trained_and_api_models_are_not_probed():
+def test_trained_codec_and_api_models_are_not_probed():
     config = {"models": {"small": {"type": "small", "family": "VQ"},
+                         "jpeg": {"type": "jpeg", "quality": 75},
                          "gpt": {"type": "api_image", "endpoint": "openai"}},
               "datasets": {}}
     assert probe_config(config, cache=None) == {}

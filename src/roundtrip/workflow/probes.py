@@ -9,8 +9,9 @@ sends an odd multiple of it (:func:`~roundtrip.models.probe.padding_size`), whic
 a wrong ``downsample``. Every size is padded as the protocol pads it.
 
 Not probed: models the workflow trains (no weights before their job; their code is roundtrip's),
-API models (a probe would be a paid request), and 3D models' forward pass (they are loaded only:
-their windows are set per dataset by MediBench's ``roi_size``).
+the pixel codecs (roundtrip's own code, no weights: their settings are checked when they are
+built), API models (a probe would be a paid request), and 3D models' forward pass (they are
+loaded only: their windows are set per dataset by MediBench's ``roi_size``).
 
 The cache, ``.snakemake/roundtrip/probes/{model}.json`` under the working directory, holds the
 fingerprint (the model's config entry, the sizes, the size and time of every file the entry names
@@ -34,7 +35,7 @@ from roundtrip.stages.volumes import is_3d
 #: Where probe results are kept, relative to the working directory.
 CACHE = Path(".snakemake/roundtrip/probes")
 #: Model types that are not probed (see the module docstring).
-UNPROBED_TYPES = (*TRAINED_TYPES, "api_image")
+UNPROBED_TYPES = (*TRAINED_TYPES, *CODEC_TYPES, "api_image")
 #: Keys of a model entry that name files (their size and time enter the fingerprint).
 FILE_KEYS = ("path", "state_dict", "checkpoint", "weights")
 
@@ -143,8 +144,7 @@ def fingerprint(spec: dict, sizes: list[tuple[int, int]]) -> str:
             files[key] = _stat(Path(value).expanduser())
     if spec.get("import_path"):
         files["module"] = _stat(_module_file(spec))
-    blob = json.dumps({"spec": spec, "sizes": sizes, "files": files,
-                       "codec": spec.get("type") in CODEC_TYPES}, sort_keys=True, default=str)
+    blob = json.dumps({"spec": spec, "sizes": sizes, "files": files}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
