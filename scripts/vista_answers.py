@@ -1,10 +1,11 @@
-"""Rule vista_answers: one reader answers every question of a set as text and as visualized
-text (the renders, or a model's reconstructions of them); answers extracted and scored."""
+"""Rules vista_answers and vista_answers_in_process: one reader answers every question of a set
+as text and as visualized text (the renders, or a model's reconstructions of them); answers
+extracted and scored, progress in the job's log."""
 import _bootstrap  # noqa: F401
 
 from roundtrip.api.client import USAGE_LEDGER, append_usage
 from roundtrip.core.logs import setup_logging
-from roundtrip.evals.vista.answers import answer_set
+from roundtrip.evals.vista.answers import OUT_OF_SCOPE, answer_set
 from roundtrip.readers import build_answerer
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
@@ -20,7 +21,9 @@ finally:
     append_usage(USAGE_LEDGER, f"vista/{w.reader}/{w.model}/{w.dataset}")
 rows.to_csv(smk.output[0], index=False)
 ok = rows[rows["status"] == "ok"]
-log.info("%s on %s/%s: %d answers, %d invalid, %d errors, %d not scored; accuracy %.1f%%",
-         w.reader, w.model, w.dataset, len(rows), int((ok["extracted_by"] == "invalid").sum()),
+outside = rows["reason"].str.startswith(OUT_OF_SCOPE)
+log.info("%s on %s/%s: %d answers, %d invalid, %d errors, %d not scored, %d of them outside "
+         "the reader's scope; accuracy %.1f%% over %d scored", w.reader, w.model, w.dataset,
+         len(rows), int((ok["extracted_by"] == "invalid").sum()),
          int((rows["status"] == "error").sum()), int((rows["status"] == "not_scored").sum()),
-         100 * rows["hit"].mean())
+         int(outside.sum()), 100 * rows["hit"].mean(), int(rows["hit"].notna().sum()))

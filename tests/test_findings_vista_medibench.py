@@ -193,6 +193,34 @@ def test_vista_headline_figure(vista_run, tmp_path):
     assert not (tmp_path / "none.png").exists()
 
 
+@pytest.mark.parametrize("written", ["header", "one byte"])
+def test_vista_empty_tokenizer_table_is_skipped_with_a_sentence(vista_run, tmp_path, written):
+    """vista.models: [] (the preset): vista_tokenizers has no rows. It is written with its
+    header and a note (tables.write); a file without even a header (1 byte, as runs wrote it
+    before) reads as empty too. Before: page 1 and the headline figure read "EmptyDataError: No
+    columns to parse from file"; now the findings say the axis is off and the figure draws its
+    one panel."""
+    from roundtrip.evals.vista import tables as vista_tables
+
+    build, tables = vista_run
+    empty = vista_tables.tokenizer_table({}, vista_tables.Scorer({"samples": 10}))
+    vista_tables.write(empty, tables)
+    if written == "one byte":
+        (tables / "vista_tokenizers.csv").write_text("\n")
+    else:
+        frame = pd.read_csv(tables / "vista_tokenizers.csv")
+        assert frame.empty and "recon.delta_vt" in frame.columns and "notes" in frame.columns
+        assert "Note: no model's reconstructions of the question images were read" in \
+            (tables / "vista_tokenizers.md").read_text()
+    out = VISTA.findings(build())
+    assert out[-1] == ("The tokenizer axis is not reported: no model's reconstructions of the "
+                       "question images were read (vista.models is [], or no model runs on the "
+                       "question sets): the tokenizer axis is off.")
+    assert not any("EmptyDataError" in s for s in out)
+    caption = VISTA.headline_figure(build(), tmp_path / "h.png")
+    assert "vista_tokenizers" not in caption and (tmp_path / "h.png").is_file()
+
+
 def test_vista_findings_inputs_are_the_original_answer_files():
     keys = [("r1", "original", "qs"), ("r1", "small_kl", "qs"), ("r2", "original", "qs")]
     view = SimpleNamespace(keys=keys, answer_file=VistaPlan.answer_file)

@@ -15,6 +15,7 @@ from roundtrip.datasets.rendered.questions import load_questions, prompt_text
 from roundtrip.datasets.vista import load_mcq_tsv
 from roundtrip.evals.vista import tables
 from roundtrip.evals.vista.answers import ANSWER_COLUMNS, answer_set, score
+from roundtrip.evals.vista.plan import VistaPlan
 from roundtrip.evals.vista.extract import (
     PROSE,
     RELEASE,
@@ -491,3 +492,200 @@ def test_source_table_groups_by_the_four_benchmarks():
     assert list(dict.fromkeys(c.group for c in table.columns)) == ["MMBench", "SEED-Bench",
                                                                   "MMMU", "MMLU"]
     assert len(table.columns) == 12
+
+
+# -- a reader that cannot answer every question --------------------------------------------------
+NOT_FAMILY = "What colour is the car?\nA. red\nB. blue"
+
+
+def _mixed_set(tmp_path, family: int = 2, other: int = 2):
+    """``family`` questions of the family and ``other`` questions that are not (a release-style
+    question about a picture), one render each (the Table 1 render), read right by the OCR."""
+    (tmp_path / "ds" / "images").mkdir(parents=True)
+    qs = [(q["id"], prompt_text(q), q["answer"], q["options"]) for q in generate(family, seed=1)]
+    qs += [(f"n{k}", NOT_FAMILY, "A", [["A", "red"], ["B", "blue"]]) for k in range(other)]
+    rows, ocr = [], []
+    for qid, text, answer, options in qs:
+        item = f"{qid}__arial_16pt"
+        Image.new("RGB", (40, 20), "white").save(tmp_path / "ds" / "images" / f"{item}.png")
+        rows.append({"item_id": item, "path": f"images/{item}.png", "status": "ok", "reason": "",
+                     "font": "arial", "font_size_pt": 16, "question_id": qid,
+                     "question_text": text, "answer": answer, "category": "Unimodal Knowledge",
+                     "subfield": "", "hint": "", "options": json.dumps(options),
+                     "item_images": "", "table1": "1"})
+        ocr.append({"item_id": item, "text": text, "status": "ok", "reason": ""})
+    pd.DataFrame(rows).to_csv(tmp_path / "ds" / "manifest.csv", index=False)
+    pd.DataFrame(ocr).to_csv(tmp_path / "ocr.csv", index=False)
+
+
+def _solver_tables(tmp_path, release: bool = True):
+    from roundtrip.report.findings import RunResults
+
+    reader = build_answerer("ocr_solver", {"type": "ocr_solver"})
+    df = answer_set(tmp_path / "ds" / "manifest.csv", reader, ocr_csv=tmp_path / "ocr.csv")
+    answers, notes = tables.prepare({("ocr_solver", "original", "ds"): df})
+    scorer = tables.Scorer({"samples": 50})
+    out = tmp_path / "tables"
+    for table in (tables.accuracy_table(answers, scorer), tables.tokenizer_table(answers, scorer)):
+        table.notes += notes
+        tables.write(table, out)
+    config = {"vista": {"readers": {"ocr_solver": {"type": "ocr_solver"}}},
+              "datasets": {"ds": {"type": "vista_release" if release else "vista_questions"}}}
+    results = RunResults({p.stem: p for p in out.glob("*.csv")}, config=config,
+                         bootstrap={"samples": 50})
+    return df, results, out
+
+
+def test_the_solver_leaves_questions_outside_its_family_out_and_says_so(tmp_path):
+    """The offline solver answers only its family's questions. Worked case: 2 family questions
+    (read right) and 2 that are not (a question about a picture). Before, the 2 others were
+    asked, answered "cannot determine" and counted wrong: Overall VT 50.0 and Text 50.0 beside
+    the published VLMs. Now they are out of the solver's scope in both modes (not scored, the
+    reason says what it answers), Overall VT and Text are 100.0 over the 2 it answers, the
+    In scope column reads 2 (n=4), a note counts and names them, page 1 says so, and the row is
+    not set beside the published Table 1."""
+    from roundtrip.evals.vista.answers import OUT_OF_SCOPE
+    from roundtrip.evals.vista.findings import findings, table1_cells
+
+    _mixed_set(tmp_path)
+    df, results, out = _solver_tables(tmp_path)
+    outside = df[df["question_id"].str.startswith("n")]
+    assert len(outside) == 4 and (outside["status"] == "not_scored").all()
+    assert outside["hit"].isna().all() and outside["raw"].eq("").all()
+    assert outside["reason"].str.startswith(f"{OUT_OF_SCOPE}: ocr_solver answers only the "
+                                            "questions of roundtrip's offline family").all()
+    assert outside["reason"].str.endswith("this one: not a question of the family").all()
+    acc = pd.read_csv(out / "vista_accuracy.csv")
+    row = acc.iloc[0]
+    assert (row["overall.vt_accuracy"], row["overall.vt_accuracy.n"]) == (100.0, 2)
+    assert (row["overall.text_accuracy"], row["overall.modality_gap"]) == (100.0, 0.0)
+    assert (row["overall.in_scope"], row["overall.in_scope.n"]) == (2, 4)
+    md = (out / "vista_accuracy.md").read_text()
+    assert "2 (n=4)" in md and "2 of 4 outside the reader's scope, left out (not counted " \
+        "wrong; table note)" in md
+    assert "Note: ocr_solver on ds: 2 of 4 questions outside the reader's scope, left out of " \
+        "its cells (not counted wrong): ocr_solver answers only the questions of roundtrip's " \
+        "offline family (arithmetic, comparison, unit conversion, sequence, calendar; " \
+        "questions: family)" in md
+    sentences = findings(results)
+    assert sentences[0].startswith("ocr_solver answers 100.0 [100.0, 100.0] % of 2 questions "
+                                   "right as visualized text")
+    assert sentences[1] == (
+        "ocr_solver answers 2 of the 4 questions (ocr_solver answers only the questions of "
+        "roundtrip's offline family (arithmetic, comparison, unit conversion, sequence, "
+        "calendar; questions: family)): its accuracies are over those 2; the other 2 are left "
+        "out, not counted wrong. A reader that leaves questions out is not set beside the "
+        "published VLMs of Table 1.")
+    assert table1_cells(results) is None  # not beside the published rows
+
+
+def test_a_solver_with_no_question_in_scope_reads_n_a_with_the_reason(tmp_path):
+    """The real release's first 300 rows: no question of the family, so none in the solver's
+    scope. Every accuracy reads n/a with its reason (before: 0.0, 299 of 300 invalid), page 1
+    says why instead of printing 0.0, and the gap figure draws no line but says why."""
+    from roundtrip.evals.vista import figures
+    from roundtrip.evals.vista.findings import findings
+
+    _mixed_set(tmp_path, family=0, other=3)
+    df, results, out = _solver_tables(tmp_path)
+    md = (out / "vista_accuracy.md").read_text()
+    row = md.splitlines()[4]
+    # Unimodal Knowledge VT, Text; Overall VT, Text, Gap; the Unimodal gap; In scope
+    assert row == "| ocr_solver | n/a [1] | n/a [1] | n/a [2] | n/a [2] | n/a [3] | n/a [4] | " \
+        "0 (n=3) |"
+    assert "[2] overall: 3 of 3 outside the reader's scope, left out (not counted wrong; " \
+        "table note)" in md
+    assert "[3] overall: every question outside the reader's scope (table note)" in md
+    assert findings(results) == [
+        "VISTA-Bench's accuracies could not be reported: vista_accuracy holds no reader with an "
+        "overall VT accuracy.",
+        "ocr_solver answers none of the 3 questions (ocr_solver answers only the questions of "
+        "roundtrip's offline family (arithmetic, comparison, unit conversion, sequence, "
+        "calendar; questions: family)): they are left out of its accuracies, which read n/a, "
+        "not counted wrong. A reader that leaves questions out is not set beside the published "
+        "VLMs of Table 1."]
+    curves = tables.gap_curves({("ocr_solver", "original", "ds"): tables.read_answers(
+        _csv(df, tmp_path))}, {"ds": {"size_style": "arial", "style_size": 16}})
+    assert curves["gap"].isna().all()
+    figures.plot_gap(curves, tmp_path / "gap.png")
+    assert (tmp_path / "gap.png").stat().st_size > 10_000
+
+
+def _csv(df, tmp_path):
+    path = tmp_path / "answers.csv"
+    df.to_csv(path, index=False)
+    return path
+
+
+def test_the_family_is_all_in_the_solvers_scope(tmp_path):
+    """On its own family (the default run) nothing changes: every question is in scope and the
+    table has no In scope column."""
+    _mixed_set(tmp_path, family=3, other=0)
+    df, results, out = _solver_tables(tmp_path, release=False)
+    assert (df["status"] == "ok").all()
+    assert "overall.in_scope" not in pd.read_csv(out / "vista_accuracy.csv")
+
+
+def test_gap_figure_axis_holds_the_gaps_and_is_never_a_sliver():
+    """The y axis holds 0 and every gap with a tenth of their span around, at least 20 points
+    (before: gaps of 0 gave matplotlib's -0.04..0.04), within +-105."""
+    from roundtrip.evals.vista.figures import gap_limits
+
+    assert gap_limits([0.0, 0.0, np.nan]) == (-10.0, 10.0)
+    assert gap_limits([]) == (-10.0, 10.0)
+    assert gap_limits([40.0, 100.0]) == (-10.0, 105.0)
+    assert gap_limits([-5.0, 3.0]) == pytest.approx((-11.0, 9.0))
+    assert gap_limits([-60.0, 20.0]) == pytest.approx((-68.0, 28.0))
+
+
+def test_the_gap_figure_has_its_caption_in_the_report():
+    """The report prints a section figure's caption (report/vista_gap.rst), not its file name."""
+    from pathlib import Path
+
+    from roundtrip.report.document import figure_caption
+
+    caption = figure_caption(Path("results/figures/vista_gap.png"))
+    assert caption.startswith("The modality gap (Text - VT accuracy, points; positive when VT "
+                              "is worse")
+    assert "\n" not in caption and figure_caption(Path("x/unknown.png")) == "unknown.png"
+
+
+def test_a_vista_only_config_reconstructs_no_question_image():
+    """A config that asks for VISTA-Bench only (a release set, the offline reader, vista.models:
+    []) reconstructs nothing: before, every question image went through identity for VTBench's
+    text table (101 of 303 s of a 300-row run). A tokenizer axis (vista.models: [identity]) or
+    text_eval brings the reconstruction and its OCR back."""
+    import copy
+
+    from conftest import REPO
+
+    from roundtrip.workflow.checks import validate_config
+    from roundtrip.workflow.plan import Plan
+
+    base = {"datasets": {"vb": {"type": "vista_release", "path": "/data/VISTA-Bench.tsv"}},
+            "models": {"identity": {"type": "identity"}},
+            "vista": {"readers": {"ocr_solver": {"type": "ocr_solver"}}, "models": []}}
+
+    def plan(**changes):
+        config = copy.deepcopy(base)
+        for key, value in changes.items():
+            section, name = key.split("__")
+            config[section][name] = value
+        validate_config(config, str(REPO / "config.schema.yaml"))
+        return Plan(config, cores=2)
+
+    off = plan()
+    assert off.roles == {"vb": "vista_questions_only"}
+    assert off.text_datasets == [] and off.image_datasets == []
+    assert off.recon_jobs.variants() == []
+    assert VistaPlan(off).keys == [("ocr_solver", "original", "vb")]
+    on = plan(vista__models=["identity"])
+    assert on.roles == {"vb": "text"} and on.text_datasets == ["vb"]
+    assert VistaPlan(on).keys == [("ocr_solver", "original", "vb"),
+                                  ("ocr_solver", "identity", "vb")]
+    evaluated = plan(datasets__vb={"type": "vista_release", "path": "/d.tsv", "text_eval": True})
+    assert evaluated.roles == {"vb": "text"} and evaluated.text_datasets == ["vb"]
+    # a small packaged set read through OCR stays a text set: its renders are read in the
+    # text sets' batched OCR job
+    family = plan(datasets__vb={"type": "vista_questions", "questions": "family", "count": 2})
+    assert family.roles == {"vb": "text"}

@@ -12,30 +12,43 @@ wildcard_constraints:
     reader=regex_of(list(VISTA.readers)),
 
 
-rule vista_answers:
-    input:
-        unpack(lambda wc: VISTA.inputs(wc.reader, wc.model, wc.dataset)),
-    output:
-        "results/vista/{reader}/{model}/{dataset}/answers.csv",
-    params:
-        reader=lambda wc: VISTA.readers[wc.reader],
-        recon_dir=lambda wc: None if wc.model == "original" else f"results/recon/{wc.model}/{wc.dataset}",
-        judge=VISTA.section.get("judge"),
-        extraction=VISTA.section.get("extraction", "release"),
-        prompt_layout=VISTA.section.get("prompt_layout", "release"),
-    log:
-        "logs/vista_answers/{reader}/{model}/{dataset}.log",
-    benchmark:
-        "results/benchmarks/vista_answers/{reader}/{model}/{dataset}.tsv"
-    group:
-        "tables"
-    resources:
-        mem_mb=1000,
-        runtime=120,
-    conda:
-        "../../envs/roundtrip.yaml"
-    script:
-        "../../scripts/vista_answers.py"
+# The answer jobs: readers on an endpoint and the offline solver in the tables' group (a few
+# seconds to minutes of requests); readers run in process (type: transformers) in jobs of
+# their own, on the run's GPU, with the memory a model of a few billion parameters takes.
+for ANSWER_RULE, ANSWER_READERS, IN_PROCESS_RULE in VISTA.answer_rules():
+
+    rule:
+        name:
+            ANSWER_RULE
+        input:
+            unpack(lambda wc: VISTA.inputs(wc.reader, wc.model, wc.dataset)),
+        output:
+            "results/vista/{reader}/{model}/{dataset}/answers.csv",
+        wildcard_constraints:
+            reader=regex_of(ANSWER_READERS),
+        params:
+            reader=lambda wc: VISTA.readers[wc.reader],
+            recon_dir=lambda wc: None if wc.model == "original" else f"results/recon/{wc.model}/{wc.dataset}",
+            judge=VISTA.section.get("judge"),
+            extraction=VISTA.section.get("extraction", "release"),
+            prompt_layout=VISTA.section.get("prompt_layout", "release"),
+        log:
+            "logs/vista_answers/{reader}/{model}/{dataset}.log",
+        benchmark:
+            "results/benchmarks/vista_answers/{reader}/{model}/{dataset}.tsv"
+        # above the tables (0): a model's answers run beside the reconstructions
+        priority: 1 if IN_PROCESS_RULE else 0
+        group:
+            None if IN_PROCESS_RULE else "tables"
+        # a reader run in process answers on the run's GPU (Plan.reader_gpu)
+        resources:
+            mem_mb=32000 if IN_PROCESS_RULE else 1000,
+            runtime=480 if IN_PROCESS_RULE else 120,
+            gpu=lambda wc: PLAN.reader_gpu(VISTA.readers[wc.reader]),
+        conda:
+            "../../envs/roundtrip.yaml"
+        script:
+            "../../scripts/vista_answers.py"
 
 
 rule vista_tables:

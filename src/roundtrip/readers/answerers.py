@@ -5,13 +5,23 @@ visualized text).
 - ``vlm``: a chat model on an OpenAI-compatible endpoint (vLLM, Ollama, OpenAI). Text mode sends
   the item's images, then the hint, question and options as text with the instruction; VT mode
   sends the item's images, then the question image, then the hint as text with the instruction
-  (the hint travels as text in both modes: :func:`hint_prefix`).
+  (the hint travels as text in both modes: :func:`hint_prefix`). :func:`vlm_parts` lays out
+  the request.
+- ``transformers``: the same requests (:func:`vlm_parts`, the same prompts) to a chat VLM run in
+  the job's process (:class:`roundtrip.readers.transformers_vlm.ChatVLM`: a model folder or a
+  hub id in the Hugging Face cache, its chat template, batched generation, answers cached as
+  each batch returns).
 - ``ocr_llm``: the agentic route (VISTA-Bench Sec. 5): the question image is read by an OCR engine
   (``ocr``, an entry of ``ocr.engines``) and a text model on the endpoint answers from that text.
 - ``ocr_solver``: offline. Text mode solves the pure-text question; VT mode solves what Tesseract
   (or another OCR engine) read from the question image. It answers questions of
   :mod:`.question_family` exactly and nothing else: its modality gap is the gap that reading
-  alone causes. It is a baseline, not a VLM.
+  alone causes. It is a baseline, not a VLM. A question whose pure text it cannot solve is
+  outside its scope (:meth:`OcrSolverAnswerer.out_of_scope`): not asked in either mode.
+
+A reader may have ``out_of_scope(q) -> str | None``: why it cannot answer ``q`` at all (None:
+it can). The evaluation leaves such questions out of the reader's accuracies in both modes and
+counts them, instead of counting them wrong.
 
 An evaluation may lay out the text of a request itself (:attr:`Question.message`, instruction
 included); the endpoint readers then send it in place of their own layout. Every answerer
@@ -25,8 +35,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from roundtrip.api.client import DEFAULT_CACHE_DIR
 from roundtrip.core.registry import build_registered
-from roundtrip.readers.question_family import Unsolvable, solve
+from roundtrip.readers.question_family import CATEGORIES, Unsolvable, solve
+from roundtrip.readers.transformers_vlm import ChatVLM, _InProcessReader
 
 TEXT, VT = "text", "vt"
 
@@ -206,6 +218,43 @@ class _ChatAnswerer:
         return reply.text
 
 
+def vlm_parts(q: Question, mode: str, prompts: dict[str, str]) -> list:
+    """The request a VLM is sent for ``q`` in ``mode``, as parts in order: images (``(H, W, 3)``
+    uint8 arrays) and one text (``str``). One layout for every VLM reader, on an endpoint
+    (:class:`VlmAnswerer`) or in process (:class:`TransformersAnswerer`).
+
+    - text mode: the item's images, then the text: :attr:`Question.message` where the
+      evaluation laid it out, else :func:`hint_prefix`, the question and options, a blank line
+      and the instruction of ``prompts`` for the mode;
+    - VT mode: the item's images, the question image, then the text: :attr:`Question.message`,
+      else the hint and the instruction.
+
+    Args:
+        q: the question.
+        mode: :data:`TEXT` or :data:`VT`.
+        prompts: ``{vt: ..., text: ...}`` (:func:`resolve_prompts`).
+
+    Raises:
+        ValueError: VT mode without a question image; an unknown mode.
+    """
+    if mode not in (TEXT, VT):
+        raise ValueError(f"mode: {mode!r} is not {TEXT!r} or {VT!r}")
+    instruction = _instruction(prompts, mode, not q.options)
+    if mode == TEXT:
+        text = q.message if q.message is not None else _text_body(q) + "\n\n" + instruction
+        return [*q.images, text]
+    if q.question_image is None:
+        raise ValueError("no question image")
+    text = q.message if q.message is not None else hint_prefix(q) + instruction
+    return [*q.images, q.question_image, text]
+
+
+def _content(parts: list) -> list[dict]:
+    """:func:`vlm_parts` as the content of an OpenAI chat message."""
+    return [{"type": "text", "text": p} if isinstance(p, str) else _image_parts([p])[0]
+            for p in parts]
+
+
 class VlmAnswerer(_ChatAnswerer):
     """``type: vlm``: a VLM answers from the text (text mode) or the question image (VT mode).
 
@@ -221,21 +270,89 @@ class VlmAnswerer(_ChatAnswerer):
     name = "vlm"
 
     def answer(self, q: Question, mode: str) -> str:
-        """The raw output for ``q`` in ``mode`` (:data:`TEXT` or :data:`VT`).
+        """The raw output for ``q`` in ``mode`` (:data:`TEXT` or :data:`VT`), the request laid
+        out by :func:`vlm_parts`.
 
         Raises:
             ApiError (a ``RuntimeError``): no answer after retries.
             ValueError: VT mode without a question image.
         """
-        instruction = _instruction(self.prompts, mode, not q.options)
-        if mode == TEXT:
-            text = q.message if q.message is not None else _text_body(q) + "\n\n" + instruction
-            return self._chat(_image_parts(q.images) + [{"type": "text", "text": text}])
-        if q.question_image is None:
-            raise ValueError("no question image")
-        text = q.message if q.message is not None else hint_prefix(q) + instruction
-        return self._chat(_image_parts(q.images + [q.question_image])
-                          + [{"type": "text", "text": text}])
+        return self._chat(_content(vlm_parts(q, mode, self.prompts)))
+
+
+class TransformersAnswerer(_InProcessReader):
+    """``type: transformers``: a chat VLM run in the job's process answers as :class:`VlmAnswerer`
+    does, from the same requests (:func:`vlm_parts`, the same prompts), a batch at a time
+    (:class:`roundtrip.readers.transformers_vlm.ChatVLM`: ``AutoModelForImageTextToText`` from a
+    model folder or a hub id in the Hugging Face cache, never downloaded; the model's chat
+    template; left-padded batches; every answer cached as its batch returns, keyed by the
+    folder's fingerprint, the request and the generation settings; usage to the run's ledger).
+
+    Args:
+        model: a model folder or a hub id in the Hugging Face cache
+            (``Qwen/Qwen2.5-VL-7B-Instruct``).
+        prompt: as :class:`VlmAnswerer` (default ``Original``, VISTA-Bench App. C.1).
+        max_new_tokens: answer length limit in tokens (default 256).
+        batch_size: requests generated at once (default 8).
+        image_size: ``[width, height]`` every image is resized to, or None (default): the
+            images as they are, the model's processor deciding.
+        decoding: ``greedy`` (default), ``model`` (the folder's ``generation_config.json``) or a
+            mapping of :data:`roundtrip.readers.transformers_vlm.DECODING_KEYS`.
+        seed, dtype, device, cache_dir: as :class:`~roundtrip.readers.transformers_vlm.ChatVLM`.
+
+    Raises:
+        ValueError: a bad setting (the message names it).
+    """
+
+    needs_ocr = False
+
+    def __init__(self, model: str, prompt: str | dict | None = None, max_new_tokens: int = 256,
+                 batch_size: int = 8, image_size: list[int] | None = None,
+                 decoding: str | dict = "greedy", seed: int = 0, dtype: str = "auto",
+                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR):
+        super().__init__(ChatVLM(model, "model", max_new_tokens, decoding, seed, batch_size,
+                                 image_size, dtype, device, cache_dir))
+        self.prompts = resolve_prompts(prompt)
+
+    def check(self) -> str:
+        """Locates the model and fingerprints its folder (no loading); returns a label.
+
+        Raises:
+            WeightsMissing: the model is not on this machine (the message names the key).
+        """
+        return self.vlm.check()
+
+    def answer_many(self, asked: list[tuple[Question, str]]) -> list[str | Exception]:
+        """The raw output of each ``(question, mode)``, in order, ``batch_size`` requests
+        generated at a time; a request that could not be answered gives its exception in its
+        place (``GenerationFailed``; ``ValueError``: VT mode without a question image).
+
+        Raises:
+            WeightsMissing: the model is not on this machine.
+        """
+        out: list[str | Exception | None] = [None] * len(asked)
+        requests, where = [], []
+        for i, (q, mode) in enumerate(asked):
+            try:
+                requests.append(vlm_parts(q, mode, self.prompts))
+                where.append(i)
+            except ValueError as exc:
+                out[i] = exc
+        for i, answer in zip(where, self.vlm.answer_many(requests), strict=True):
+            out[i] = answer
+        return out
+
+    def answer(self, q: Question, mode: str) -> str:
+        """The raw output for ``q`` in ``mode`` (:meth:`answer_many` of one).
+
+        Raises:
+            GenerationFailed (a ``RuntimeError``): the model could not answer.
+            ValueError: VT mode without a question image.
+        """
+        (out,) = self.answer_many([(q, mode)])
+        if isinstance(out, Exception):
+            raise out
+        return out
 
 
 class OcrLlmAnswerer(_ChatAnswerer):
@@ -274,9 +391,24 @@ class OcrSolverAnswerer:
     needs_ocr = True
     concurrency = 1
     sees_item_images = False  # the family has none; pictures would only cost decoding
+    #: What the solver answers at all, for messages and table notes.
+    SCOPE = ("the questions of roundtrip's offline family (" + ", ".join(CATEGORIES)
+             + "; questions: family)")
 
     def __init__(self, ocr: str = "tesseract"):
         self.ocr = ocr
+
+    def out_of_scope(self, q: Question) -> str | None:
+        """Why the solver cannot answer ``q`` at all, or None: its pure text is not a question of
+        the family (:func:`~roundtrip.readers.question_family.solve` raises ``Unsolvable`` on
+        it). Decided on the pure text, so that both modes of a question are in or out together:
+        a reading of the render it cannot solve stays an invalid answer (the gap it measures).
+        """
+        try:
+            solve(q.text)
+        except Unsolvable as exc:
+            return f"{self.name} answers only {self.SCOPE}; this one: {exc}"
+        return None
 
     def answer(self, q: Question, mode: str) -> str:
         """The option letter, or ``cannot determine: <why>`` (an invalid answer).
@@ -294,7 +426,8 @@ class OcrSolverAnswerer:
 
 
 #: ``vista.readers.<name>.type`` -> answerer class.
-ANSWERER_TYPES = {"vlm": VlmAnswerer, "ocr_llm": OcrLlmAnswerer, "ocr_solver": OcrSolverAnswerer}
+ANSWERER_TYPES = {"vlm": VlmAnswerer, "ocr_llm": OcrLlmAnswerer, "ocr_solver": OcrSolverAnswerer,
+                  "transformers": TransformersAnswerer}
 
 
 def build_answerer(name: str, spec: dict):
@@ -303,4 +436,7 @@ def build_answerer(name: str, spec: dict):
     Raises:
         ValueError: unknown type or bad settings (the message names the config key).
     """
-    return build_registered(ANSWERER_TYPES, spec, f"vista.readers.{name}", "reader")
+    reader = build_registered(ANSWERER_TYPES, spec, f"vista.readers.{name}", "reader")
+    if isinstance(reader, _InProcessReader):
+        reader.config_key = f"vista.readers.{name}"  # a missing model names vista.readers.<name>.model
+    return reader

@@ -318,8 +318,22 @@ def _section(section: Section, inputs: ReportInputs, st: dict, width: float) -> 
         out.append(_p("The reconstruction galleries, with each model's OCR lines, are in "
                       "appendix D.", st["small"]))
     for fig in figures:
-        out += [_p(fig.name, st["small"]), _image(fig, width, 280)]
+        out += [_p(figure_caption(fig), st["small"]), _image(fig, width, 280)]
     return out
+
+
+#: The captions of the figures (``report/{name}.rst``, as Snakemake's report shows them).
+CAPTIONS = Path(__file__).resolve().parents[3] / "report"
+
+
+def figure_caption(fig: Path) -> str:
+    """A section figure's caption: ``report/{stem}_figure.rst`` or ``report/{stem}.rst`` (the
+    caption its rule gives Snakemake's report), one paragraph; the file name where neither
+    exists (an installed package without the repository's report folder)."""
+    for name in (f"{fig.stem}_figure.rst", f"{fig.stem}.rst"):  # a table may share the stem
+        if (CAPTIONS / name).is_file():
+            return " ".join((CAPTIONS / name).read_text().split())
+    return fig.name
 
 
 def _galleries_of(section: Section, inputs: ReportInputs) -> list[str]:

@@ -9,19 +9,26 @@ model's file (API answers come from the cache).
 Every manifest item gets a VT row and every question a text row, with ``status`` and ``reason``:
 ``ok`` (answered; the answer may still be invalid), ``error`` (the reader failed: an API error
 after retries; counted wrong, as VISTA-Bench does) or ``not_scored`` (the render or its
-reconstruction does not exist; left out of accuracies, counted in footnotes).
+reconstruction does not exist, or the question is outside what the reader answers at all,
+``reason`` starting with :data:`OUT_OF_SCOPE`; left out of accuracies, counted in footnotes).
+
+A reader with ``answer_many`` (run in process, batched) is asked its questions a batch at a
+time, requests with as many images together; the others one question at a time on
+``concurrency`` threads. The job logs its progress (:class:`roundtrip.core.progress.Progress`).
 """
 from __future__ import annotations
 
 import json
 import logging
 import math
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
 
 from roundtrip.core.imaging import ImageReadError, read_image
+from roundtrip.core.progress import Progress
 from roundtrip.evals.vista.extract import (
     INVALID,
     JUDGE,
@@ -44,6 +51,10 @@ ANSWER_COLUMNS = ["item_id", "question_id", "mode", "category", "subfield", "sou
                   "modality", "font", "size", "table1", "audit", "raw", "reasoning", "extracted",
                   "extracted_by", "answer", "hit", "exact_match", "status", "reason"]
 OK, ERROR, NOT_SCORED = "ok", "error", "not_scored"
+#: The start of the reason of a question the reader cannot answer at all (status not_scored).
+OUT_OF_SCOPE = "outside the reader's scope"
+#: Questions whose pictures are kept in memory at once (a request reads them again after).
+IMAGE_CACHE_QUESTIONS = 64
 
 
 def read_questions_manifest(path: str | Path) -> pd.DataFrame:
@@ -74,19 +85,32 @@ def _question_rows(manifest: pd.DataFrame) -> list[dict]:
     return out
 
 
+def _picture_paths(row: dict) -> list[str]:
+    return [r for r in (row.get("item_images") or "").split("|") if r]
+
+
 class _Images:
-    """Loads the item's pictures (API readers only; the offline solver never looks)."""
+    """Loads the item's pictures (VLM readers only; the offline solver never looks), keeping
+    the last :data:`IMAGE_CACHE_QUESTIONS` questions' in memory."""
 
     def __init__(self, root: Path, wanted: bool):
-        self.root, self.wanted, self.cache = root, wanted, {}
+        self.root, self.wanted = root, wanted
+        self.cache: OrderedDict[str, list] = OrderedDict()
+
+    def count(self, row: dict) -> int:
+        """How many pictures a request of ``row`` carries (without reading them)."""
+        return len(_picture_paths(row)) if self.wanted else 0
 
     def of(self, row: dict) -> list:
-        rels = [r for r in (row.get("item_images") or "").split("|") if r]
+        rels = _picture_paths(row)
         if not self.wanted or not rels:
             return []
         key = row.get("question_id")
         if key not in self.cache:
             self.cache[key] = [read_image(self.root / r) for r in rels]
+            if len(self.cache) > IMAGE_CACHE_QUESTIONS:
+                self.cache.popitem(last=False)
+        self.cache.move_to_end(key)
         return self.cache[key]
 
 
@@ -130,18 +154,125 @@ def answer_set(manifest_path: str | Path, reader, model: str = "original",
         raise ValueError(f"reader {reader.name} needs the OCR of the question images")
     recon = _recon_status(recon_dir) if model != "original" else None
     manifest["audit"] = _audit_verdicts(manifest_path.parent / "audit.csv", manifest["item_id"])
+    ask = _Asking(reader, manifest_path.parent, images, recon, ocr,
+                  {"judge": judge, "extraction": extraction, "layout": prompt_layout})
 
     jobs = [(TEXT, row) for row in _question_rows(manifest)]
     jobs += [(VT, row) for row in manifest.to_dict("records")]
+    rows: list[dict | None] = [None] * len(jobs)
+    pending = []  # indices of the jobs the reader is asked
+    for i, (mode, row) in enumerate(jobs):
+        rows[i] = ask.skipped(mode, row)
+        if rows[i] is None:
+            pending.append(i)
+    label = getattr(reader, "config_key", "") or reader.name
+    progress = Progress(len(pending), f"VISTA answers of {label} ({model}) on "
+                        f"{manifest_path.parent.name}", unit="answers", logger=log)
+    if hasattr(reader, "answer_many"):
+        _ask_in_batches(ask, jobs, pending, rows, progress)
+    else:
+        def one(i):
+            out = ask.one(*jobs[i])
+            progress.add()
+            return out
 
-    def one(job):
-        mode, row = job
-        return _answer_one(reader, mode, row, manifest_path.parent, images, recon, ocr,
-                           {"judge": judge, "extraction": extraction, "layout": prompt_layout})
-
-    with ThreadPoolExecutor(max_workers=max(1, int(getattr(reader, "concurrency", 1)))) as pool:
-        rows = list(pool.map(one, jobs))
+        with ThreadPoolExecutor(max_workers=max(1, int(getattr(reader, "concurrency", 1)))) as pool:
+            for i, out in zip(pending, pool.map(one, pending)):
+                rows[i] = out
+    progress.finish()
     return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
+
+
+def _ask_in_batches(ask: "_Asking", jobs: list, pending: list[int], rows: list,
+                    progress: Progress) -> None:
+    """Ask a batching reader (``answer_many``) the ``pending`` jobs, ``batch_size`` at a time:
+    requests with as many images together (a batch of the model holds one image count), in
+    manifest order within each count; only one batch's images are in memory at once."""
+    size = max(1, int(getattr(ask.reader, "batch_size", 8)))
+    by_count: dict[int, list[int]] = {}
+    for i in pending:
+        by_count.setdefault(ask.images_per_request(*jobs[i]), []).append(i)
+    chunks = [same[k:k + size] for _, same in sorted(by_count.items())
+              for k in range(0, len(same), size)]
+    for chunk in chunks:
+        prepared = {i: ask.prepare(*jobs[i]) for i in chunk}
+        asked = [i for i in chunk if isinstance(prepared[i], Question)]
+        for i in chunk:
+            if not isinstance(prepared[i], Question):
+                rows[i] = prepared[i]  # not scored: a render or a picture that cannot be read
+        answers = ask.reader.answer_many([(prepared[i], jobs[i][0]) for i in asked])
+        for i, raw in zip(asked, answers, strict=True):
+            rows[i] = ask.scored(jobs[i][0], jobs[i][1], prepared[i], raw)
+        progress.add(len(chunk))
+
+
+class _Asking:
+    """One reader's questions of one (model, set): what is skipped, the requests, the scores."""
+
+    def __init__(self, reader, root: Path, images: _Images, recon, ocr, how: dict):
+        self.reader, self.root, self.images = reader, root, images
+        self.recon, self.ocr, self.how = recon, ocr, how
+        self._scope: dict[str, str | None] = {}
+
+    def skipped(self, mode: str, row: dict) -> dict | None:
+        """The final row of a job the reader is not asked (an unusable row, a question outside
+        the reader's scope), else None."""
+        out = _base(mode, row)
+        why = _unusable(mode, row)
+        if why:
+            return out | {"status": NOT_SCORED, "reason": why}
+        why = self.out_of_scope(row)
+        if why:
+            return out | {"status": NOT_SCORED, "reason": f"{OUT_OF_SCOPE}: {why}"}
+        return None
+
+    def out_of_scope(self, row: dict) -> str | None:
+        """Why the reader cannot answer the question of ``row`` at all (its ``out_of_scope``, on
+        the pure text, once per question), or None."""
+        check = getattr(self.reader, "out_of_scope", None)
+        if check is None:
+            return None
+        qid = row.get("question_id") or row["item_id"]
+        if qid not in self._scope:
+            self._scope[qid] = check(Question(item_id=qid, text=row["question_text"],
+                                              hint=row.get("hint", ""), options=_options(row)))
+        return self._scope[qid]
+
+    def images_per_request(self, mode: str, row: dict) -> int:
+        return self.images.count(row) + (mode == VT and not self.reader.needs_ocr)
+
+    def prepare(self, mode: str, row: dict) -> Question | dict:
+        """The question as the reader gets it, or the final row where it cannot be asked."""
+        out = _base(mode, row)
+        try:
+            q = _question(self.reader, mode, row, self.root, self.images, self.recon, self.ocr)
+            q.message = message(self.reader, mode, row, q, self.how["layout"])
+        except _NotScored as exc:
+            return out | {"status": NOT_SCORED, "reason": str(exc)}
+        except (ImageReadError, OSError) as exc:
+            return out | {"status": NOT_SCORED, "reason": f"image: {exc}"}
+        return q
+
+    def scored(self, mode: str, row: dict, q: Question, raw: str | Exception) -> dict:
+        """The row of one answer (an exception: the reader failed, counted wrong)."""
+        out = _base(mode, row)
+        if isinstance(raw, Exception):
+            log.warning("%s %s: %s", mode, out["item_id"], raw)
+            return out | {"status": ERROR, "reason": str(raw)[:300], "extracted_by": INVALID,
+                          "hit": 0.0, "exact_match": 0.0 if not q.options else math.nan}
+        return out | score(raw, q.options, row.get("answer", ""), row.get("question_text", ""),
+                           self.how["judge"], self.how["extraction"])
+
+    def one(self, mode: str, row: dict) -> dict:
+        """Ask the reader one job (readers without ``answer_many``)."""
+        q = self.prepare(mode, row)
+        if not isinstance(q, Question):
+            return q
+        try:
+            raw = self.reader.answer(q, mode)
+        except (RuntimeError, ValueError) as exc:  # ApiError is a RuntimeError
+            raw = exc
+        return self.scored(mode, row, q, raw)
 
 
 def _audit_verdicts(path: Path, item_ids: pd.Series) -> list[str]:
@@ -200,28 +331,6 @@ def _unusable(mode: str, row: dict) -> str | None:
     if mode == VT and row.get("status") != "ok":
         return f"render: {row.get('reason', '')}"
     return None
-
-
-def _answer_one(reader, mode, row, root, images, recon, ocr, how: dict) -> dict:
-    out = _base(mode, row)
-    why = _unusable(mode, row)
-    if why:
-        return out | {"status": NOT_SCORED, "reason": why}
-    try:
-        q = _question(reader, mode, row, root, images, recon, ocr)
-        q.message = message(reader, mode, row, q, how["layout"])
-    except _NotScored as exc:
-        return out | {"status": NOT_SCORED, "reason": str(exc)}
-    except (ImageReadError, OSError) as exc:
-        return out | {"status": NOT_SCORED, "reason": f"image: {exc}"}
-    try:
-        raw = reader.answer(q, mode)
-    except (RuntimeError, ValueError) as exc:  # ApiError is a RuntimeError
-        log.warning("%s %s: %s", mode, out["item_id"], exc)
-        return out | {"status": ERROR, "reason": str(exc)[:300], "extracted_by": INVALID,
-                      "hit": 0.0, "exact_match": 0.0 if not q.options else math.nan}
-    return out | score(raw, q.options, row.get("answer", ""), row.get("question_text", ""),
-                       how["judge"], how["extraction"])
 
 
 class _NotScored(Exception):

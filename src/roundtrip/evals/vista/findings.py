@@ -23,15 +23,26 @@ ACCURACY = "vista_accuracy"
 TOKENIZERS = "vista_tokenizers"
 VT_METRIC = "VT accuracy (%)"
 WHERE = "(one render per question)"
+IN_SCOPE = "overall.in_scope"  # questions a reader answers at all (vista_accuracy)
 
 
 # -- reading the tables -------------------------------------------------------------------------
+def read_table(results: RunResults, name: str) -> pd.DataFrame | None:
+    """``results.table(name)``, with a table file that holds nothing at all (an empty optional
+    table written without its header) read as a table without rows or columns; None where the
+    run wrote no such table."""
+    try:
+        return results.table(name)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+
+
 def reader_rows(results: RunResults) -> list[tuple[str, Summary, Summary, Summary]]:
     """``(row label, VT, Text, Gap)`` of every row of ``vista_accuracy`` (VISTA-Bench Table 1,
     Overall columns; accuracies in %, the gap Text - VT in points, each with its bootstrap CI
-    over questions), in table order; rows without an overall VT accuracy are left out. Empty
-    where the run wrote no such table."""
-    table = results.table(ACCURACY)
+    over questions), in table order; rows without an overall VT accuracy (e.g. a reader none of
+    whose questions is in its scope) are left out. Empty where the run wrote no such table."""
+    table = read_table(results, ACCURACY)
     if table is None or table.empty or "overall.vt_accuracy" not in table:
         return []
     out = []
@@ -138,12 +149,63 @@ def vt_ranking(results: RunResults, rows) -> list[str]:
     return Ranking(VT_METRIC, order, diff, len(shared), "reader").sentences(1, WHERE)
 
 
+def scope_rows(results: RunResults) -> list[tuple[str, int, int]]:
+    """``(row label, questions in scope, questions)`` of the ``vista_accuracy`` rows whose
+    reader leaves some questions out of its scope (the ``In scope`` column); empty where none
+    does."""
+    table = read_table(results, ACCURACY)
+    if table is None or table.empty or IN_SCOPE not in table:
+        return []
+    out = []
+    for _, row in table.iterrows():
+        s = table_summary(row, IN_SCOPE)
+        if not math.isnan(s.mean) and int(s.mean) < s.n:
+            out.append((str(row.iloc[0]), int(s.mean), s.n))
+    return out
+
+
+def _scope_of(results: RunResults, label: str) -> str:
+    """What the reader of a row label (``reader`` or ``reader (dataset)``) answers at all, from
+    its type (:attr:`roundtrip.readers.answerers.OcrSolverAnswerer.SCOPE`), or ``""``."""
+    from roundtrip.readers.answerers import ANSWERER_TYPES
+
+    readers = ((results.config or {}).get("vista") or {}).get("readers") or {}
+    spec = readers.get(label.split(" (")[0]) or {}
+    return getattr(ANSWERER_TYPES.get(spec.get("type")), "SCOPE", "")
+
+
+def scope_sentence(results: RunResults) -> str | None:
+    """Readers that cannot answer every question (:func:`scope_rows`): how many they answer,
+    what they answer, and that the rest is left out of their accuracies (not counted wrong)
+    and of the comparison with the published VLMs; None where every reader answers every
+    question."""
+    parts = []
+    for label, k, n in scope_rows(results):
+        what = _scope_of(results, label)
+        what = f" ({label} answers only {what})" if what else ""
+        if k == 0:
+            parts.append(f"{label} answers none of the {n} questions{what}: they are left out "
+                         "of its accuracies, which read n/a, not counted wrong")
+        else:
+            parts.append(f"{label} answers {k} of the {n} questions{what}: its accuracies are "
+                         f"over those {k}; the other {n - k} are left out, not counted wrong")
+    if not parts:
+        return None
+    return ("; ".join(parts) + ". A reader that leaves questions out is not set beside the "
+            "published VLMs of Table 1.")
+
+
 def tokenizer_sentence(results: RunResults) -> str | None:
     """The tokenizer axis (``vista_tokenizers``): the (reader, model) rows whose reconstructions
     cost the least and the most VT accuracy against the original renders (paired per render,
-    points, with CIs); None where the table is missing or has no such value."""
-    table = results.table(TOKENIZERS)
-    if table is None or table.empty or "recon.delta_vt" not in table:
+    points, with CIs); that the axis is off where the table has no rows; None where the table
+    is missing or has no such value."""
+    from roundtrip.evals.vista.tables import NO_TOKENIZER_AXIS
+
+    table = read_table(results, TOKENIZERS)
+    if table is not None and table.empty:
+        return f"The tokenizer axis is not reported: {NO_TOKENIZER_AXIS}."
+    if table is None or "recon.delta_vt" not in table:
         return None
     deltas = [(str(row.iloc[0]), table_summary(row, "recon.delta_vt")) for _, row in table.iterrows()]
     deltas = sorted((d for d in deltas if not math.isnan(d[1].mean)), key=lambda d: -d[1].mean)
@@ -159,22 +221,23 @@ def tokenizer_sentence(results: RunResults) -> str | None:
 
 
 def findings(results: RunResults) -> list[str]:
-    """Two to four sentences: VT against Text accuracy and the modality gap per reader
+    """Two to five sentences: VT against Text accuracy and the modality gap per reader
     (VISTA-Bench Table 1), the best and worst reader on VT accuracy with the best against the
-    runner-up over their shared questions, and the tokenizer axis. Says what is missing where
-    ``vista_accuracy`` was not written or holds no reader."""
+    runner-up over their shared questions, the readers that cannot answer every question
+    (:func:`scope_sentence`), and the tokenizer axis (or that it is off). Says what is missing
+    where ``vista_accuracy`` was not written or holds no reader with an accuracy."""
     rows = reader_rows(results)
+    scope = scope_sentence(results)
     if not rows:
-        why = ("the run wrote no vista_accuracy table" if results.table(ACCURACY) is None
+        why = ("the run wrote no vista_accuracy table" if read_table(results, ACCURACY) is None
                else "vista_accuracy holds no reader with an overall VT accuracy")
-        return [f"VISTA-Bench's accuracies could not be reported: {why}."]
+        out = [f"VISTA-Bench's accuracies could not be reported: {why}."]
+        return out + [scope] if scope else out
     out = [gap_sentence(rows, float((results.bootstrap or {}).get("confidence", 0.95)))]
     if len(rows) > 1:
         out += vt_ranking(results, rows)
-    tok = tokenizer_sentence(results)
-    if tok:
-        out.append(tok)
-    return out[:4]
+    out += [s for s in (scope, tokenizer_sentence(results)) if s]
+    return out[:5]
 
 
 # -- headline figure ----------------------------------------------------------------------------
@@ -251,7 +314,7 @@ def headline_figure(results: RunResults, path: Path) -> str | None:
     rows = reader_rows(results)
     if not rows:
         return None
-    tok = results.table(TOKENIZERS)
+    tok = read_table(results, TOKENIZERS)
     has_tok = (tok is not None and not tok.empty
                and {"recon.vt_accuracy", "original.vt_accuracy"} <= set(tok.columns))
     fig, axes = style.figure(1, 2 if has_tok else 1, height_in=2.8)
@@ -283,7 +346,8 @@ def table1_cells(results: RunResults) -> pd.DataFrame | None:
     rows measure what the paper's do. The gap takes Table 1's sign, VT - Text (:func:`paper_gap`;
     ``vista_accuracy`` holds Text - VT), so one sign runs down the column beside the published
     rows. Run categories are matched to the paper's column groups by name (case-insensitive);
-    others are left out.
+    others are left out, and so is a reader that leaves questions out of its scope
+    (:func:`scope_rows`: its numbers are not over the paper's questions).
 
     Returns:
         ``table, row_group, row, column_group, column, printed`` rows, or None.
@@ -294,13 +358,17 @@ def table1_cells(results: RunResults) -> pd.DataFrame | None:
     if not names or any(datasets[d].get("type") != "vista_release"
                         and not datasets[d].get("paper_data") for d in names):
         return None
-    table = results.table("vista_accuracy")
+    table = read_table(results, ACCURACY)
     if table is None or table.empty:
         return None
+    partial = {label for label, _, _ in scope_rows(results)}
     groups = {"multimodal perception", "multimodal reasoning", "multimodal knowledge",
               "unimodal knowledge", "overall"}
     rows = []
     for _, r in table.iterrows():
+        if str(r.iloc[0]) in partial:
+            continue
+
         def cell(group, column, printed):
             rows.append({"table": "Table 1", "row_group": "This run", "row": str(r["reader"]),
                          "column_group": group, "column": column, "printed": printed})

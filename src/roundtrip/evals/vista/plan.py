@@ -7,11 +7,59 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from roundtrip.datasets import QUESTION_TYPES
 from roundtrip.core.manifest import ORIGINAL
+from roundtrip.datasets import DATASET_TYPES, QUESTION_TYPES
+from roundtrip.readers.transformers_vlm import runs_in_process
 
 #: Reader types that answer from an OCR engine's reading of the question image.
 OCR_READER_TYPES = ("ocr_llm", "ocr_solver")
+#: The role of a question set that is built and answered but never reconstructed
+#: (:func:`unreconstructed_sets`): no model's reconstruction of it is read.
+QUESTIONS_ONLY = "vista_questions_only"
+
+
+def answered_sets(config: dict) -> list[str]:
+    """The question sets VISTA-Bench's readers answer (``vista.datasets``, default every
+    ``vista_questions`` and ``vista_release`` set); none without readers."""
+    vista = config.get("vista") or {}
+    if not vista.get("readers"):
+        return []
+    chosen = vista.get("datasets")
+    return [d for d, spec in config["datasets"].items()
+            if (d in chosen if chosen else spec["type"] in QUESTION_TYPES)]
+
+
+def axis_models(config: dict, dataset: str) -> list[str]:
+    """The models whose reconstructions of ``dataset``'s question images the readers read (the
+    tokenizer axis): the models run on the set (``datasets.<name>.models``, default all),
+    limited to ``vista.models`` when given (``[]``: none)."""
+    allowed = (config.get("vista") or {}).get("models")
+    run = config["datasets"][dataset].get("models") or list(config["models"])
+    return [m for m in run if allowed is None or m in allowed]
+
+
+def unreconstructed_sets(config: dict) -> list[str]:
+    """Question sets no evaluation reads a reconstruction of: answered by VISTA-Bench's readers,
+    with no tokenizer axis on them (:func:`axis_models` empty) and no ``text_eval`` (VTBench's
+    text table). They are built and answered from their renders, never reconstructed.
+
+    Except a packaged set (``vista_questions``) read through OCR while packaged sets are built
+    together (``run.batch_packaged_sets``): the renders of such a set are read in the text
+    sets' batched OCR job, so it stays a text set (reconstructed as before)."""
+    vista = config.get("vista") or {}
+    ocr_read = any(spec.get("type") in OCR_READER_TYPES
+                   for spec in (vista.get("readers") or {}).values())
+    batched = (config.get("run") or {}).get("batch_packaged_sets", True)
+    out = []
+    for d in answered_sets(config):
+        spec = config["datasets"][d]
+        kind = DATASET_TYPES.get(spec["type"])
+        if spec.get("text_eval") or axis_models(config, d):
+            continue
+        if ocr_read and batched and kind is not None and kind.packaged:
+            continue
+        out.append(d)
+    return out
 
 
 class VistaPlan:
@@ -32,14 +80,20 @@ class VistaPlan:
 
     @cached_property
     def datasets(self) -> list[str]:
-        """Question sets the readers answer: ``vista.datasets``, default every
-        ``vista_questions`` and ``vista_release`` set; none without readers."""
-        if not self.readers:
-            return []
-        chosen = self.section.get("datasets")
-        specs = self.plan.config["datasets"]
-        return [d for d in self.plan.datasets
-                if (d in chosen if chosen else specs[d]["type"] in QUESTION_TYPES)]
+        """Question sets the readers answer (:func:`answered_sets`), in the plan's order."""
+        answered = answered_sets(self.plan.config)
+        return [d for d in self.plan.datasets if d in answered]
+
+    def answer_rules(self) -> list[tuple[str, list[str], bool]]:
+        """``(rule name, readers, in process)`` of the answer rules: ``vista_answers`` for the
+        readers on an endpoint and the offline ones, ``vista_answers_in_process`` for those that
+        run their model in the job (``type: transformers``: a job of its own on the GPU, not in
+        the tables' group); a rule without readers is left out."""
+        inside = [r for r, spec in self.readers.items() if runs_in_process(spec)]
+        outside = [r for r in self.readers if r not in inside]
+        return [(name, readers, flag) for name, readers, flag in
+                (("vista_answers", outside, False), ("vista_answers_in_process", inside, True))
+                if readers]
 
     def reader_ocr(self, reader: str) -> str | None:
         """The OCR engine a reader answers from (OCR reader types), else None."""
@@ -53,16 +107,19 @@ class VistaPlan:
 
     @cached_property
     def ocr_datasets(self) -> list[str]:
-        """Question sets read through OCR (the reconstruction jobs read the reconstructed question
-        images; the OCR readers reuse that reading), so they are text sets."""
-        return list(self.datasets) if self.ocr_engines else []
+        """Question sets read through OCR that are reconstructed (the reconstruction jobs read
+        the reconstructed question images; the OCR readers reuse that reading), so they are
+        text sets. A set never reconstructed (:func:`unreconstructed_sets`) is not: the OCR
+        of its renders is the originals' reading (``ocr_original``)."""
+        if not self.ocr_engines:
+            return []
+        kept = unreconstructed_sets(self.plan.config)
+        return [d for d in self.datasets if d not in kept]
 
     def models(self, dataset: str) -> list[str]:
-        """``original`` and the models whose reconstructions of the question images are read:
-        the models run on the set, limited to ``vista.models`` when given."""
-        allowed = self.section.get("models")
-        return [ORIGINAL] + [m for m in self.plan.models_on(dataset)
-                             if allowed is None or m in allowed]
+        """``original`` and the models whose reconstructions of the question images are read
+        (:func:`axis_models`)."""
+        return [ORIGINAL] + axis_models(self.plan.config, dataset)
 
     @cached_property
     def keys(self) -> list[tuple[str, str, str]]:

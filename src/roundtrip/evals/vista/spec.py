@@ -3,11 +3,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from roundtrip.api.settings import IN_PROCESS
 from roundtrip.core.config import ConfigError
 from roundtrip.core.evaluation import Evaluation
-from roundtrip.evals.vista.plan import OCR_READER_TYPES, VistaPlan
+from roundtrip.evals.vista.plan import (OCR_READER_TYPES, QUESTIONS_ONLY, VistaPlan,
+                                        unreconstructed_sets)
 from roundtrip.core.manifest import ORIGINAL
 
+#: Reader types that send their requests to an endpoint of ``api.endpoints``.
+ENDPOINT_READER_TYPES = ("vlm", "ocr_llm")
 #: Table names (roundtrip.evals.vista.tables; one rule writes them all).
 TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
           "vista_source", "vista_tokenizers"]
@@ -85,11 +89,22 @@ class Vista(Evaluation):
         return table1_cells(results)
 
     def api_uses(self, config: dict) -> list[tuple[str, dict, dict[str, str]]]:
+        """The readers on an endpoint (``vlm``, ``ocr_llm``: the endpoint resolved) and those
+        run in process (``transformers``: the model located on this machine before any job,
+        :data:`roundtrip.api.settings.IN_PROCESS_MODELS`), and the judge. Their prompts are
+        presets (:mod:`roundtrip.readers.answerers`), not ``api.prompts`` templates."""
         vista = config.get("vista") or {}
         uses = [(f"vista.readers.{name}", spec, {})
                 for name, spec in (vista.get("readers") or {}).items()
-                if spec.get("type") in ("vlm", "ocr_llm")]
+                if spec.get("type") in ENDPOINT_READER_TYPES + (IN_PROCESS,)]
         return uses + ([("vista.judge", vista["judge"], {})] if vista.get("judge") else [])
+
+    def dataset_roles(self, config: dict) -> dict[str, str]:
+        """Question sets no model's reconstruction of is read (no tokenizer axis on them, no
+        ``text_eval``) are built and answered, never reconstructed
+        (:func:`~roundtrip.evals.vista.plan.unreconstructed_sets`): a VISTA-only config with
+        ``vista.models: []`` runs no reconstruction job."""
+        return {d: QUESTIONS_ONLY for d in unreconstructed_sets(config)}
 
     def text_datasets(self, plan) -> list[str]:
         return self.view(plan).ocr_datasets

@@ -24,7 +24,11 @@ beside the published ones take the paper's sign, :func:`roundtrip.evals.vista.fi
 table1_cells`). Invalid answers count as wrong; every cell with some says how many in a
 footnote. A question whose Table 1 render failed the render audit (judge score below 2, App.
 B.3) is left out of Table 1 in both modes, and every failed render of the sweeps too, unless
-``include_failed_audit`` is set; each table's note counts them.
+``include_failed_audit`` is set; each table's note counts them. A question outside what a
+reader answers at all (the offline solver on questions not of its family: reason
+:data:`~roundtrip.evals.vista.answers.OUT_OF_SCOPE`) is left out of that reader's cells, not
+counted wrong: a footnote counts it, ``vista_accuracy`` gets an ``In scope`` column (questions
+the reader answers, of all), and a cell with no question in scope reads n/a with the reason.
 """
 from __future__ import annotations
 
@@ -33,10 +37,14 @@ import math
 import numpy as np
 import pandas as pd
 
+from pathlib import Path
+
 from roundtrip.core.manifest import ORIGINAL
+from roundtrip.evals.vista.answers import OUT_OF_SCOPE
 from roundtrip.metrics.accuracy import accuracy_values, paired_gaps
 from roundtrip.metrics.stats import Summary, bootstrap_mean
-from roundtrip.tables import Cell, Column, Table
+from roundtrip.tables import Cell, Column, Table, write_table
+from roundtrip.tables.engine import to_csv_frame
 from roundtrip.tables.reasons import summarize_reasons
 
 TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
@@ -47,6 +55,9 @@ TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfi
 CATEGORY_ORDER = (("Perception", ("perception",)), ("Reasoning", ("reasoning",)),
                   ("MM Knowledge", ("knowledge",)), ("Unimodal", ("unimodal",)))
 GAP_LABEL = "Gap (Text - VT)"
+#: The ``vista_accuracy`` column of the questions a reader answers at all (``overall.in_scope``;
+#: present where some reader leaves questions out of its scope).
+IN_SCOPE_LABEL = "In scope"
 #: The column group of Overall with open questions credited by exact match (roundtrip's
 #: convention, beside the release's Overall).
 OPEN_EXACT = "Overall, open by exact match"
@@ -134,7 +145,21 @@ def prepare(answers: dict[Key, pd.DataFrame], include_failed_audit: bool = False
     for key, df in answers.items():
         out[key], n = admitted(df, include_failed_audit)
         left_out += n
-    return out, audit_note(left_out, include_failed_audit)
+    return out, audit_note(left_out, include_failed_audit) + scope_notes(out)
+
+
+def scope_notes(answers: dict[Key, pd.DataFrame]) -> list[str]:
+    """One table note per (reader, set) that leaves questions out of its scope, on the original
+    renders: how many of the questions and what the reader answers."""
+    notes = []
+    for (reader, model, dataset), df in answers.items():
+        text = df[df["mode"] == "text"]
+        outside = out_of_scope(text)
+        if model == ORIGINAL and outside.any():
+            notes.append(f"{reader} on {dataset}: {int(outside.sum())} of {len(text)} questions "
+                         f"outside the reader's scope, left out of its cells (not counted "
+                         f"wrong): {scope_reason(text)}")
+    return notes
 
 
 def audit_note(left_out: int, include_failed: bool) -> list[str]:
@@ -175,8 +200,8 @@ class Scorer:
         present in both frames."""
         values = question_gaps(vt, text)
         if not len(values):
-            return Cell(Summary(math.nan, math.nan, math.nan, 0), ["no question scored in both "
-                                                                  "modes"])
+            return Cell(Summary(math.nan, math.nan, math.nan, 0),
+                        [_why_none(text, "no question scored in both modes")])
         return Cell(self.summary(values))
 
     def rendering_errors(self, vt: pd.DataFrame, text: pd.DataFrame) -> Cell:
@@ -184,9 +209,33 @@ class Scorer:
         right = right_as_text(text)
         v = vt[vt["hit"].notna()]
         if v.empty:
-            return Cell(Summary(math.nan, math.nan, math.nan, 0), ["no VT answer scored"])
+            return Cell(Summary(math.nan, math.nan, math.nan, 0),
+                        [_why_none(vt, "no VT answer scored")])
         values = 100.0 * ((v["hit"].astype(float) == 0) & v["question_id"].isin(right))
         return Cell(self.summary(values.to_numpy(dtype=float)))
+
+
+def out_of_scope(rows: pd.DataFrame) -> pd.Series:
+    """Which answer rows are questions outside what the reader answers at all (bool Series)."""
+    return rows["reason"].astype(str).str.startswith(OUT_OF_SCOPE)
+
+
+def scope_reason(rows: pd.DataFrame) -> str:
+    """What the reader answers, from the reasons of its out-of-scope rows (the most common one,
+    without the question's own detail); ``""`` without such rows."""
+    reasons = rows.loc[out_of_scope(rows), "reason"].astype(str)
+    if reasons.empty:
+        return ""
+    general = reasons.str.removeprefix(OUT_OF_SCOPE + ": ").str.split("; this one").str[0]
+    return str(general.value_counts().index[0])
+
+
+def _why_none(rows: pd.DataFrame, otherwise: str) -> str:
+    """Why a cell over ``rows`` has no value: every question outside the reader's scope, or
+    ``otherwise``."""
+    if len(rows) and out_of_scope(rows).all():
+        return "every question outside the reader's scope (table note)"
+    return otherwise
 
 
 def _notes(rows: pd.DataFrame) -> list[str]:
@@ -195,7 +244,11 @@ def _notes(rows: pd.DataFrame) -> list[str]:
     invalid = int(((rows["extracted_by"] == "invalid") & rows["hit"].notna()).sum())
     if invalid:
         notes.append(f"{invalid} of {n} answers invalid (counted wrong)")
-    unscored = rows[rows["hit"].isna()]
+    outside = out_of_scope(rows)
+    if outside.any():
+        notes.append(f"{int(outside.sum())} of {n} outside the reader's scope, left out (not "
+                     "counted wrong; table note)")
+    unscored = rows[rows["hit"].isna() & ~outside]
     if len(unscored):
         top = summarize_reasons((str(r).split(":")[0] for r in unscored["reason"]), top=2,
                                 counts="always")
@@ -256,6 +309,10 @@ def accuracy_table(answers: dict[Key, pd.DataFrame], scorer: Scorer) -> Table:
              Column("overall", "modality_gap", GAP_LABEL, 1, group="Overall", show_n=True)]
     cols += [Column(f"modality={m}", "modality_gap", GAP_LABEL, 1, group=m.capitalize(),
                     show_n=True) for m in modalities]
+    scoped = any(out_of_scope(frames[k]).any() for k in keys)
+    if scoped:  # a reader that cannot answer every question: how many it can, of all
+        cols.append(Column("overall", "in_scope", IN_SCOPE_LABEL, 0, source="set",
+                           group="Overall", show_n=True))
     if has_open:
         cols += [Column("open", "vt_accuracy", "VT", 1, group="Open (exact match)", show_n=True),
                  Column("open", "text_accuracy", "Text", 1, group="Open (exact match)",
@@ -270,8 +327,19 @@ def accuracy_table(answers: dict[Key, pd.DataFrame], scorer: Scorer) -> Table:
     for row, key in zip(rows, keys):
         vt, text = _modes(frames[key])
         for j, col in enumerate(cols):
-            table.cells[(row, j)] = _accuracy_cell(scorer, col, vt, text)
+            table.cells[(row, j)] = (_in_scope_cell(text) if col.metric == "in_scope" else
+                                     _accuracy_cell(scorer, col, vt, text))
+    if scoped:
+        table.notes.append(f"{IN_SCOPE_LABEL}: questions the reader answers at all, of all "
+                           "questions (n); the others are left out of its cells, not counted "
+                           "wrong, and a cell with none in scope reads n/a")
     return table
+
+
+def _in_scope_cell(text: pd.DataFrame) -> Cell:
+    """Questions (text rows) the reader answers at all, of all questions."""
+    outside = out_of_scope(text)
+    return Cell(Summary(float((~outside).sum()), math.nan, math.nan, len(text)))
 
 
 def _accuracy_cell(scorer: Scorer, col: Column, vt: pd.DataFrame, text: pd.DataFrame) -> Cell:
@@ -445,8 +513,15 @@ def source_table(answers: dict[Key, pd.DataFrame], scorer: Scorer) -> Table:
     return table
 
 
+#: The note of an empty ``vista_tokenizers`` (the findings say it in the same words).
+NO_TOKENIZER_AXIS = ("no model's reconstructions of the question images were read "
+                     "(vista.models is [], or no model runs on the question sets): the "
+                     "tokenizer axis is off")
+
+
 def tokenizer_table(answers, scorer) -> Table:
-    """The tokenizer axis: what reading a reconstruction costs the reader."""
+    """The tokenizer axis: what reading a reconstruction costs the reader. Without any model's
+    answers the table has no rows and says why (:data:`NO_TOKENIZER_AXIS`)."""
     keys = [k for k in answers if k[1] != ORIGINAL]
     many = len({k[2] for k in keys}) > 1
     cols = [Column("recon", "vt_accuracy", "VT (recon.)", 1, group="Reconstructions",
@@ -461,6 +536,8 @@ def tokenizer_table(answers, scorer) -> Table:
     table = Table("vista_tokenizers", "The tokenizer axis: VT accuracy (%) of a reader on each "
                   "model's reconstructions of the question images, beside its VT and Text "
                   "accuracy on the originals", rows, cols, row_label="Reader / model")
+    if not keys:
+        table.notes.append(NO_TOKENIZER_AXIS)
     for row, key in zip(rows, keys):
         vt, text = _modes(answers[key])
         orig = answers.get((key[0], ORIGINAL, key[2]))
@@ -491,6 +568,19 @@ def _delta(scorer: Scorer, vt: pd.DataFrame, ovt: pd.DataFrame) -> Cell:
     if both.empty:
         return Cell(Summary(math.nan, math.nan, math.nan, 0), ["no render scored in both"])
     return Cell(scorer.summary(100.0 * (both.iloc[:, 0] - both.iloc[:, 1]).to_numpy()))
+
+
+def write(table: Table, out_dir: str | Path) -> list[Path]:
+    """:func:`roundtrip.tables.write_table`, and for a table without rows a CSV that still
+    has its header (the columns a row would have), so that readers of an empty optional table
+    (the report's findings and figures) see its columns and no row, not an empty file."""
+    paths = write_table(table, out_dir)
+    if not table.models:
+        probe = Table(table.name, table.title, ["-"], table.columns, row_label=table.row_label,
+                      cells={("-", j): Cell(Summary(math.nan, math.nan, math.nan, 0))
+                             for j in range(len(table.columns))})
+        pd.DataFrame(columns=to_csv_frame(probe).columns).to_csv(paths[0], index=False)
+    return paths
 
 
 def gap_curves(answers: dict[Key, pd.DataFrame], sweeps: dict) -> pd.DataFrame:
