@@ -263,23 +263,92 @@ def _stand_ins(root):
         pd.DataFrame(mcq).to_csv(root / f"sweeps/{name}.tsv", sep="\t", index=False)
 
 
+#: The transformers architecture (``model_type`` of the hub folder's config.json) of each
+#: Table 1 model the preset lists in process (active or commented): all are
+#: AutoModelForImageTextToText models. MiMo-VL is Qwen2.5-VL's architecture; InternVL3.5's
+#: ``-HF`` folders are the transformers-format conversions of the authors' checkpoints.
+IN_PROCESS_ARCHITECTURES = {
+    "Qwen/Qwen3-VL-2B-Instruct": "qwen3_vl", "Qwen/Qwen3-VL-8B-Instruct": "qwen3_vl",
+    "Qwen/Qwen3-VL-30B-A3B-Instruct": "qwen3_vl_moe",
+    "Qwen/Qwen2.5-VL-3B-Instruct": "qwen2_5_vl", "Qwen/Qwen2.5-VL-7B-Instruct": "qwen2_5_vl",
+    "XiaomiMiMo/MiMo-VL-7B-RL": "qwen2_5_vl", "XiaomiMiMo/MiMo-VL-7B-SFT": "qwen2_5_vl",
+    "OpenGVLab/InternVL3_5-2B-HF": "internvl", "OpenGVLab/InternVL3_5-8B-HF": "internvl",
+    "OpenGVLab/InternVL3_5-30B-A3B-HF": "internvl",
+    "llava-hf/llava-1.5-7b-hf": "llava", "llava-hf/llava-onevision-qwen2-7b-ov-hf":
+        "llava_onevision",
+    "zai-org/GLM-4.1V-9B-Thinking": "glm4v"}
+
+
+def _in_process_readers(text: str) -> dict[str, dict]:
+    """Every ``type: transformers`` reader of the preset, the commented ones included."""
+    readers = dict(yaml.safe_load(text)["vista"]["readers"])
+    for line in text.splitlines():
+        body = line.strip().removeprefix("# ")
+        if line.strip().startswith("# ") and "type: transformers" in body and ": {" in body:
+            name, rest = body.split(": ", 1)
+            readers[name] = {"type": "transformers",
+                             "model": rest.split("model: ", 1)[1].split(",")[0].strip(" }")}
+    return {n: r for n, r in readers.items() if r["type"] == "transformers"}
+
+
+def test_preset_in_process_readers_are_table_1_models_transformers_loads():
+    """The preset runs Table 1's 8B row in process and lists the other Table 1 models that
+    transformers' AutoModelForImageTextToText loads (by hub id), commented; the models with
+    their own code stay behind the endpoint, commented."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES as LOADS)
+
+    text = (REPO / "configs/papers/vista.yaml").read_text()
+    readers = _in_process_readers(text)
+    assert {n: r["model"] for n, r in yaml.safe_load(text)["vista"]["readers"].items()} == {
+        "qwen3vl_8b": "Qwen/Qwen3-VL-8B-Instruct", "qwen25vl_7b": "Qwen/Qwen2.5-VL-7B-Instruct",
+        "internvl35_8b": "OpenGVLab/InternVL3_5-8B-HF", "llava15_7b": "llava-hf/llava-1.5-7b-hf"}
+    assert {r["model"] for r in readers.values()} == set(IN_PROCESS_ARCHITECTURES)
+    assert all(kind in LOADS for kind in IN_PROCESS_ARCHITECTURES.values())
+    for endpoint_only in ("openbmb/MiniCPM-V-4_5", "deepseek-ai/deepseek-vl2-tiny",
+                          "AIDC-AI/Ovis2.5-9B", "AIDC-AI/Ovis2-8B"):
+        assert f"type: vlm, endpoint: vista_vllm, model: {endpoint_only}," in text
+    assert "model: moonshotai/Kimi-VL-A3B-Thinking-2506" in text
+    for name, spec in yaml.safe_load(text)["vista"]["readers"].items():
+        build_answerer(name, spec)  # the settings build
+
+
+def _hub_stand_ins(root, preset) -> dict:
+    """A snapshot folder with a config.json for every in-process reader's hub id: enough to be
+    located before any job, nothing to run."""
+    for spec in preset["vista"]["readers"].values():
+        if spec["type"] == "transformers":
+            repo = root / ("models--" + spec["model"].replace("/", "--"))
+            (repo / "refs").mkdir(parents=True)
+            (repo / "refs/main").write_text("0" * 40)
+            (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
+            (repo / "snapshots" / ("0" * 40) / "config.json").write_text("{}")
+    return dict(os.environ, HF_HUB_CACHE=str(root), VISTA_API_KEY="sk-stand-in")
+
+
 @pytest.mark.workflow
 def test_paper_preset_plans_on_stand_in_files(tmp_path):
-    """configs/papers/vista.yaml with data_root pointed at stand-ins: ``snakemake -n`` plans
-    every reader on every set (answers and tables), nothing run."""
+    """configs/papers/vista.yaml with data_root pointed at stand-ins and its in-process models
+    at stand-in hub snapshots: ``snakemake -n`` plans every reader on every set (answer jobs of
+    their own, on the run's GPU) and the tables, nothing run; no question image is
+    reconstructed (vista.models: [], no text_eval: before, 5 identity reconstructions ran)."""
     _stand_ins(tmp_path / "data")
     preset = yaml.safe_load((REPO / "configs/papers/vista.yaml").read_text())
     preset["data_root"] = str(tmp_path / "data")
+    preset.setdefault("run", {})["device"] = "cuda"  # a GPU node plans the answer jobs on it
+    env = _hub_stand_ins(tmp_path / "hub", preset)
     (tmp_path / "work").mkdir()
     (tmp_path / "work/preset.yaml").write_text(yaml.safe_dump(preset))
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
                            "--configfile", "preset.yaml", "-n", "--cores", "1"],
-                          cwd=tmp_path / "work", capture_output=True, text=True,
-                          env=dict(os.environ, VISTA_API_KEY="sk-stand-in"))  # key from env only
+                          cwd=tmp_path / "work", capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
     # 4 readers x 5 sets, on the renders only (vista.models: [])
-    assert out.count("rule vista_answers:") == 20
+    assert out.count("rule vista_answers_in_process:") == 20
+    assert "rule vista_answers:" not in out
+    assert out.count("gpu=1") == 20
     assert "rule vista_tables:" in out and "rule build_dataset:" in out
+    assert "reconstruct" not in out
     total = [line for line in out.splitlines() if line.startswith("total")]
     print("planned:", total)

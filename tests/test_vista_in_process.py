@@ -327,6 +327,35 @@ def test_schema_accepts_the_in_process_reader():
         build_answerer("bad", {"type": "transformers", "model": "m", "decoding": "beam"})
 
 
+def test_the_docs_example_is_a_valid_config_whose_reader_runs(gemma, tmp_path):
+    """docs/evaluations/vista.md, "The release in process": the YAML block is valid against the
+    schema, plans no reconstruction, and its reader builds with its settings and answers with
+    the tiny model in place of Qwen2.5-VL-7B."""
+    from roundtrip.workflow.checks import schema_problem, validate_config
+    from roundtrip.workflow.plan import Plan
+
+    text = (REPO / "docs/evaluations/vista.md").read_text()
+    section = text[text.index("## The release in process"):]
+    assert "hf download Qwen/Qwen2.5-VL-7B-Instruct" in section.split("```yaml", 1)[0]
+    example = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    schema = str(REPO / "config.schema.yaml")
+    assert schema_problem(copy.deepcopy(example), schema) is None
+    config = copy.deepcopy(example)
+    validate_config(config, schema)
+    plan = Plan(config, cores=2)
+    assert plan.recon_jobs.variants() == [] and plan.text_datasets == []
+    spec = example["vista"]["readers"]["qwen25vl_7b"]
+    built = build_answerer("qwen25vl_7b", spec)
+    assert (built.vlm.max_new_tokens, built.batch_size) == (2048, 8)
+    assert built.prompts == PROMPT_PRESETS["Original"] and built.vlm.generate_args == {
+        "do_sample": False}
+    tiny = build_answerer("qwen25vl_7b", spec | {"model": str(gemma), "image_size": [32, 32],
+                                                 "max_new_tokens": 3,
+                                                 "cache_dir": str(tmp_path)})
+    assert isinstance(tiny.answer(Question("q", "2 + 2?\nA. 4\nB. 5",
+                                           options=[("A", "4"), ("B", "5")]), "text"), str)
+
+
 # -- the workflow ------------------------------------------------------------------------------------
 def _workflow_config(gemma: Path, device: str) -> dict:
     return {"datasets": {"qs": {"type": "vista_questions", "questions": "family", "count": 2,

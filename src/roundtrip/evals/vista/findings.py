@@ -229,10 +229,12 @@ def findings(results: RunResults) -> list[str]:
     rows = reader_rows(results)
     scope = scope_sentence(results)
     if not rows:
-        why = ("the run wrote no vista_accuracy table" if read_table(results, ACCURACY) is None
-               else "vista_accuracy holds no reader with an overall VT accuracy")
-        out = [f"VISTA-Bench's accuracies could not be reported: {why}."]
-        return out + [scope] if scope else out
+        if read_table(results, ACCURACY) is None:
+            return ["VISTA-Bench's accuracies could not be reported: the run wrote no "
+                    "vista_accuracy table."]
+        out = ["VISTA-Bench's accuracies could not be reported: vista_accuracy holds no reader "
+               "with an overall VT accuracy."]
+        return out + [s for s in (scope, tokenizer_sentence(results)) if s]
     out = [gap_sentence(rows, float((results.bootstrap or {}).get("confidence", 0.95)))]
     if len(rows) > 1:
         out += vt_ranking(results, rows)

@@ -58,6 +58,9 @@ GAP_LABEL = "Gap (Text - VT)"
 #: The ``vista_accuracy`` column of the questions a reader answers at all (``overall.in_scope``;
 #: present where some reader leaves questions out of its scope).
 IN_SCOPE_LABEL = "In scope"
+#: The note of a cell none of whose questions the reader answers at all ("n/a:": one footnote
+#: for every column of the table).
+ALL_OUT_OF_SCOPE = "n/a: every question outside the reader's scope (table note)"
 #: The column group of Overall with open questions credited by exact match (roundtrip's
 #: convention, beside the release's Overall).
 OPEN_EXACT = "Overall, open by exact match"
@@ -192,6 +195,8 @@ class Scorer:
         """Accuracy (%) over ``rows``; footnotes count invalid and unscored answers."""
         if rows.empty:
             return Cell(Summary(math.nan, math.nan, math.nan, 0), [why_empty])
+        if out_of_scope(rows).all():
+            return Cell(Summary(math.nan, math.nan, math.nan, 0), [ALL_OUT_OF_SCOPE])
         s = self.summary(accuracy_values(rows["hit"].astype(float)))
         return Cell(s, _notes(rows))
 
@@ -234,7 +239,7 @@ def _why_none(rows: pd.DataFrame, otherwise: str) -> str:
     """Why a cell over ``rows`` has no value: every question outside the reader's scope, or
     ``otherwise``."""
     if len(rows) and out_of_scope(rows).all():
-        return "every question outside the reader's scope (table note)"
+        return ALL_OUT_OF_SCOPE
     return otherwise
 
 
