@@ -145,7 +145,9 @@ def test_missing_key_names_the_variable(monkeypatch, tmp_path):
               "models": {"gpt": {"type": "api_image", "endpoint": "svc"}},
               "api": {"endpoints": {"svc": {"base_url": "http://127.0.0.1:9/v1",
                                             "key_env": "RT_ABSENT_KEY"}},
-                      "prompts": PROMPTS}}
+                      "prompts": PROMPTS},
+              # the metric weights have their own check and test; not this one's concern
+              "metrics": {"missing_weights": "n/a"}}
     with pytest.raises(ConfigError, match="RT_ABSENT_KEY is not set"):
         check_config(config)
 
@@ -312,10 +314,17 @@ def test_rank_agreement_measures_kendall_tau():
 def test_robustness_is_per_dataset_with_cer_only_for_scripts_without_spaces():
     from roundtrip.evals.vtbench.ocr_robustness import agreement_per_dataset, robustness_columns
 
+    # The released set CER/WER first, then roundtrip's per-item means; CER only without spaces.
     cols = robustness_columns(["posters", "zh"], ["tess", "rapid"], cer_only={"zh"})
     assert [(c.dataset, c.metric) for c in cols] == [
-        ("posters/tess", "cer"), ("posters/tess", "wer"), ("posters/rapid", "cer"),
-        ("posters/rapid", "wer"), ("zh/tess", "cer"), ("zh/rapid", "cer")]
+        ("posters/tess", "cer_vtbench"), ("posters/tess", "wer_vtbench"),
+        ("posters/tess", "cer"), ("posters/tess", "wer"),
+        ("posters/rapid", "cer_vtbench"), ("posters/rapid", "wer_vtbench"),
+        ("posters/rapid", "cer"), ("posters/rapid", "wer"),
+        ("zh/tess", "cer_vtbench"), ("zh/tess", "cer"), ("zh/rapid", "cer_vtbench"),
+        ("zh/rapid", "cer")]
+    only_means = robustness_columns(["posters"], ["tess"], cer_only=set(), released=set())
+    assert [c.metric for c in only_means] == ["cer", "wer"]
     assert cols[0].group == "posters (tess)"
     means = pd.DataFrame({"posters/tess.cer": [0.1, 0.2, 0.3], "posters/rapid.cer": [0.3, 0.2, 0.1],
                           "zh/tess.cer": [0.1, 0.2, 0.3], "zh/rapid.cer": [0.2, 0.3, 0.4]},
@@ -327,7 +336,7 @@ def test_robustness_is_per_dataset_with_cer_only_for_scripts_without_spaces():
     # engines per dataset (ocr.engines.<name>.datasets): rapid reads the posters only
     per_set = {"posters": ["tess", "rapid"], "zh": ["tess"]}
     cols = robustness_columns(["posters", "zh"], per_set, cer_only={"zh"})
-    assert [c.dataset for c in cols][-1] == "zh/tess" and len(cols) == 5
+    assert [c.dataset for c in cols][-1] == "zh/tess" and len(cols) == 10  # 4 + 4 + 2 columns
     got = agreement_per_dataset(means.drop(columns="zh/rapid.cer"), ["posters", "zh"], per_set)
     assert got.set_index("dataset").loc["posters", "kendall_tau"] == pytest.approx(-1.0)
     assert "reading the dataset" in got.set_index("dataset").loc["zh", "note"]

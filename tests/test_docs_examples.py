@@ -186,6 +186,7 @@ def _stand_ins(root, monkeypatch):
     (root / "code").mkdir(parents=True)
     (root / "code/my_tok.py").write_text(TOKENIZER)
     monkeypatch.syspath_prepend(str(root / "code"))  # "my_tok.py on PYTHONPATH"
+    sys.modules.pop("my_tok", None)  # another test's my_tok.py may have been imported first
     from my_tok import MyTok
 
     torch.manual_seed(0)

@@ -408,4 +408,6 @@ def test_table3_rows_beside_the_published_ones_on_the_papers_data(tmp_path):
     assert any(r[1] == "Bagel (published)" for r in table.rows)
     plain = {"datasets": {"nd400": {"type": "captions"}}}
     (reference,) = published_of(TELEPHONE, RunResults({"telephone_sdr": sdr}, config=plain))
-    assert reference.title.startswith("Published results, other data")
+    # other data and no published model in the run: the table is named, its models counted
+    assert reference.title == "Table 3" and reference.rows == []
+    assert reference.notes == ["7 models"]

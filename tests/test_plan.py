@@ -168,7 +168,10 @@ def test_originals_of_packaged_text_sets_are_read_in_one_job_per_engine(plan, sh
     job = VTBench.ocr_jobs(plan, ["multilingual_ko"], "tesseract")[0]
     assert job == {"dataset": "multilingual_ko",
                    "manifest": "results/datasets/multilingual_ko/manifest.csv", "lang": "kor",
-                   "ocr": "results/ocr/tesseract/original/multilingual_ko.csv"}
+                   "ocr": "results/ocr/tesseract/original/multilingual_ko.csv",
+                   # the same originals read again as the released evaluator sees them
+                   "view": "results/ocr/tesseract/original/multilingual_ko.vtbench.csv",
+                   "read_view": True}
     config = copy.deepcopy(shipped)
     config["datasets"]["scanned_text"] = {"type": "folder", "path": str(REPO),
                                           "text_eval": True, "lang": "eng"}
@@ -381,7 +384,8 @@ def test_one_reconstruction_rule_per_set_of_scorers(plan):
     assert "text_rapidocr" not in plan.recon_jobs.outputs(alone[1], alone[0])
     assert set(plan.recon_jobs.inputs(("image_quality", "tokens"), ["natural"])) == {"tokenizer", "cmms"}
     assert plan.recon_jobs.inputs(("text",), alone[0]) == {
-        "ocr_original_tesseract": "results/ocr/tesseract/original/{dataset}.csv"}
+        "ocr_original_tesseract": "results/ocr/tesseract/original/{dataset}.csv",
+        "ocr_original_vtbench_tesseract": "results/ocr/tesseract/original/{dataset}.vtbench.csv"}
     # every scorer is imported by the job from the evaluation that registers it
     assert plan.recon_jobs.targets(("image_quality", "tokens", "latent_utility")) == {
         "image_quality": "roundtrip.evals.vtbench.image_quality:ImageQualityScorer",

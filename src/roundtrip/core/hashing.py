@@ -26,3 +26,29 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: fh.read(BLOCK), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def path_fingerprint(path: str | Path | None) -> str:
+    """Digest of the names, sizes and mtimes of a file or of the files under a folder (stat
+    only); a Snakemake param, so that changed data rebuilds the dataset. ``""`` for no path,
+    ``missing`` for a path that does not exist."""
+    if not path:
+        return ""
+    path = Path(path)
+    if not path.exists():
+        return "missing"
+    return files_fingerprint([path] if path.is_file() else
+                             sorted(p for p in path.rglob("*") if p.is_file()))
+
+
+def files_fingerprint(files: list[Path]) -> str:
+    """Digest of the paths, sizes and mtimes of ``files``, in the order given (stat only).
+
+    Raises:
+        FileNotFoundError: a file vanished since it was listed.
+    """
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]

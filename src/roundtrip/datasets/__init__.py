@@ -187,7 +187,7 @@ def dataset_fingerprint(spec: dict) -> str:
     Raises:
         KeyError: unknown type.
     """
-    from roundtrip.datasets.folder import path_fingerprint
+    from roundtrip.core.hashing import path_fingerprint
 
     func = DATASET_TYPES[spec["type"]].fingerprint
     if not func:

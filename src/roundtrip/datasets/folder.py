@@ -12,6 +12,7 @@ import logging
 import os
 from pathlib import Path
 
+from roundtrip.core.hashing import files_fingerprint, path_fingerprint
 from roundtrip.core.imaging import IMAGE_EXTENSIONS, ImageReadError, one_line, read_image
 from roundtrip.core.manifest import Item, safe_item_id
 
@@ -73,32 +74,6 @@ def folder_fingerprint(root: str | Path) -> str:
     for f in files:
         st = f.stat() if f.exists() else f.lstat()  # a broken link: stat the link itself
         h.update(f"{f.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:16]
-
-
-def path_fingerprint(path: str | Path | None) -> str:
-    """Digest of the names, sizes and mtimes of a file or of the files under a folder (stat
-    only); a Snakemake param, so that changed data rebuilds the dataset. ``""`` for no path,
-    ``missing`` for a path that does not exist."""
-    if not path:
-        return ""
-    path = Path(path)
-    if not path.exists():
-        return "missing"
-    return files_fingerprint([path] if path.is_file() else
-                             sorted(p for p in path.rglob("*") if p.is_file()))
-
-
-def files_fingerprint(files: list[Path]) -> str:
-    """Digest of the paths, sizes and mtimes of ``files``, in the order given (stat only).
-
-    Raises:
-        FileNotFoundError: a file vanished since it was listed.
-    """
-    h = hashlib.sha256()
-    for f in files:
-        st = f.stat()
-        h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     return h.hexdigest()[:16]
 
 

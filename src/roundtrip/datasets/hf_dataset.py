@@ -34,7 +34,7 @@ from pathlib import Path
 from roundtrip.core.imaging import decode_image, one_line
 from roundtrip.core.manifest import Item, safe_item_id
 from roundtrip.core.paths import expand_pattern, is_pattern, some_of
-from roundtrip.datasets.folder import files_fingerprint
+from roundtrip.core.hashing import files_fingerprint
 from roundtrip.datasets.streamed import SampleError, cell_text, item_from, limited
 
 log = logging.getLogger(__name__)

@@ -461,7 +461,7 @@ def build_medmnist(name: str, spec: dict, out_dir: str | Path) -> list[Item]:
 def volume_fingerprint(spec: dict) -> str:
     """Fingerprint of a volume set read from files (dataset registry): the files under its
     ``path`` and its ``labels_csv`` (which may lie outside the folder)."""
-    from roundtrip.datasets.folder import path_fingerprint
+    from roundtrip.core.hashing import path_fingerprint
 
     return path_fingerprint(spec.get("path")) + path_fingerprint(spec.get("labels_csv"))
 

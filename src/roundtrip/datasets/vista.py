@@ -278,7 +278,7 @@ def write_item_images(items: list, out_dir: str | Path) -> None:
 def release_fingerprint(spec: dict) -> str:
     """Fingerprint of a ``vista_release`` set (dataset registry): the TSV and the images/,
     questions/ folders beside it."""
-    from roundtrip.datasets.folder import path_fingerprint
+    from roundtrip.core.hashing import path_fingerprint
 
     return path_fingerprint(Path(spec["path"]).parent)
 

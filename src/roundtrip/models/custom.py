@@ -19,6 +19,27 @@ from roundtrip.models.torch_base import TorchAdapter, require_file
 HOW = "Copy the file there, or fix the path in the config file."
 
 
+
+def _import(mod_name: str, folders: list[str]):
+    """``importlib.import_module(mod_name)``, except that a module of that name imported
+    earlier from outside ``folders`` gives way to the one in ``folders``: two configs checked
+    in one process (a test session, a notebook) may each bring a ``my_tok.py`` of their own.
+
+    Raises:
+        ModuleNotFoundError, or whatever the module raises while importing.
+    """
+    top = mod_name.split(".")[0]
+    cached = sys.modules.get(top)
+    here = [Path(f).resolve() for f in folders]
+    if cached is not None and here:
+        origin = Path(getattr(cached, "__file__", None) or "/").resolve()
+        local = any((f / f"{top}.py").is_file() or (f / top).is_dir() for f in here)
+        if local and not any(origin.is_relative_to(f) for f in here):
+            for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+                del sys.modules[name]
+            importlib.invalidate_caches()
+    return importlib.import_module(mod_name)
+
 class _CustomAdapter(TorchAdapter):
     """Shared settings of user-provided modules.
 
@@ -117,7 +138,7 @@ class StateDictModel(_CustomAdapter):
             if folder not in sys.path:
                 sys.path.insert(0, folder)
         try:
-            module = importlib.import_module(mod_name)
+            module = _import(mod_name, self.pythonpath)
         except ModuleNotFoundError as exc:
             if exc.name and mod_name.split(".")[0] == exc.name.split(".")[0]:
                 raise ValueError(f"{key}.import_path: module '{exc.name}' not found: add its "
