@@ -32,12 +32,12 @@ from pathlib import Path
 
 import torch
 import yaml
-from snakemake.utils import validate
 
 from roundtrip.core.manifest import read_ok_images
 from roundtrip.evals.chd import cmms
 from roundtrip.evals.chd.sensitivity import KINDS, degraded_tokens, score_sensitivity, summarize
 from roundtrip.models import TRAINED_TYPES, build_model
+from roundtrip.workflow.checks import validate_config
 from roundtrip.evals.chd.plan import training_datasets
 
 REPO = Path(__file__).resolve().parent.parent
@@ -86,7 +86,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     config = yaml.safe_load(Path(args.config).read_text())
-    validate(config, str(REPO / "config.schema.yaml"))  # fills the schema's defaults, as the run does
+    validate_config(config, str(REPO / "config.schema.yaml"))  # the defaults, as the run fills them
     tok_cfg = config["metrics"]["tokens"]
     s = dict(tok_cfg["cmms"])
     for key in ("steps", "bypass_steps", "crops", "lr", "batch_size"):

@@ -7,7 +7,13 @@ from roundtrip.core.compute import configure_torch
 from roundtrip.core.logs import setup_logging
 from roundtrip.core.manifest import read_ok_images
 from roundtrip.evals.chd.cmms import CMMS
-from roundtrip.evals.chd.sensitivity import plot, run_sensitivity, summarize
+from roundtrip.evals.chd.sensitivity import (
+    degraded_tokens,
+    plot,
+    score_sensitivity,
+    summarize,
+    token_shifts,
+)
 from roundtrip.models import build_model
 from roundtrip.stages.reconstruct import resolve_device
 from roundtrip.tables import write_frame
@@ -20,9 +26,13 @@ device = resolve_device(smk.params.device)
 s = smk.params.settings
 tokenizer = build_model(smk.params.reference, smk.params.spec).to(device)
 images = read_ok_images([smk.input.manifest])
-df = run_sensitivity(tokenizer, CMMS(smk.input.cmms, device), images, smk.params.size,
-                     s["levels"], s["crops_per_image"], s["seed"], smk.params.layout)
+sets = degraded_tokens(tokenizer, images, smk.params.size, s["levels"], s["crops_per_image"],
+                       s["seed"], smk.params.layout)
+vocab = tokenizer.info().codebook_size
+df = score_sensitivity(sets, vocab, CMMS(smk.input.cmms, device))
 df.to_csv(smk.output.raw, index=False)
+shifts = token_shifts(sets, vocab)  # Figure 2's middle panel
+shifts.to_csv(smk.output.tokens, index=False)
 summary = summarize(df)
 notes = [f"{len(images)} images of dataset {s['dataset']} (+{s['crops_per_image']} crops each), "
          f"{df['n_images'].iloc[0]} in all, at {smk.params.size}x{smk.params.size}, tokenized by "
@@ -48,7 +58,7 @@ write_frame(spearman, "token_sensitivity_spearman",
             Path(smk.output[0]).parent,
             digits={"Spearman(level, CHD)": 3, "Spearman(level, CMMS)": 3})
 Path(smk.output.figure).parent.mkdir(parents=True, exist_ok=True)
-plot(df, smk.output.figure)
+plot(df, smk.output.figure, shifts)
 for line in notes[2:]:
     log.info(line)
 write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

@@ -17,6 +17,6 @@ table = build_table("token_metrics", title, smk.params.models,
                     token_columns(smk.params.datasets), files, smk.params.bootstrap,
                     not_run=dict(smk.params.not_run))
 table.notes += table_notes(smk.params.cmms_datasets, smk.params.datasets,
-                           smk.params.allow_overlap)
+                           smk.params.allow_overlap, smk.params.training)
 write_table(table, Path(smk.output[0]).parent)
 write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

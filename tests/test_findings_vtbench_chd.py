@@ -144,7 +144,12 @@ def test_vtbench_cer_counts_the_lowest_and_highest_per_set(vt):
 
 
 def test_vtbench_missing_tables_and_nan_do_not_crash(tmp_path):
-    s = vf.findings(results(tmp_path, {}))
+    # no reconstruction table at all (a VISTA-only config): one sentence says so
+    assert vf.findings(results(tmp_path, {})) == [
+        "VTBench reconstructed nothing: the config has no image or text set (the OCR of the "
+        "originals it runs serves the other evaluations)."]
+    text_only = pd.DataFrame({"model": MODELS})
+    s = vf.findings(results(tmp_path, {vf.TEXT_TABLE: text_only}))
     assert "could not be computed" in s[0] and "no text set" in s[-1]
     nan = model_size_table({"identity": math.inf, "jpeg": math.nan, "kl": math.nan,
                             "vq": 20.4, "rvq": math.nan})
@@ -350,3 +355,29 @@ def test_vtbench_table1_rows_beside_the_published_ones_on_the_papers_data(tmp_pa
     assert first["row"] == "my_vae" and first["ImageNet: PSNR"] == "25.1235"
     assert first["ImageNet: SSIM"] == "0.7000"
     assert first["High Resolution: PSNR"] == "–"  # that set is not the paper's
+
+
+def test_chd_cmms_above_the_originals_is_called_uncalibrated(tmp_path):
+    """A flat-colour model whose reconstructions out-score the originals (beyond their CI) gets
+    the hint right after the CMMS ranking; within the CI, none."""
+    table = token_metrics()
+    flat = table["model"] == "vq"
+    table.loc[flat, "natural.cmms"] = 0.250
+    s = cf.findings(results(tmp_path, {cf.METRICS_TABLE: table}))
+    assert "vq is highest (0.250" in s[2]
+    assert s[3].startswith("CMMS is uncalibrated here: on natural, vq scores above the "
+                           "originals themselves (0.120, 95 % CI up to 0.163)")
+    assert cf.calibration_sentence(results(tmp_path, {cf.METRICS_TABLE: token_metrics()})) is None
+
+
+def test_token_table_notes_state_the_cmms_training_beside_the_papers():
+    from roundtrip.evals.chd.tables import table_notes
+
+    training = {"d_model": 64, "steps": 200, "bypass_steps": 8000, "batch_size": 32,
+                "epochs": 1, "crops": 1024}
+    notes = table_notes(["cmms_train"], ["natural"], False, training)
+    assert len(notes) == 3 and "held out" in notes[1]
+    assert notes[2].startswith("CMMS regressor: d_model 64, 200 steps after 8000 with the blocks "
+                               "bypassed, batch 32, 1 epoch of 1024 crops; the paper's: d_model "
+                               "512, batch 512, 200 epochs")
+    assert len(table_notes(["cmms_train"], ["natural"], False)) == 2

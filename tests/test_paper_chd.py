@@ -209,7 +209,176 @@ def test_one_dimensional_tokenizer_gets_chd_1d_and_chd_2d_is_na():
     assert d2 == pytest.approx(math.sqrt(0.5)) and got["chd"] == pytest.approx(0.54490, abs=1e-5)
 
 
-# -- 4. The paper's preset plans on stand-in files ---------------------------------------------
+# -- 4. CMMS epochs: every training image once, fresh pixel distortions -----------------------
+class _PatchCodes:
+    """A stand-in 2D tokenizer: the mean grey level of each 8 x 8 patch, in 16 codes."""
+
+    name, device = "patches", torch.device("cpu")
+
+    def encode(self, x):
+        return torch.nn.functional.avg_pool2d(x.mean(1, keepdim=True), 8)[:, 0]
+
+    def tokens(self, latent):
+        return ((latent + 1) / 2 * 15.999).long().clamp(0, 15)
+
+    def info(self):
+        from roundtrip.models.base import ModelInfo
+
+        return ModelInfo(family="VQ", codebook_size=16, downsample=8)
+
+
+def _training_images(n: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(1)
+    return [rng.integers(0, 256, (40 + k % 3, 48, 3), dtype=np.uint8) for k in range(n)]
+
+
+def test_cmms_epoch_visits_every_training_image_once():
+    """Sec. 5.2: 200 epochs on ImageNet-1K; the preset's "one crop per ImageNet training image".
+    Worked case, 50 training images and 50 crops per epoch: drawn with replacement (the former
+    rule, image index ``rng.integers(50)`` per crop, seed 0) they come from 30 distinct images;
+    ImageNet-sized, 63.2 % of the 1,281,167 images (1 - 1/e). An epoch now visits the images in
+    a random order: 50 of 50, each once; 120 crops of 50 images visit each 2 or 3 times."""
+    old = np.random.default_rng(0).integers(50, size=50)
+    assert len(set(old.tolist())) == 30
+    order = C.epoch_images(50, 50, np.random.default_rng(0))
+    assert sorted(order.tolist()) == list(range(50))
+    counts = np.bincount(C.epoch_images(50, 120, np.random.default_rng(0)), minlength=50)
+    assert counts.min() == 2 and counts.max() == 3 and counts.sum() == 120
+    with pytest.raises(ValueError, match="needs images"):
+        C.epoch_images(0, 5, np.random.default_rng(0))
+    # batches pass over the pool: each crop once per pass, the last batch holds the remainder
+    batches = C.pass_batches(10, 4, np.random.default_rng(0))
+    first = [next(batches) for _ in range(3)]
+    assert [len(b) for b in first] == [4, 4, 2]
+    assert sorted(np.concatenate(first).tolist()) == list(range(10))
+
+
+def test_cmms_epochs_draw_fresh_pixel_variants_and_use_each_crop_once(monkeypatch):
+    """Each epoch draws its crops and their pixel distortions afresh from the seed
+    ``[seed, epoch]`` (the former pool was drawn once and its six versions per crop served every
+    epoch); the same seed and epoch give the same pool (reproducible runs). With
+    ``ceil(crops / batch_size)`` steps per epoch, as the paper preset has (200 x 2,503 steps for
+    1,281,167 crops of batch 512), each epoch's batches use every crop exactly once. Worked case:
+    5 images, 5 crops, batch 2, 2 epochs of 3 steps: crops 0-4 once in each epoch, the second
+    epoch's pool requested once."""
+    tok, images = _PatchCodes(), _training_images(5)
+    settings = C.TrainSettings(crops=5, pixel_variants=2, batch_size=2, seed=3, steps=6,
+                               epochs=2)
+    pool0 = C.build_training_tokens(tok, images, 32, settings, epoch=0)
+    again = C.build_training_tokens(tok, images, 32, settings, epoch=0)
+    pool1 = C.build_training_tokens(tok, images, 32, settings, epoch=1)
+    np.testing.assert_array_equal(pool0[0], again[0])
+    np.testing.assert_array_equal(pool0[1], again[1])
+    assert pool0[0].shape == (5, 3, 4, 4) and pool0[0].dtype == np.int32
+    assert not np.array_equal(pool0[1], pool1[1])  # fresh severities
+    assert not np.array_equal(pool0[0][:, 1:], pool1[0][:, 1:])  # fresh pixel versions
+    used, requested = [], []
+    real_batch = C._training_batch
+
+    def recording(tokens, p, vocab, crops, rng):
+        used.append((id(tokens), sorted(crops.tolist())))
+        return real_batch(tokens, p, vocab, crops, rng)
+    monkeypatch.setattr(C, "_training_batch", recording)
+
+    def next_pool(epoch):
+        requested.append(epoch)
+        return pool1
+    cfg = C.CMMSConfig(vocab_size=16, d_model=16, layers=1, heads=2)
+    _, history = C.train_cmms(*pool0, cfg, settings, next_pool=next_pool)
+    assert len(history) == 6 and requested == [1]
+    for epoch, pool in enumerate((pool0, pool1)):
+        crops = [c for t, b in used[3 * epoch:3 * epoch + 3] for c in b]
+        assert sorted(crops) == list(range(5)) and {t for t, _ in used[3 * epoch:3 * epoch + 3]} \
+            == {id(pool[0])}
+    # the whole fit is reproducible run to run, to the last bit
+    options = {"d_model": 16, "layers": 1, "heads": 2, "steps": 4, "batch_size": 2, "lr": 1e-3,
+               "weight_decay": 0.01, "crops": 5, "pixel_variants": 2, "seed": 0, "epochs": 2}
+    monkeypatch.setattr(C, "_training_batch", real_batch)
+    a, ha = C.fit_cmms(tok, images, 32, options)
+    b, hb = C.fit_cmms(tok, images, 32, options)
+    assert ha == hb and all(torch.equal(x, y) for x, y in
+                            zip(a.state_dict().values(), b.state_dict().values()))
+    preset = yaml.safe_load((REPO / "configs/papers/chd.yaml").read_text())["metrics"]["tokens"]
+    cmms = preset["cmms"]
+    assert cmms["crops"] == 1_281_167 and cmms["epochs"] == 200 and cmms["pixel_variants"] == 1
+    assert cmms["steps"] == cmms["epochs"] * math.ceil(cmms["crops"] / cmms["batch_size"])
+
+
+# -- 5. Images are resized on their shorter side and centre-cropped, not squashed ------------
+def test_non_square_images_are_center_cropped_not_squashed():
+    """Sec. 4.1 tokenizes 256 x 256 images: the standard resize of the shorter side and centre
+    crop (torchvision ``Resize(256)`` + ``CenterCrop(256)``; the filter is Lanczos, the
+    project's one resize-then-crop, ``core.protocols.resize_shorter_then_crop``). Worked case: a
+    100 x 200 image, black in its middle half, white in its outer quarters, brought to 64 x 64:
+    the crop is the middle half, all black (white share 0.000); squashed to 64 x 64 (the former
+    ``to_square``) it kept both outer quarters (white share 0.500). On a 300 x 451 photograph
+    the result equals torchvision's Lanczos resize and centre crop, byte for byte (where both
+    round the longer side alike)."""
+    import skimage.data
+    import torchvision.transforms as T
+
+    img = np.full((100, 200, 3), 255, np.uint8)
+    img[:, 50:150] = 0
+    out = C.resize_center_crop(img, 64)
+    squashed = np.asarray(Image.fromarray(img).resize((64, 64), Image.BICUBIC))
+    assert out.shape == (64, 64, 3) and (out > 127).mean() == 0.0
+    assert (squashed > 127).mean() == pytest.approx(0.5, abs=0.02)
+    chelsea = skimage.data.chelsea()  # 300 x 451: 451 * 64 / 300 = 96.2 -> 96 columns
+    torchvision = T.Compose([T.Resize(64, interpolation=T.InterpolationMode.LANCZOS),
+                             T.CenterCrop(64)])(Image.fromarray(chelsea))
+    np.testing.assert_array_equal(C.resize_center_crop(chelsea, 64), np.asarray(torchvision))
+    # at 256 the long side is 384.85 px: torchvision truncates to 384, the project rounds to 385
+    assert C.resize_center_crop(chelsea, 256).shape == (256, 256, 3)
+    square = np.ascontiguousarray(img[:64, :64])
+    assert C.resize_center_crop(square, 64) is square  # already at the size: unchanged
+    wide16 = (img.astype(np.uint16) * 257)  # 16-bit: to 8 bits first, as tokenize expects
+    np.testing.assert_array_equal(C.resize_center_crop(wide16, 64), out)
+
+
+# -- 6. Fig. 2's middle panel: frequency shifts of the most sensitive tokens -----------------
+def test_token_frequency_shifts_follow_the_most_sensitive_tokens(tmp_path):
+    """Fig. 2 (middle): "a small subset of perceptually-sensitive tokens exhibits consistent and
+    predictable shifts in their distribution". Worked case, V = 4, clean grids all token 0;
+    at level k of 2, noise turns k of the 4 tokens of each grid into token 3 (frequency 0.25,
+    0.50; token 0 falls by the same); blur and shuffling turn k into token 1 and 2. The most
+    shifted tokens of noise are 0 (-0.50) and 3 (+0.50); the figure gets a third panel."""
+    from roundtrip.evals.chd.sensitivity import KINDS, plot, score_sensitivity, token_shifts
+
+    clean = np.zeros((2, 2, 2), np.int64)
+    sets = {("clean", 0): clean}
+    for kind, code in zip(KINDS, (3, 1, 2)):
+        for level in (1, 2):
+            g = clean.copy().reshape(2, 4)
+            g[:, :level] = code
+            sets[(kind, level)] = g.reshape(2, 2, 2)
+    shifts = token_shifts(sets, 4, top=2)
+    noise = shifts[shifts["kind"] == "noise"]
+    assert noise[noise["rank"] == 1]["token"].iloc[0] == 0  # ties: the lower id first
+    assert noise[noise["token"] == 3].set_index("level")["frequency"].tolist() == \
+        [0.0, 0.25, 0.5]
+    assert noise[noise["token"] == 0].set_index("level")["shift"].tolist() == [0.0, -0.25, -0.5]
+    assert set(shifts[shifts["kind"] == "blur"]["token"]) == {0, 1}
+    df = score_sensitivity(sets, 4, None)
+    path = tmp_path / "fig.png"
+    plot(df, str(path), shifts)
+    two = tmp_path / "two.png"
+    plot(df, str(two))
+    assert Image.open(path).size[0] > Image.open(two).size[0]  # three panels, not two
+
+
+def test_definitions_cite_the_papers_equations():
+    """CHD is Eq. 14, the mean of CHD-1D (Eqs. 8-9) and CHD-2D (Eqs. 10-13); CMMS is trained on
+    token injection (Eq. 15), fragment swapping and pixel-space distortions (Sec. 4.2)."""
+    defs = {name: (text, source) for name, text, source in CHD.definitions}
+    assert defs["CHD"][1] == "CHD paper Sec. 4.1, Eq. 14"
+    assert "Eqs. 8-9" in defs["CHD"][0] and "Eqs. 10-13" in defs["CHD"][0]
+    assert "Eqs. 9-10" not in str(CHD.definitions)
+    text = defs["CMMS"][0]
+    assert "token injection (Eq. 15)" in text and "fragment swapping" in text and \
+        "pixel-space distortions" in text and "exp(-20 p)" in text
+
+
+# -- 7. The paper's preset plans on stand-in files ---------------------------------------------
 class _TiTokStandIn(torch.nn.Module):
     """Tiny random TorchScript stand-in with TiTok's interface: 256 x 256 -> 128 ids of 4096."""
 
@@ -260,6 +429,7 @@ def test_paper_preset_plans_on_stand_in_files(tmp_path):
     preset["data_root"] = str(data)
     preset["models"]["titok"]["path"] = str(data / "weights/titok_s128_imagenet.pt")
     (tmp_path / "work").mkdir()
+    preset.setdefault("run", {})["probe_models"] = False  # stand-in weight files do not load
     (tmp_path / "work/preset.yaml").write_text(yaml.safe_dump(preset))
     proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
                            "--configfile", "preset.yaml", "-n", "--cores", "1"],

@@ -148,7 +148,7 @@ def test_pixel_targets_follow_the_distortion_strength(photos):
     assert C.pixel_severity("jpeg", 0.5) == pytest.approx(0.3 * (100 - 50) / 90)
     assert C.pixel_severity("blur", 0.2) == pytest.approx(0.3 * (0.5 + 2.5 * 0.2) / 3)
     assert C.pixel_severity("photometric", 0) == 0.0  # factors of 1: the image is unchanged
-    img = C.to_square(next(iter(photos.values())), 64)
+    img = C.resize_center_crop(next(iter(photos.values())), 64)
     for kind in C.PIXEL_KINDS:
         assert C.pixel_severity(kind, 1.0) == pytest.approx(C.P_MAX)
         changed = not np.array_equal(C.pixel_degrade(img, kind, 0.0, np.random.default_rng(0)), img)
@@ -229,10 +229,14 @@ def vq_tokenizer(tmp_path_factory, photos):
 
 
 def test_sensitivity_chd_rises_monotonically(vq_tokenizer, photos):
-    """The CHD paper's Figure 2: CHD vs the clean set grows with every level of each kind."""
+    """The CHD paper's Figure 2: CHD vs the clean set grows with every level of each kind.
+    Four photographs, each as its centre square plus 4 random crops (20 images): with 3 crops
+    (16 images) the CHD of the last shuffling levels lies within 0.003, in an order that flips
+    with the thread count the tokenizer was trained on (1, 2 or 4); with 4 crops every level
+    rises by at least 0.004."""
     df = run_sensitivity(vq_tokenizer, None, list(photos.values()), 128, levels=10,
-                         crops_per_image=3, seed=0)
-    assert len(df) == 3 * 11 and (df["n_images"] == 16).all()
+                         crops_per_image=4, seed=0)
+    assert len(df) == 3 * 11 and (df["n_images"] == 20).all()
     summary = summarize(df)
     for row in summary.itertuples():
         assert row.chd_monotone, row.kind
@@ -318,7 +322,7 @@ def test_one_dimensional_tokenizer_is_scored(tmp_path, photos):
     torch.jit.script(Sequence1D().eval()).save(str(tmp_path / "seq.pt"))
     tok = build_model("seq", {"type": "torchscript", "path": str(tmp_path / "seq.pt"),
                               "family": "VQ", "codebook_size": 16, "downsample": 8})
-    images = [C.to_square(img, 64) for img in list(photos.values())[:4]]
+    images = [C.resize_center_crop(img, 64) for img in list(photos.values())[:4]]
     seqs = C.tokenize(tok, np.stack(images))
     assert seqs.shape == (4, 64)  # [B, n] sequences stay sequences
     (tmp_path / "ref").mkdir()

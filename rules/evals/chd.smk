@@ -58,6 +58,7 @@ rule token_table:
         size=TOKENS["size"],
         cmms_datasets=TOKEN_PLAN.cmms_settings()["datasets"],
         allow_overlap=TOKENS["cmms"].get("allow_overlap", False),
+        training=TOKEN_PLAN.cmms_settings(),
         bootstrap=config["tables"]["bootstrap"],
     log:
         "logs/tables/token_metrics.log",
@@ -83,6 +84,8 @@ if TOKEN_PLAN.sensitivity_dataset:
             report_table("token_sensitivity", "CHD and CMMS", "Sensitivity (Figure 2)"),
             report_table("token_sensitivity_spearman", "CHD and CMMS", "Sensitivity (Figure 2)"),
             raw="results/metrics/token_sensitivity.csv",
+            # the most shifted tokens' frequencies per level (Figure 2's middle panel)
+            tokens="results/metrics/token_sensitivity_tokens.csv",
             figure=report(
                 "results/figures/token_sensitivity.png",
                 caption=caption("token_sensitivity_figure"),

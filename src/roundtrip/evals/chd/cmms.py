@@ -13,7 +13,11 @@ Following "Evaluating Generative Models via One-Dimensional Code Distributions",
 * **Target** ``q(p) = exp(-20 p)`` (Eq. 16).
 * **Regressor**: token embedding + sinusoidal positions, Transformer encoder, global average
   pooling, 2-layer MLP, sigmoid output in [0, 1] (paper: width 512, 2 layers, 8 heads; AdamW,
-  lr 1e-4, weight decay 0.01).
+  lr 1e-4, weight decay 0.01, batch 512, 200 epochs on ImageNet-1K, Sec. 5.2).
+* **Epochs**: each epoch draws a fresh pool of crops, the training images visited in a random
+  order (one crop per image when the pool is as large as the set, :func:`epoch_images`), each
+  crop tokenized clean and under fresh pixel distortions (:func:`build_training_tokens`); its
+  batches pass over the pool, one sequence per crop (:func:`pass_batches`).
 
 What the paper leaves open and roundtrip fixes (documented choices): pixel-space distortion
 parameters are mapped linearly from a severity ``s`` in [0, 1] to their range, and the target's
@@ -35,6 +39,7 @@ from __future__ import annotations
 import io
 import logging
 import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
@@ -45,6 +50,8 @@ from torch import nn
 
 from roundtrip.core.checkpoint import load_checkpoint, save_checkpoint
 from roundtrip.core.imaging import to_uint8
+from roundtrip.core.progress import Progress
+from roundtrip.core.protocols import resize_shorter_then_crop
 from roundtrip.models import Adapter
 
 log = logging.getLogger(__name__)
@@ -245,12 +252,15 @@ def swap_fragment(grid: np.ndarray, other: np.ndarray | None, p: float,
 
 
 # -- tokenization -----------------------------------------------------------------------------
-def to_square(image: np.ndarray, size: int) -> np.ndarray:
-    """uint8 ``(size, size, 3)`` from an 8/16-bit RGB image (bicubic, antialiased on downscale)."""
-    image = to_uint8(image)
-    if image.shape[:2] == (size, size):
-        return image
-    return np.asarray(Image.fromarray(image).resize((size, size), Image.BICUBIC))
+def resize_center_crop(image: np.ndarray, size: int) -> np.ndarray:
+    """uint8 ``(size, size, 3)`` from an 8/16-bit RGB image: the shorter side resized to
+    ``size``, then the centred ``size`` x ``size`` square
+    (:func:`roundtrip.core.protocols.resize_shorter_then_crop`, Pillow's Lanczos), the standard
+    resize + centre crop that makes the CHD paper's 256 x 256 inputs (Sec. 4.1). The aspect
+    ratio is kept, never squashed: a 300 x 600 image keeps its middle half. A ``size`` x
+    ``size`` uint8 image is returned as it is.
+    """
+    return resize_shorter_then_crop(to_uint8(image), (size, size))
 
 
 @torch.no_grad()
@@ -384,6 +394,10 @@ class TrainSettings:
 
     ``bypass_steps`` optimizer steps with the Transformer blocks bypassed come before ``steps``
     full steps (see :func:`train_cmms`); 0 trains the full model throughout, as the paper does.
+    The ``bypass_steps + steps`` steps are split evenly over ``epochs``; each epoch draws a pool
+    of ``crops`` fresh crops (:func:`build_training_tokens`), each tokenized clean and under
+    ``pixel_variants`` fresh pixel distortions, and its batches pass over that pool
+    (:func:`pass_batches`).
     """
     steps: int = 2000
     bypass_steps: int = 0
@@ -393,6 +407,7 @@ class TrainSettings:
     crops: int = 256
     pixel_variants: int = 6
     seed: int = 0
+    epochs: int = 1
 
 
 def _pixel_kinds(n: int, rng: np.random.Generator) -> list[str]:
@@ -412,24 +427,46 @@ def _pixel_kinds(n: int, rng: np.random.Generator) -> list[str]:
     return [kinds[i] for i in rng.permutation(n)]
 
 
-def build_training_tokens(tokenizer: Adapter, images: list[np.ndarray], size: int,
-                          settings: TrainSettings, layout: list[int] | None = None
-                          ) -> tuple[np.ndarray, np.ndarray]:
-    """Random crops, each tokenized clean and under ``pixel_variants`` pixel distortions, whose
-    kinds are stratified over :data:`PIXEL_KINDS` (:func:`_pixel_kinds`); ``layout`` as in
-    :func:`tokenize`.
+def epoch_images(n_images: int, crops: int, rng: np.random.Generator) -> np.ndarray:
+    """Which training image each of an epoch's ``crops`` crops is cut from: the images in a
+    random order (a permutation), then in a new one when ``crops`` exceeds their number, so
+    every image is visited once per ``n_images`` crops. With ``crops`` equal to the number of
+    images (the paper's "one crop per ImageNet training image" per epoch, Sec. 5.2), each image
+    gives exactly one crop; drawn with replacement, only 1 - 1/e (about 63 %) of them would.
 
     Returns:
-        ``(tokens [crops, 1 + variants, h, w(, Q)], p [crops, 1 + variants])``; column 0 is clean.
+        int64 ``[crops]`` image indices.
+
+    Raises:
+        ValueError: no image, or ``crops`` < 1.
     """
-    rng = np.random.default_rng(settings.seed)
+    if n_images < 1 or crops < 1:
+        raise ValueError(f"an epoch needs images and crops (got {n_images} images, {crops} crops)")
+    rounds = -(-crops // n_images)
+    return np.concatenate([rng.permutation(n_images) for _ in range(rounds)])[:crops]
+
+
+def build_training_tokens(tokenizer: Adapter, images: Sequence[np.ndarray], size: int,
+                          settings: TrainSettings, layout: list[int] | None = None,
+                          epoch: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The crop pool of one epoch: ``settings.crops`` random crops, one per image in a random
+    order (:func:`epoch_images`), each tokenized clean and under ``pixel_variants`` pixel
+    distortions whose kinds are stratified over :data:`PIXEL_KINDS` (:func:`_pixel_kinds`);
+    ``layout`` as in :func:`tokenize`. Each epoch's crops, flips and distortions are drawn
+    afresh from the seed ``[settings.seed, epoch]``: the same pool for the same seed and epoch.
+
+    Returns:
+        ``(tokens int32 [crops, 1 + variants, h, w(, Q)], p [crops, 1 + variants])``; column 0
+        is clean.
+    """
+    rng = np.random.default_rng([settings.seed, epoch])
     crops, severities, tokens = [], [], []
-    for _ in range(settings.crops):
-        img = images[rng.integers(len(images))]
+    for index in epoch_images(len(images), settings.crops, rng):
+        img = images[int(index)]
         side = int(rng.integers(min(size, min(img.shape[:2])), min(img.shape[:2]) + 1))
         y = rng.integers(0, img.shape[0] - side + 1)
         x = rng.integers(0, img.shape[1] - side + 1)
-        crop = to_square(img[y:y + side, x:x + side], size)
+        crop = resize_center_crop(img[y:y + side, x:x + side], size)
         if rng.random() < 0.5:
             crop = np.ascontiguousarray(crop[:, ::-1])
         variants, ps = [crop], [0.0]
@@ -454,22 +491,41 @@ _CROP_CHUNK = 32
 
 def _tokenize_crops(tokenizer: Adapter, crops: list[np.ndarray], size: int,
                     layout: list[int] | None) -> np.ndarray:
-    """``[k, V, size, size, 3]`` crop versions -> tokens ``[k, V, ...]``."""
+    """``[k, V, size, size, 3]`` crop versions -> int32 tokens ``[k, V, ...]``."""
     stacked = np.stack(crops)
     n, v = stacked.shape[:2]
     tokens = tokenize(tokenizer, stacked.reshape(n * v, size, size, 3), layout=layout)
-    return tokens.reshape(n, v, *tokens.shape[1:])
+    # int32 holds any codebook: half the memory of an epoch's pool (ImageNet: 1.3 GB, not 2.6)
+    return tokens.reshape(n, v, *tokens.shape[1:]).astype(np.int32)
 
 
-def _training_batch(tokens: np.ndarray, p_pixel: np.ndarray, vocab_size: int, batch: int,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """One batch: each sequence gets one family (token injection, fragment swap or pixel); a
-    swap between two crops puts both swapped crops in the batch."""
-    n, v = tokens.shape[:2]
+def pass_batches(n: int, batch: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """Crop indices of successive batches, in passes over a pool of ``n`` crops: each pass
+    visits every crop once, in a fresh random order, in batches of ``batch`` (a pass's last
+    batch holds the remainder, as a data loader that keeps its last batch does).
+
+    Yields:
+        int64 index arrays of length ``batch`` or less, without end.
+    """
+    while True:
+        order = rng.permutation(n)
+        for start in range(0, n, batch):
+            yield order[start:start + batch]
+
+
+def _training_batch(tokens: np.ndarray, p_pixel: np.ndarray, vocab_size: int,
+                    crops: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One batch, one sequence per crop of ``crops``: each crop gets one family (token
+    injection, fragment swap or pixel). A swap between two crops pairs a crop with the next
+    one of the batch, and both swapped crops are sequences of the batch; the last crop of a
+    batch swaps within itself."""
+    v = tokens.shape[1]
     families = FAMILIES[:2] + (FAMILIES[2:] if v > 1 else ())
     grids, targets = [], []
-    while len(grids) < batch:
-        i, family = rng.integers(n), families[rng.integers(len(families))]
+    k = 0
+    while k < len(crops):
+        i, family = crops[k], families[rng.integers(len(families))]
+        k += 1
         if family == "pixel":
             j = rng.integers(1, v)
             grids.append(tokens[i, j])
@@ -478,22 +534,30 @@ def _training_batch(tokens: np.ndarray, p_pixel: np.ndarray, vocab_size: int, ba
         p = 0.0 if rng.random() < 0.1 else float(rng.uniform(0, P_MAX))
         if family == "inject":
             grids.append(inject_tokens(tokens[i, 0], p, vocab_size, rng))
-        else:  # between two crops (both enter the batch) or within one
-            j = rng.integers(n)
-            other = tokens[j, 0] if rng.random() < 0.5 and j != i else None
+        else:  # between this crop and the next (both enter the batch) or within one
+            partner = rng.random() < 0.5 and k < len(crops)
+            other = tokens[crops[k], 0] if partner else None
+            k += bool(partner)
             grid, swapped, p = swap_fragment(tokens[i, 0], other, p, rng)
             grids.append(grid)
             if swapped is not None:
                 grids.append(swapped)
                 targets.append(p)
         targets.append(p)
-    return np.stack(grids[:batch]), quality_target(np.asarray(targets[:batch]))
+    return np.stack(grids).astype(np.int64), quality_target(np.asarray(targets))
 
 
 def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
-               settings: TrainSettings, device: str | torch.device = "cpu"
+               settings: TrainSettings, device: str | torch.device = "cpu",
+               next_pool: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
                ) -> tuple[CMMSRegressor, list[float]]:
     """Train the regressor on degraded token sequences (MSE to ``exp(-20 p)``, AdamW).
+
+    The steps are split evenly over ``settings.epochs`` epochs. Epoch 0 trains on the pool
+    ``(tokens, p_pixel)``, epoch ``e`` on ``next_pool(e)`` (the same pool for every epoch when
+    ``next_pool`` is None). Within an epoch, batches pass over the pool (:func:`pass_batches`),
+    one sequence per crop (:func:`_training_batch`): with ``ceil(crops / batch_size)`` steps per
+    epoch, as the paper preset has, every crop is used once per epoch.
 
     Two phases on one optimizer and one stream of batches:
 
@@ -508,12 +572,14 @@ def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
     Args:
         tokens: int ``[crops, 1 + variants, h, w(, Q)]`` from :func:`build_training_tokens`.
         p_pixel: float ``[crops, 1 + variants]`` severities (column 0 clean).
+        next_pool: epoch -> its ``(tokens, p_pixel)`` (:func:`build_training_tokens` with that
+            epoch), called at the start of epochs 1, 2, ...
 
     Returns:
         ``(model in eval mode, per-step training loss of both phases)``.
 
     Raises:
-        ValueError: bad architecture (see :class:`CMMSRegressor`).
+        ValueError: bad architecture (see :class:`CMMSRegressor`), or ``epochs`` < 1.
     """
     torch.manual_seed(settings.seed)
     rng = np.random.default_rng(settings.seed + 1)
@@ -524,22 +590,33 @@ def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
     history = []
     model.train()
     total = settings.bypass_steps + settings.steps
-    for step in range(total):
-        grids, target = _training_batch(tokens, p_pixel, cfg.vocab_size, settings.batch_size, rng)
-        pred = model(torch.from_numpy(grids).to(device),
-                     bypass_blocks=step < settings.bypass_steps)
-        loss = torch.mean((pred - torch.from_numpy(target).float().to(device)) ** 2)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        history.append(float(loss.detach()))
-        if step % 500 == 0 or step == total - 1:
-            log.info("CMMS step %d/%d%s: loss %.5f", step + 1, total,
-                     " (blocks bypassed)" if step < settings.bypass_steps else "", history[-1])
+    if settings.epochs < 1:
+        raise ValueError(f"epochs must be at least 1, got {settings.epochs}")
+    progress = Progress(total, "train CMMS", unit="steps")
+    for epoch in range(settings.epochs):
+        if epoch and next_pool is not None:
+            tokens, p_pixel = next_pool(epoch)
+        batches = pass_batches(len(tokens), settings.batch_size, rng)
+        for step in range(epoch * total // settings.epochs,
+                          (epoch + 1) * total // settings.epochs):
+            grids, target = _training_batch(tokens, p_pixel, cfg.vocab_size, next(batches), rng)
+            pred = model(torch.from_numpy(grids).to(device),
+                         bypass_blocks=step < settings.bypass_steps)
+            loss = torch.mean((pred - torch.from_numpy(target).float().to(device)) ** 2)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            history.append(float(loss.detach()))
+            progress.add()
+            if step % 500 == 0 or step == total - 1:
+                log.info("CMMS epoch %d/%d, step %d/%d%s: loss %.5f", epoch + 1, settings.epochs,
+                         step + 1, total,
+                         " (blocks bypassed)" if step < settings.bypass_steps else "", history[-1])
+    progress.finish()
     return model.eval(), history
 
 
-def fit_cmms(tokenizer: Adapter, images: list[np.ndarray], size: int, options: dict,
+def fit_cmms(tokenizer: Adapter, images: Sequence[np.ndarray], size: int, options: dict,
              device: str | torch.device = "cpu", seed: int | None = None,
              layout: list[int] | None = None) -> tuple[CMMSRegressor, list[float]]:
     """Training tokens from ``images`` and a regressor trained on them, from the config's
@@ -547,9 +624,10 @@ def fit_cmms(tokenizer: Adapter, images: list[np.ndarray], size: int, options: d
 
     Args:
         tokenizer: the discrete reference tokenizer.
-        images: uint8/uint16 ``(H, W, 3)`` training images.
+        images: uint8/uint16 ``(H, W, 3)`` training images (a sequence read by index).
         size: tokenizer input side in pixels.
-        options: ``d_model, layers, heads`` and the :class:`TrainSettings` fields.
+        options: ``d_model, layers, heads`` and the :class:`TrainSettings` fields (``epochs``:
+            fresh crops and pixel distortions per epoch).
         seed: overrides ``options["seed"]`` (crops, distortions, batches, initial weights).
         layout: a 1D tokenizer's declared grid (:func:`tokenize`).
 
@@ -569,9 +647,12 @@ def fit_cmms(tokenizer: Adapter, images: list[np.ndarray], size: int, options: d
     levels = tokens.shape[-1] if tokens.ndim == 5 else 1
     cfg = CMMSConfig(tokenizer.info().codebook_size, levels, options["d_model"],
                      options["layers"], options["heads"])
-    log.info("CMMS training tokens %s from %d images; %s; %s", tokens.shape, len(images), cfg,
-             settings)
-    return train_cmms(tokens, p, cfg, settings, device)
+    log.info("CMMS training tokens %s per epoch from %d images; %s; %s", tokens.shape,
+             len(images), cfg, settings)
+
+    def next_pool(epoch: int) -> tuple[np.ndarray, np.ndarray]:
+        return build_training_tokens(tokenizer, images, size, settings, layout, epoch)
+    return train_cmms(tokens, p, cfg, settings, device, next_pool)
 
 
 def save_cmms(model: CMMSRegressor, path: str | Path, meta: dict) -> None:

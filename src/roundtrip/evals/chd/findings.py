@@ -163,6 +163,32 @@ def cmms_sentences(results) -> list[str]:
             f"({ITEM_PATTERN.replace('{dataset}', d)}), which were not given."]
 
 
+def calibration_sentence(results) -> str | None:
+    """The hint that CMMS is uncalibrated where a model's reconstructions score above the
+    originals themselves on the first scored set, beyond the originals' 95 % CI (a flat-colour
+    model can): CMMS is a learned no-reference score (Sec. 4.2), as good as its regressor's
+    training, and such a rank says nothing about fidelity. None where no model does."""
+    t = results.table(METRICS_TABLE)
+    d = main_set(t)
+    if d is None:
+        return None
+    ref = list(_column(t, f"{d}.cmms_reference").values())
+    if not ref:
+        return None
+    bound = (list(_column(t, f"{d}.cmms_reference.ci_high").values()) or ref)[0]
+    exact = exact_models(t, d)
+    above = sorted(m for m, v in _column(t, f"{d}.cmms").items()
+                   if m not in exact and v > bound)
+    if not above:
+        return None
+    return (f"CMMS is uncalibrated here: on {d}, {_names(above)} "
+            f"{'scores' if len(above) == 1 else 'score'} above the originals themselves "
+            f"({number(ref[0], 3)}, 95 % CI up to {number(bound, 3)}), so a CMMS rank says "
+            f"nothing of fidelity; CMMS is a "
+            f"learned no-reference score, as good as its regressor's training "
+            f"(metrics.tokens.cmms; the paper: 200 epochs of ImageNet-1K): read it beside CHD.")
+
+
 def findings(results) -> list[str]:
     """CHD/CMMS's sentences: the sensitivity to degradation (Figure 2), CHD lowest/highest and
     CMMS highest/lowest with the paired best vs runner-up on the first scored set (2 to 4)."""
@@ -170,7 +196,9 @@ def findings(results) -> list[str]:
     chd = chd_sentence(results)
     if chd:
         out.append(chd)
-    out += cmms_sentences(results)
+    cmms = cmms_sentences(results)
+    hint = calibration_sentence(results)
+    out += cmms[:1] + ([hint] if hint else []) + cmms[1:]  # the hint right after the ranking
     if len(out) == 1 and results.table(METRICS_TABLE) is None:
         out.append(f"The models were not compared: no {METRICS_TABLE} table in this run.")
     return out[:4]

@@ -1,7 +1,8 @@
 """Token-space scoring of a (model, dataset): CHD between references and reconstructions, CMMS per item.
 
-Both sets are resized to the reference tokenizer's input size (``metrics.tokens.size``, square,
-bicubic) and tokenized by the same reference tokenizer, one pair at a time as they are
+Both sets are brought to the reference tokenizer's input size (``metrics.tokens.size``: the
+shorter side resized, then the centre square, :func:`~.cmms.resize_center_crop`) and
+tokenized by the same reference tokenizer, one pair at a time as they are
 reconstructed; only the token grids are kept (1 KiB per image at 16 x 16) and counted at the end.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pandas as pd
 from roundtrip.core.imaging import ImageReadError
 from roundtrip.core.recon_items import ReconItem, iter_recon_items
 from roundtrip.core.scoring import ReconScorer, item_row
-from roundtrip.evals.chd.cmms import CMMS, to_square, tokenize
+from roundtrip.evals.chd.cmms import CMMS, resize_center_crop, tokenize
 from roundtrip.metrics.tokens import CHD_2D_SEQUENCE_REASON, TokenHistogram, chd
 from roundtrip.models import Adapter
 
@@ -29,7 +30,7 @@ class TokenScorer(ReconScorer):
     tokens of the reference tokenizer, on ``ctx.device``.
 
     Options: ``reference`` (model name), ``spec`` (its config entry, checkpoint filled in),
-    ``size`` (square side before tokenizing), ``cmms`` (the regressor's checkpoint), optional
+    ``size`` (side of the centre square tokenized), ``cmms`` (the regressor's checkpoint), optional
     ``layout`` (a 1D tokenizer's declared grid, ``metrics.tokens.layout``).
 
     Records: ``(real grid, fake grid, cmms_reference, cmms)`` (int32 grids) of a reconstructed
@@ -73,11 +74,12 @@ class TokenScorer(ReconScorer):
 def token_record(item: ReconItem, tokenizer: Adapter, cmms: CMMS | None, size: int,
                  layout: tuple[int, int] | list[int] | None = None):
     """``(real grid, fake grid, cmms_reference, cmms)`` of one reconstructed item: reference
-    and reconstruction resized to ``size`` (square, bicubic), tokenized together, CMMS of both
+    and reconstruction brought to ``size`` x ``size`` (:func:`~.cmms.resize_center_crop`),
+    tokenized together, CMMS of both
     (NaN without a regressor); or the reason it failed."""
     try:
-        images = np.stack([to_square(item.read_reference(), size),
-                           to_square(item.read_reconstruction(), size)])
+        images = np.stack([resize_center_crop(item.read_reference(), size),
+                           resize_center_crop(item.read_reconstruction(), size)])
         grids = tokenize(tokenizer, images, layout=layout)
         scores = tuple(map(float, cmms(grids))) if cmms is not None else (math.nan, math.nan)
     except (ImageReadError, ValueError, RuntimeError) as exc:

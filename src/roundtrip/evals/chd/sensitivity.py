@@ -1,6 +1,7 @@
 """Sensitivity of token statistics to degradation (the CHD paper's Figure 2), on any dataset.
 
-Images (each whole, plus random square crops) are resized to the tokenizer size, then degraded
+Images (each whole, its shorter side resized and the centre square kept, plus random square
+crops) are brought to the tokenizer size (:func:`~.cmms.resize_center_crop`), then degraded
 at ``levels`` increasing levels of three kinds, and every version is tokenized by the reference
 tokenizer:
 
@@ -11,9 +12,11 @@ tokenizer:
 
 Levels are nested (one noise field scaled; one block order, a growing prefix of it), so a level
 only adds degradation to the previous one. At each level CHD compares the degraded set with the
-clean set, and CMMS scores every degraded image. The paper's claim (Fig. 2), checked by the tests:
-CHD rises monotonically and CMMS falls, for each kind. The -0.9 bound on Spearman(level, CMMS) the
-tests use is roundtrip's target, not a number of the paper.
+clean set, and CMMS scores every degraded image; the tokens whose frequency shifts most are
+followed over the levels (:func:`token_shifts`, the figure's middle panel). The paper's claim
+(Fig. 2), checked by the tests: CHD rises with the level, for each kind. That CMMS falls
+(Spearman(level, CMMS) <= -0.9) is roundtrip's target, not a number of the paper; whether a
+small regressor meets it follows its training seed (docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ import pandas as pd
 from PIL import Image, ImageFilter
 from scipy.stats import spearmanr
 
-from roundtrip.evals.chd.cmms import CMMS, to_square, tokenize
+from roundtrip.evals.chd.cmms import CMMS, resize_center_crop, tokenize
 from roundtrip.metrics.tokens import TokenHistogram, chd
 from roundtrip.models import Adapter
 
@@ -32,15 +35,17 @@ GRID = 8  # shuffle: blocks per side
 
 def sample_images(images: list[np.ndarray], size: int, crops_per_image: int,
                   rng: np.random.Generator) -> np.ndarray:
-    """Each image resized whole, plus ``crops_per_image`` random square crops: uint8 ``[N, s, s, 3]``."""
+    """Each image's centre square (shorter side resized to ``size``), plus ``crops_per_image``
+    random square crops resized to ``size``: uint8 ``[N, size, size, 3]``
+    (:func:`~.cmms.resize_center_crop`)."""
     out = []
     for img in images:
-        out.append(to_square(img, size))
+        out.append(resize_center_crop(img, size))
         short = min(img.shape[:2])
         for _ in range(crops_per_image):
             side = int(rng.integers(min(size, short), short + 1))
             y, x = rng.integers(0, img.shape[0] - side + 1), rng.integers(0, img.shape[1] - side + 1)
-            out.append(to_square(img[y:y + side, x:x + side], size))
+            out.append(resize_center_crop(img[y:y + side, x:x + side], size))
     return np.stack(out)
 
 
@@ -140,6 +145,44 @@ def score_sensitivity(sets: dict[tuple[str, int], np.ndarray], vocab_size: int,
     return pd.DataFrame(rows)
 
 
+def token_shifts(sets: dict[tuple[str, int], np.ndarray], vocab_size: int, top: int = 3
+                 ) -> pd.DataFrame:
+    """The middle panel of the CHD paper's Figure 2: how the frequencies of the tokens most
+    sensitive to each degradation shift with its level.
+
+    A token's frequency is its share of all tokens of a set (Eq. 8, the unigram histogram CHD-1D
+    compares); for each kind, the ``top`` tokens whose frequency moves most (absolute change)
+    between the clean set and the strongest level are followed over every level.
+
+    Args:
+        sets: :func:`degraded_tokens` output.
+        vocab_size: the tokenizer's codebook size (a residual level ``l``'s code ``c`` is token
+            ``l * vocab_size + c``, as in :class:`~roundtrip.metrics.tokens.TokenHistogram`).
+
+    Returns:
+        Rows ``kind, token, rank, level, frequency, shift`` (``shift`` = frequency minus the
+        clean frequency; level 0 = clean, shift 0), ``rank`` 1 for the most shifted token.
+    """
+    def frequencies(grids: np.ndarray) -> dict[int, float]:
+        keys, probs = _histogram(grids, vocab_size).unigram_distribution()
+        return dict(zip(keys.tolist(), probs.tolist()))
+
+    clean = frequencies(sets[("clean", 0)])
+    levels = max(level for _, level in sets)
+    rows = []
+    for kind in KINDS:
+        by_level = {0: clean} | {lv: frequencies(sets[(kind, lv)]) for lv in range(1, levels + 1)}
+        last = by_level[levels]
+        change = {t: abs(last.get(t, 0.0) - clean.get(t, 0.0)) for t in set(clean) | set(last)}
+        chosen = sorted(change, key=lambda t: (-change[t], t))[:top]
+        for rank, token in enumerate(chosen, 1):
+            for level, freq in by_level.items():
+                f = freq.get(token, 0.0)
+                rows.append({"kind": kind, "token": token, "rank": rank, "level": level,
+                             "frequency": f, "shift": f - clean.get(token, 0.0)})
+    return pd.DataFrame(rows, columns=["kind", "token", "rank", "level", "frequency", "shift"])
+
+
 def run_sensitivity(tokenizer: Adapter, cmms: CMMS | None, images: list[np.ndarray], size: int,
                     levels: int = 10, crops_per_image: int = 4, seed: int = 0,
                     layout: list[int] | None = None) -> pd.DataFrame:
@@ -159,8 +202,11 @@ def summarize(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def plot(df: pd.DataFrame, path: str) -> None:
-    """Two panels (CHD and mean CMMS vs level, one line per kind) saved as PNG."""
+def plot(df: pd.DataFrame, path: str, shifts: pd.DataFrame | None = None) -> None:
+    """The CHD paper's Figure 2 as a PNG, one colour per kind, against the level: CHD vs the
+    clean set (left), the frequency shifts of the most sensitive tokens (middle, as the paper's
+    middle panel, from :func:`token_shifts`; left out when ``shifts`` is None) and mean CMMS
+    (right, roundtrip's addition)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -169,15 +215,27 @@ def plot(df: pd.DataFrame, path: str) -> None:
     from roundtrip.report.style import colours
 
     colour = colours(df["kind"])  # the headline figure's colours
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), dpi=120)
+    panels = 3 if shifts is not None else 2
+    fig, axes = plt.subplots(1, panels, figsize=(4.5 * panels, 3.4), dpi=120)
+    chd_ax, cmms_ax = axes[0], axes[-1]
     for kind, g in df.groupby("kind", sort=False):
-        axes[0].plot(g["level"], g["chd"], marker="o", label=kind, color=colour[kind])
-        axes[1].plot(g["level"], g["cmms"], marker="o", label=kind, color=colour[kind])
-    axes[0].set(xlabel="degradation level", ylabel="CHD vs clean set", title="CHD")
-    axes[1].set(xlabel="degradation level", ylabel="mean CMMS", title="CMMS")
+        chd_ax.plot(g["level"], g["chd"], marker="o", label=kind, color=colour[kind])
+        cmms_ax.plot(g["level"], g["cmms"], marker="o", label=kind, color=colour[kind])
+    chd_ax.set(xlabel="degradation level", ylabel="CHD vs clean set", title="CHD")
+    cmms_ax.set(xlabel="degradation level", ylabel="mean CMMS", title="CMMS")
+    if shifts is not None:
+        styles = ("-", "--", ":", "-.")
+        for (kind, rank, token), g in shifts.groupby(["kind", "rank", "token"], sort=False):
+            axes[1].plot(g["level"], g["shift"] * 100, marker=".", color=colour.get(kind),
+                         linestyle=styles[(rank - 1) % len(styles)], label=f"{kind}: token {token}")
+        axes[1].axhline(0, color="0.6", linewidth=0.8)
+        axes[1].set(xlabel="degradation level", ylabel="frequency shift (% of all tokens)",
+                    title="Most shifted tokens")
+        axes[1].legend(fontsize="x-small")
     for ax in axes:
         ax.grid(alpha=0.3)
-        ax.legend()
+    chd_ax.legend()
+    cmms_ax.legend()
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

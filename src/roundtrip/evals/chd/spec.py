@@ -24,11 +24,14 @@ class CHD(Evaluation):
     report_tables = ("token_metrics", "token_sensitivity_spearman")
     report_figures = ()
     definitions = (
-        ("CHD", "Hellinger distance between the code histograms of the originals and the "
-         "reconstructions in a reference tokenizer's tokens, 1D and 2D parts",
-         "CHD paper Sec. 4.1, Eqs. 9-10"),
-        ("CMMS", "a regressor's score of how natural a token map is, trained on pixel "
-         "distortions", "CHD paper Sec. 4.2"),
+        ("CHD", "the mean of CHD-1D, the Hellinger distance between the unigram token "
+         "histograms of the originals and the reconstructions in a reference tokenizer's tokens "
+         "(Eqs. 8-9), and CHD-2D, that of their symmetrized right/down co-occurrence histograms "
+         "(Eqs. 10-13)", "CHD paper Sec. 4.1, Eq. 14"),
+        ("CMMS", "a Transformer regressor's no-reference quality score of a token sequence, "
+         "trained to predict exp(-20 p) (Eq. 16) for sequences degraded with severity p by "
+         "uniform token injection (Eq. 15), semantic fragment swapping between or within "
+         "images, and pixel-space distortions before tokenization", "CHD paper Sec. 4.2"),
         ("Sensitivity", "CHD and CMMS under ten levels of noise, blur and block shuffling; "
          "Spearman correlation with the level", "CHD paper Fig. 2"))
 
