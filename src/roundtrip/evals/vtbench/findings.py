@@ -23,6 +23,9 @@ from roundtrip.report.findings import (Ranking, RunResults, number, paper_datase
 #: The Table 1 ImageNet-setting table (protocol ``model_size``) and the other tables read.
 MODEL_SIZE_TABLE = "reconstruction_model_size"
 TEXT_TABLE = "text_preservation"
+#: Table 1's three settings and Table 2 (tables.reconstruction_tables).
+RECONSTRUCTION_TABLES = (MODEL_SIZE_TABLE, "reconstruction_1024", "reconstruction_native",
+                         "reconstruction_detail")
 CARD_TABLE = "model_card"
 #: The per-item image-quality file of a (model, dataset): its ``psnr`` column is the per-item
 #: PSNR (dB, data range 1) behind the tables' "PSNR (per-item mean)" column.
@@ -237,6 +240,9 @@ def cer_sentence(results) -> str:
 def findings(results) -> list[str]:
     """VTBench's sentences: PSNR best/worst at the model's input size, the paired best vs
     runner-up, SSIM best/worst, and CER on the text sets (2 to 4 sentences)."""
+    if all(results.table(name) is None for name in (*RECONSTRUCTION_TABLES, TEXT_TABLE)):
+        return ["VTBench reconstructed nothing: the config has no image or text set "
+                "(the OCR of the originals it runs serves the other evaluations)."]
     out = psnr_sentences(results)
     ssim = ssim_sentence(results)
     if ssim:

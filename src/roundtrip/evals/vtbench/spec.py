@@ -67,8 +67,10 @@ class VTBench(Evaluation):
          "the originals", "VTBench App. D, Table 4"))
 
     def summary(self, plan) -> str:
-        return (f"{len(plan.recon_datasets)} image sets, {len(plan.text_datasets)} text sets, "
-                f"{len(plan.models)} models")
+        def count(n: int, what: str) -> str:
+            return f"{n} {what}{'' if n == 1 else 's'}"
+        return (f"{count(len(plan.recon_datasets), 'image set')}, "
+                f"{count(len(plan.text_datasets), 'text set')}, {count(len(plan.models), 'model')}")
 
     @staticmethod
     def reconstruction_tables(plan) -> dict[str, list[str]]:
