@@ -1,5 +1,6 @@
 """Learned backends load from a path through config, as users' real weights would."""
 import math
+import sys
 
 import pytest
 import torch
@@ -190,6 +191,8 @@ def test_torchscript_and_state_dict_recipes(tmp_path, x64, monkeypatch):
     torch.save(net.state_dict(), tmp_path / "sd.pt")
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "my_tok.py").write_text(MY_TOK_SOURCE)
+    # another test's my_tok.py (the README's example) may have been imported first
+    monkeypatch.delitem(sys.modules, "my_tok", raising=False)
     ts = build_model("ts", {"type": "torchscript", "path": str(tmp_path / "tok.pt"),
                             "downsample": 2})
     sd = build_model("sd", {"type": "state_dict", "import_path": "my_tok:HalfRes",

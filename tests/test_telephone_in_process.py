@@ -18,6 +18,7 @@ import pytest
 import tiny_models
 import yaml
 from conftest import REPO
+from in_process import fresh_process, one_thread  # noqa: F401 - fixtures
 
 from roundtrip.api.client import append_usage, clear_clients
 from roundtrip.api.settings import resolve_api
@@ -43,27 +44,6 @@ def folders(tmp_path_factory):
     return {"sd": tiny_models.tiny_stable_diffusion(root / "sd"),
             "gemma": tiny_models.tiny_gemma3(root / "gemma"),
             "janus": tiny_models.tiny_janus(root / "janus")}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One torch thread, as the workflow's jobs run (reproducibility: portable)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(autouse=True)
-def fresh_process():
-    """Each test starts as a new job would: no model loaded, no usage counted."""
-    unload_all()
-    clear_clients()
-    yield
-    unload_all()
-    clear_clients()
 
 
 def spec_of(kind: str, folders: dict, cache: Path, **kw) -> dict:

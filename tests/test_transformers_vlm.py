@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import yaml
 from conftest import REPO
+from in_process import fresh_process, generations, one_thread  # noqa: F401 - fixtures
 
 from roundtrip.api.client import append_usage, clear_clients
 from roundtrip.api.settings import ApiConfigError, resolve_api
@@ -61,44 +62,6 @@ def gemma(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def constant_gemma(tmp_path_factory) -> Path:
     return tiny_gemma3(tmp_path_factory.mktemp("tiny-gemma3-constant"), constant=True)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One torch thread, as the workflow's jobs run (reproducibility: portable): on a shared
-    machine a tiny model's matrix products are slower on two threads than on one."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(autouse=True)
-def fresh_process():
-    """Each test starts as a new job would: no model loaded, no usage counted."""
-    unload_all()
-    clear_clients()
-    yield
-    unload_all()
-    clear_clients()
-
-
-@pytest.fixture()
-def generations(monkeypatch):
-    """Counts ``generate`` calls and the requests they answered."""
-    from transformers import Gemma3ForConditionalGeneration
-
-    calls = []
-    real = Gemma3ForConditionalGeneration.generate
-
-    def counted(self, *args, **kwargs):
-        calls.append(int(kwargs["input_ids"].shape[0]))
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(Gemma3ForConditionalGeneration, "generate", counted)
-    return calls
 
 
 def images(n: int, seed: int = 0) -> list[np.ndarray]:

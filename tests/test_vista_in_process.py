@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import REPO
+from in_process import fresh_process, generations, one_thread  # noqa: F401 - fixtures
 from PIL import Image
 from tiny_models import tiny_gemma3
 
@@ -42,43 +43,6 @@ HINT = "The picture was taken at noon."
 @pytest.fixture(scope="session")
 def gemma(tmp_path_factory) -> Path:
     return tiny_gemma3(tmp_path_factory.mktemp("tiny-gemma3"))
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """One torch thread, as the workflow's jobs run."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(autouse=True)
-def fresh_process():
-    """Each test starts as a new job would: no model loaded, no usage counted."""
-    unload_all()
-    clear_clients()
-    yield
-    unload_all()
-    clear_clients()
-
-
-@pytest.fixture()
-def generations(monkeypatch):
-    """The batch size of every ``generate`` call."""
-    from transformers import Gemma3ForConditionalGeneration
-
-    calls = []
-    real = Gemma3ForConditionalGeneration.generate
-
-    def counted(self, *args, **kwargs):
-        calls.append(int(kwargs["input_ids"].shape[0]))
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(Gemma3ForConditionalGeneration, "generate", counted)
-    return calls
 
 
 def question_set(root: Path) -> Path:
