@@ -16,7 +16,7 @@ clean set, and CMMS scores every degraded image; the tokens whose frequency shif
 followed over the levels (:func:`token_shifts`, the figure's middle panel). The paper's claim
 (Fig. 2), checked by the tests: CHD rises with the level, for each kind. That CMMS falls
 (Spearman(level, CMMS) <= -0.9) is roundtrip's target, not a number of the paper; whether a
-small regressor meets it follows its training seed (docs/benchmarks.md).
+small regressor meets it follows its training and seed (docs/benchmarks.md).
 """
 from __future__ import annotations
 
