@@ -29,15 +29,25 @@ def fresh_process():
     clear_clients()
 
 
+class Generations(list):
+    """The batch size of every ``generate`` call, in call order. ``kill_at = k``: the call
+    after ``k`` calls raises ``KeyboardInterrupt`` instead, as a job killed during it would;
+    ``None`` (default): no call is killed."""
+
+    kill_at: int | None = None
+
+
 @pytest.fixture()
 def generations(monkeypatch):
-    """The batch size of every ``generate`` call of the tiny Gemma 3, in call order."""
+    """The tiny Gemma 3's ``generate`` calls (:class:`Generations`)."""
     from transformers import Gemma3ForConditionalGeneration
 
-    calls = []
+    calls = Generations()
     real = Gemma3ForConditionalGeneration.generate
 
     def counted(self, *args, **kwargs):
+        if calls.kill_at is not None and len(calls) == calls.kill_at:
+            raise KeyboardInterrupt  # the job is killed
         calls.append(int(kwargs["input_ids"].shape[0]))
         return real(self, *args, **kwargs)
 

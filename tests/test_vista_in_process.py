@@ -175,26 +175,17 @@ def test_batched_equals_one_by_one(gemma, tmp_path, generations):
     print("raw answers:", batched["raw"].tolist())
 
 
-def test_a_killed_answer_job_resumes_from_the_cache(gemma, tmp_path, generations, monkeypatch):
+def test_a_killed_answer_job_resumes_from_the_cache(gemma, tmp_path, generations):
     """Answers are cached as each batch returns: a job killed in its second batch keeps the
     first batch's 3 answers; the rerun generates the 8 others (4, 3, 1), a third run generates
     nothing (0 generations, 11 cache hits) and writes the same answers."""
-    from transformers import Gemma3ForConditionalGeneration
-
     manifest = question_set(tmp_path)
-    counted = Gemma3ForConditionalGeneration.generate
-
-    def killed_on_second_batch(self, *args, **kwargs):
-        if len(generations) == 1:
-            raise KeyboardInterrupt  # the job is killed
-        return counted(self, *args, **kwargs)
-
-    monkeypatch.setattr(Gemma3ForConditionalGeneration, "generate", killed_on_second_batch)
+    generations.kill_at = 1  # killed during the second batch
     with pytest.raises(KeyboardInterrupt):
         answer_set(manifest, reader(gemma, tmp_path / "cache"))
     assert generations == [3] and len(list((tmp_path / "cache").rglob("*.json"))) == 3
 
-    monkeypatch.setattr(Gemma3ForConditionalGeneration, "generate", counted)
+    generations.kill_at = None
     unload_all(), clear_clients()  # a new job
     resumed = answer_set(manifest, reader(gemma, tmp_path / "cache"))
     assert generations == [3, 4, 3, 1]
