@@ -238,3 +238,21 @@ def test_the_card_shows_a_user_models_latent(user_model):
     assert [n for n in notes if "bitstream" in n] == [
         "jpeg: the latent is a variable-length bitstream, not a tensor; no fixed compression "
         "ratio."]
+
+
+def test_the_module_under_pythonpath_wins_over_one_of_its_name_imported_before(user_model,
+                                                                               tmp_path):
+    """Two configs checked in one process (a notebook, a test session) may each bring a
+    ``my_vq.py``: the second model's ``pythonpath`` gets its own module, not the first one's
+    from ``sys.modules``."""
+    import sys
+
+    first = build_model("my_vq", vq_spec(user_model))
+    assert type(first.module).__name__ == "TinyVQ" and "my_vq" in sys.modules
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "my_vq.py").write_text(MODULE.replace("class TinyVQ", "class OtherVQ"))
+    second = build_model("my_vq", vq_spec(user_model, import_path="my_vq:OtherVQ",
+                                          pythonpath=str(other)))
+    assert type(second.module).__name__ == "OtherVQ"
+    assert sys.modules["my_vq"].__file__ == str(other / "my_vq.py")
