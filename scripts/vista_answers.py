@@ -5,7 +5,7 @@ import _bootstrap  # noqa: F401
 
 from roundtrip.api.client import USAGE_LEDGER, append_usage
 from roundtrip.core.logs import setup_logging
-from roundtrip.evals.vista.answers import OUT_OF_SCOPE, answer_set
+from roundtrip.evals.vista.answers import answer_set, out_of_scope
 from roundtrip.readers import build_answerer
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
@@ -21,7 +21,7 @@ finally:
     append_usage(USAGE_LEDGER, f"vista/{w.reader}/{w.model}/{w.dataset}")
 rows.to_csv(smk.output[0], index=False)
 ok = rows[rows["status"] == "ok"]
-outside = rows["reason"].str.startswith(OUT_OF_SCOPE)
+outside = out_of_scope(rows)
 log.info("%s on %s/%s: %d answers, %d invalid, %d errors, %d not scored, %d of them outside "
          "the reader's scope; accuracy %.1f%% over %d scored", w.reader, w.model, w.dataset,
          len(rows), int((ok["extracted_by"] == "invalid").sum()),

@@ -43,11 +43,16 @@ class RunResults:
 
     def table(self, name: str) -> pd.DataFrame | None:
         """The table's CSV as a frame (numbers as floats, empty cells NaN), or None where the
-        run did not write it. Read once; callers must not modify it."""
+        run did not write it; a file that holds nothing at all (an optional table written
+        without its header) reads as a frame without rows or columns. Read once; callers must
+        not modify it."""
         if name not in self.tables:
             return None
         if name not in self._frames:
-            self._frames[name] = pd.read_csv(self.tables[name])
+            try:
+                self._frames[name] = pd.read_csv(self.tables[name])
+            except pd.errors.EmptyDataError:
+                self._frames[name] = pd.DataFrame()
         return self._frames[name]
 
     def summary(self, values) -> Summary:

@@ -57,6 +57,12 @@ OUT_OF_SCOPE = "outside the reader's scope"
 IMAGE_CACHE_QUESTIONS = 64
 
 
+def out_of_scope(rows: pd.DataFrame) -> pd.Series:
+    """Which rows of an answers frame are questions outside what the reader answers at all
+    (``reason`` starting with :data:`OUT_OF_SCOPE`): a bool Series on ``rows``' index."""
+    return rows["reason"].astype(str).str.startswith(OUT_OF_SCOPE)
+
+
 def read_questions_manifest(path: str | Path) -> pd.DataFrame:
     """A question set's manifest with every column as a string."""
     df = pd.read_csv(path, dtype=str, keep_default_na=False)

@@ -27,22 +27,12 @@ IN_SCOPE = "overall.in_scope"  # questions a reader answers at all (vista_accura
 
 
 # -- reading the tables -------------------------------------------------------------------------
-def read_table(results: RunResults, name: str) -> pd.DataFrame | None:
-    """``results.table(name)``, with a table file that holds nothing at all (an empty optional
-    table written without its header) read as a table without rows or columns; None where the
-    run wrote no such table."""
-    try:
-        return results.table(name)
-    except pd.errors.EmptyDataError:
-        return pd.DataFrame()
-
-
 def reader_rows(results: RunResults) -> list[tuple[str, Summary, Summary, Summary]]:
     """``(row label, VT, Text, Gap)`` of every row of ``vista_accuracy`` (VISTA-Bench Table 1,
     Overall columns; accuracies in %, the gap Text - VT in points, each with its bootstrap CI
     over questions), in table order; rows without an overall VT accuracy (e.g. a reader none of
     whose questions is in its scope) are left out. Empty where the run wrote no such table."""
-    table = read_table(results, ACCURACY)
+    table = results.table(ACCURACY)
     if table is None or table.empty or "overall.vt_accuracy" not in table:
         return []
     out = []
@@ -153,7 +143,7 @@ def scope_rows(results: RunResults) -> list[tuple[str, int, int]]:
     """``(row label, questions in scope, questions)`` of the ``vista_accuracy`` rows whose
     reader leaves some questions out of its scope (the ``In scope`` column); empty where none
     does."""
-    table = read_table(results, ACCURACY)
+    table = results.table(ACCURACY)
     if table is None or table.empty or IN_SCOPE not in table:
         return []
     out = []
@@ -202,7 +192,7 @@ def tokenizer_sentence(results: RunResults) -> str | None:
     is missing or has no such value."""
     from roundtrip.evals.vista.tables import NO_TOKENIZER_AXIS
 
-    table = read_table(results, TOKENIZERS)
+    table = results.table(TOKENIZERS)
     if table is not None and table.empty:
         return f"The tokenizer axis is not reported: {NO_TOKENIZER_AXIS}."
     if table is None or "recon.delta_vt" not in table:
@@ -229,7 +219,7 @@ def findings(results: RunResults) -> list[str]:
     rows = reader_rows(results)
     scope = scope_sentence(results)
     if not rows:
-        if read_table(results, ACCURACY) is None:
+        if results.table(ACCURACY) is None:
             return ["VISTA-Bench's accuracies could not be reported: the run wrote no "
                     "vista_accuracy table."]
         out = ["VISTA-Bench's accuracies could not be reported: vista_accuracy holds no reader "
@@ -316,7 +306,7 @@ def headline_figure(results: RunResults, path: Path) -> str | None:
     rows = reader_rows(results)
     if not rows:
         return None
-    tok = read_table(results, TOKENIZERS)
+    tok = results.table(TOKENIZERS)
     has_tok = (tok is not None and not tok.empty
                and {"recon.vt_accuracy", "original.vt_accuracy"} <= set(tok.columns))
     fig, axes = style.figure(1, 2 if has_tok else 1, height_in=2.8)
@@ -360,7 +350,7 @@ def table1_cells(results: RunResults) -> pd.DataFrame | None:
     if not names or any(datasets[d].get("type") != "vista_release"
                         and not datasets[d].get("paper_data") for d in names):
         return None
-    table = read_table(results, ACCURACY)
+    table = results.table(ACCURACY)
     if table is None or table.empty:
         return None
     partial = {label for label, _, _ in scope_rows(results)}

@@ -33,14 +33,13 @@ the reader answers, of all), and a cell with no question in scope reads n/a with
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from pathlib import Path
-
 from roundtrip.core.manifest import ORIGINAL
-from roundtrip.evals.vista.answers import OUT_OF_SCOPE
+from roundtrip.evals.vista.answers import OUT_OF_SCOPE, out_of_scope
 from roundtrip.metrics.accuracy import accuracy_values, paired_gaps
 from roundtrip.metrics.stats import Summary, bootstrap_mean
 from roundtrip.tables import Cell, Column, Table, write_table
@@ -218,11 +217,6 @@ class Scorer:
                         [_why_none(vt, "no VT answer scored")])
         values = 100.0 * ((v["hit"].astype(float) == 0) & v["question_id"].isin(right))
         return Cell(self.summary(values.to_numpy(dtype=float)))
-
-
-def out_of_scope(rows: pd.DataFrame) -> pd.Series:
-    """Which answer rows are questions outside what the reader answers at all (bool Series)."""
-    return rows["reason"].astype(str).str.startswith(OUT_OF_SCOPE)
 
 
 def scope_reason(rows: pd.DataFrame) -> str:
