@@ -5,6 +5,7 @@ import _bootstrap  # noqa: F401
 
 from roundtrip.core.logs import setup_logging
 from roundtrip.evals.vista import figures, tables
+from roundtrip.tables import write_table
 from roundtrip.tables.provenance import write_provenance
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
@@ -22,6 +23,6 @@ for table in (tables.accuracy_table(answers, scorer),
               tables.source_table(answers, scorer),
               tables.tokenizer_table(answers, scorer)):
     table.notes += notes  # renders left out by the render audit (App. B.3)
-    tables.write(table, out_dir)  # an empty table keeps its header (vista_tokenizers, axis off)
+    write_table(table, out_dir)  # an empty table keeps its header (vista_tokenizers, axis off)
 figures.plot_gap(tables.gap_curves(answers, sweeps), smk.output.figure)
 write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

@@ -196,15 +196,16 @@ def test_vista_headline_figure(vista_run, tmp_path):
 @pytest.mark.parametrize("written", ["header", "one byte"])
 def test_vista_empty_tokenizer_table_is_skipped_with_a_sentence(vista_run, tmp_path, written):
     """vista.models: [] (the preset): vista_tokenizers has no rows. It is written with its
-    header and a note (tables.write); a file without even a header (1 byte, as runs wrote it
+    header and a note (write_table); a file without even a header (1 byte, as runs wrote it
     before) reads as empty too. Before: page 1 and the headline figure read "EmptyDataError: No
     columns to parse from file"; now the findings say the axis is off and the figure draws its
     one panel."""
     from roundtrip.evals.vista import tables as vista_tables
+    from roundtrip.tables import write_table
 
     build, tables = vista_run
     empty = vista_tables.tokenizer_table({}, vista_tables.Scorer({"samples": 10}))
-    vista_tables.write(empty, tables)
+    write_table(empty, tables)
     if written == "one byte":
         (tables / "vista_tokenizers.csv").write_text("\n")
     else:

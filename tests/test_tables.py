@@ -105,3 +105,17 @@ def test_table_notes_are_printed_under_the_table_and_kept_in_the_csv():
     assert to_csv_frame(t).loc[0, "notes"] == "table: LPIPS not shown, n/a: weights missing"
     t.notes = []
     assert "Note:" not in to_markdown(t) and to_csv_frame(t).loc[0, "notes"] == ""
+
+
+def test_a_table_without_rows_keeps_its_header(tmp_path):
+    """An optional table with no row (e.g. a tokenizer axis that is off) is written with the
+    columns a row would have, so that its readers see its columns and no row."""
+    from roundtrip.tables import Column, Table
+
+    t = Table("t", "T", [], [Column("d", "psnr", "PSNR", 2, source="item"),
+                             Column("d", "fid", "FID", 2, source="set")])
+    write_table(t, tmp_path)
+    frame = pd.read_csv(tmp_path / "t.csv")
+    assert frame.empty
+    assert list(frame.columns) == ["model", "d.psnr", "d.psnr.ci_low", "d.psnr.ci_high",
+                                   "d.psnr.n", "d.fid", "d.fid.n", "notes"]

@@ -26,6 +26,7 @@ from roundtrip.evals.vista.extract import (
 )
 from roundtrip.metrics.accuracy import paired_gaps
 from roundtrip.readers import build_answerer
+from roundtrip.tables import write_table
 from roundtrip.readers.answerers import PROMPT_PRESETS, resolve_prompts
 from roundtrip.readers.question_family import CATEGORIES, Unsolvable, generate, solve
 
@@ -528,7 +529,7 @@ def _solver_tables(tmp_path, release: bool = True):
     out = tmp_path / "tables"
     for table in (tables.accuracy_table(answers, scorer), tables.tokenizer_table(answers, scorer)):
         table.notes += notes
-        tables.write(table, out)
+        write_table(table, out)
     config = {"vista": {"readers": {"ocr_solver": {"type": "ocr_solver"}}},
               "datasets": {"ds": {"type": "vista_release" if release else "vista_questions"}}}
     results = RunResults({p.stem: p for p in out.glob("*.csv")}, config=config,

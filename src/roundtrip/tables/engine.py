@@ -164,7 +164,14 @@ def _footnotes(table: Table) -> tuple[dict[tuple[str, int], list[int]], list[str
 
 
 def to_csv_frame(table: Table) -> pd.DataFrame:
-    """Numeric wide frame (see module docstring)."""
+    """Numeric wide frame (see module docstring). A table without rows keeps its header: the
+    columns a row would have (spreads left out), so that readers of an empty optional table
+    see its columns and no row, not an empty file."""
+    if not table.models:
+        empty = Cell(Summary(math.nan, math.nan, math.nan, 0))
+        probe = Table(table.name, table.title, ["-"], table.columns, row_label=table.row_label,
+                      cells={("-", j): empty for j in range(len(table.columns))})
+        return to_csv_frame(probe).iloc[0:0]
     rows = []
     for model in table.models:
         row, notes = {table.row_label.lower(): model}, []

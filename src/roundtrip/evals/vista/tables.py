@@ -33,7 +33,6 @@ the reader answers, of all), and a cell with no question in scope reads n/a with
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -42,8 +41,7 @@ from roundtrip.core.manifest import ORIGINAL
 from roundtrip.evals.vista.answers import OUT_OF_SCOPE, out_of_scope
 from roundtrip.metrics.accuracy import accuracy_values, paired_gaps
 from roundtrip.metrics.stats import Summary, bootstrap_mean
-from roundtrip.tables import Cell, Column, Table, write_table
-from roundtrip.tables.engine import to_csv_frame
+from roundtrip.tables import Cell, Column, Table
 from roundtrip.tables.reasons import summarize_reasons
 
 TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
@@ -567,19 +565,6 @@ def _delta(scorer: Scorer, vt: pd.DataFrame, ovt: pd.DataFrame) -> Cell:
     if both.empty:
         return Cell(Summary(math.nan, math.nan, math.nan, 0), ["no render scored in both"])
     return Cell(scorer.summary(100.0 * (both.iloc[:, 0] - both.iloc[:, 1]).to_numpy()))
-
-
-def write(table: Table, out_dir: str | Path) -> list[Path]:
-    """:func:`roundtrip.tables.write_table`, and for a table without rows a CSV that still
-    has its header (the columns a row would have), so that readers of an empty optional table
-    (the report's findings and figures) see its columns and no row, not an empty file."""
-    paths = write_table(table, out_dir)
-    if not table.models:
-        probe = Table(table.name, table.title, ["-"], table.columns, row_label=table.row_label,
-                      cells={("-", j): Cell(Summary(math.nan, math.nan, math.nan, 0))
-                             for j in range(len(table.columns))})
-        pd.DataFrame(columns=to_csv_frame(probe).columns).to_csv(paths[0], index=False)
-    return paths
 
 
 def gap_curves(answers: dict[Key, pd.DataFrame], sweeps: dict) -> pd.DataFrame:
