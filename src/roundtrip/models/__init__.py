@@ -5,11 +5,12 @@ from roundtrip.core.manifest import ORIGINAL  # noqa: F401 - the reserved model 
 from roundtrip.core.registry import build_registered
 from roundtrip.core.weights import WeightsMissing
 from roundtrip.models.api_backend import ApiImageModel
-from roundtrip.models.base import FAMILIES, Adapter, ModelInfo
+from roundtrip.models.base import DISCRETE_FAMILIES, FAMILIES, Adapter, ModelInfo
 from roundtrip.models.codecs import Identity, Jpeg, Resample, Webp
 from roundtrip.models.custom import StateDictModel, TorchScriptModel
 from roundtrip.models.diffusers_backend import DiffusersKL, DiffusersVQ
 from roundtrip.models.monai_backend import MonaiKL, MonaiVQVAE
+from roundtrip.models.outputs import DEFAULT_TOLERANCE, OutputError
 from roundtrip.models.small import SmallTokenizer
 from roundtrip.models.torch_base import TorchAdapter
 
@@ -35,7 +36,7 @@ TRAINED_TYPES = ("small",)
 CODEC_TYPES = ("identity", "jpeg", "webp", "resample")
 
 #: Keys of a ``models`` entry that belong to the workflow, not to the adapter's constructor.
-WORKFLOW_KEYS = ("batch_size",)
+WORKFLOW_KEYS = ("batch_size", "output_tolerance")
 
 
 def build_model(name: str, spec: dict) -> Adapter:
@@ -48,11 +49,12 @@ def build_model(name: str, spec: dict) -> Adapter:
     Raises:
         ValueError: unknown type or bad arguments; the message names ``models.<name>``.
     """
-    spec = {k: v for k, v in spec.items() if k not in WORKFLOW_KEYS}
-    model = build_registered(MODEL_TYPES, spec, f"models.{name}", "model")
-    model.name = name
+    tolerance = spec.get("output_tolerance", DEFAULT_TOLERANCE)
+    model = build_registered(MODEL_TYPES, {k: v for k, v in spec.items()
+                                           if k not in WORKFLOW_KEYS}, f"models.{name}", "model")
+    model.name, model.output_tolerance = name, float(tolerance)
     return model
 
 
-__all__ = ["CODEC_TYPES", "FAMILIES", "MODEL_TYPES", "ORIGINAL", "TRAINED_TYPES", "Adapter", "ModelInfo",
-           "TorchAdapter", "WeightsMissing", "build_model"]
+__all__ = ["CODEC_TYPES", "DISCRETE_FAMILIES", "FAMILIES", "MODEL_TYPES", "ORIGINAL", "TRAINED_TYPES", "Adapter", "ModelInfo",
+           "OutputError", "TorchAdapter", "WeightsMissing", "build_model"]

@@ -13,8 +13,13 @@ from typing import Any
 
 import torch
 
+from roundtrip.models.outputs import (DEFAULT_TOLERANCE, OutputError, reconstruction_defects,
+                                      token_defects)
+
 #: Model families (DESIGN.md). ``codec`` covers classical baselines (JPEG, WebP, resampling).
 FAMILIES = ("continuous", "VQ", "LFQ", "BSQ", "RVQ", "RBSQ", "codec", "api")
+#: Families whose models must return token ids (:meth:`Adapter.tokens`).
+DISCRETE_FAMILIES = ("VQ", "LFQ", "BSQ", "RVQ", "RBSQ")
 
 
 @dataclass
@@ -50,6 +55,9 @@ class Adapter(ABC):
 
     #: Set by the registry: the config key of this model.
     name: str = ""
+    #: How far outside ``[-1, 1]`` outputs may reach (``models.<name>.output_tolerance``;
+    #: :mod:`roundtrip.models.outputs`). Set by the registry.
+    output_tolerance: float = DEFAULT_TOLERANCE
 
     @abstractmethod
     def encode(self, x: torch.Tensor) -> Any:
@@ -94,10 +102,66 @@ class Adapter(ABC):
         resized), recorded in the ``reason`` column of ok items. Default: none."""
         return [""] * n
 
+    def round_trip(self, x: torch.Tensor) -> tuple[Any, Any]:
+        """``(latent, decode(latent))`` with ``latent = encode(x)``, as the model returns them,
+        unchecked (:meth:`reconstruct_items` checks them); an adapter may wrap it (precision)."""
+        latent = self.encode(x)
+        return latent, self.decode(latent)
+
+    @torch.no_grad()
+    def reconstruct_items(self, x: torch.Tensor) -> tuple[torch.Tensor | None, list[str]]:
+        """:meth:`round_trip` of ``x`` with every item checked: the reconstruction
+        (:func:`~roundtrip.models.outputs.reconstruction_defects`: shape, finite values, the value
+        range within :attr:`output_tolerance`) and, for a discrete family, the token ids
+        (:func:`~roundtrip.models.outputs.token_defects`: ``0 <= id < codebook_size``).
+
+        Args:
+            x: float32 ``[B, C, H, W]`` (or ``[B, C, D, H, W]``) in ``[-1, 1]``.
+
+        Returns:
+            ``(y, reasons)``: float32 ``y`` of ``x``'s shape clamped to ``[-1, 1]`` (None where the
+            whole batch failed), and one reason per item, ``""`` for an item that passed (the
+            values of a failed item are not to be used).
+        """
+        latent, y = self.round_trip(x)
+        info = self.info()
+        reasons = reconstruction_defects(x, y, self.name, info.downsample, self.output_tolerance)
+        if info.family in DISCRETE_FAMILIES:
+            ids = self.tokens(latent)
+            if ids is not None:
+                reasons = [r or t for r, t in zip(reasons, token_defects(
+                    ids, len(x), self.name, info.codebook_size))]
+        if not torch.is_tensor(y) or y.shape != x.shape or not y.is_floating_point():
+            return None, reasons
+        return y.float().clamp_(-1.0, 1.0), reasons
+
     @torch.no_grad()
     def reconstruct(self, x: torch.Tensor) -> torch.Tensor:
-        """``decode(encode(x))``, clamped to ``[-1, 1]``."""
-        return self.decode(self.encode(x)).clamp_(-1.0, 1.0)
+        """``decode(encode(x))``, checked (:meth:`reconstruct_items`), clamped to ``[-1, 1]``.
+
+        Raises:
+            OutputError: an item's output failed a check; ``reasons`` holds one per item.
+        """
+        y, reasons = self.reconstruct_items(x)
+        if any(reasons):
+            raise OutputError(reasons)
+        return y
+
+    def checked_tokens(self, latent: Any, n: int) -> torch.Tensor | None:
+        """:meth:`tokens` of a latent of ``n`` items, checked
+        (:func:`~roundtrip.models.outputs.token_defects`: integer ids, one row per item,
+        ``0 <= id < codebook_size``); None for a model without tokens.
+
+        Raises:
+            OutputError: an item's ids failed a check; ``reasons`` holds one per item.
+        """
+        ids = self.tokens(latent)
+        if ids is None:
+            return None
+        reasons = token_defects(ids, n, self.name, self.info().codebook_size)
+        if any(reasons):
+            raise OutputError(reasons)
+        return ids
 
     def to(self, device: torch.device) -> "Adapter":
         """Move weights to ``device`` (no-op for codecs)."""

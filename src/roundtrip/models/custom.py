@@ -7,6 +7,7 @@ See README, "Bring your own tokenizer".
 """
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 from pathlib import Path
@@ -141,8 +142,7 @@ class StateDictModel(_CustomAdapter):
             module = _import(mod_name, self.pythonpath)
         except ModuleNotFoundError as exc:
             if exc.name and mod_name.split(".")[0] == exc.name.split(".")[0]:
-                raise ValueError(f"{key}.import_path: module '{exc.name}' not found: add its "
-                                 f"folder to PYTHONPATH or set {key}.pythonpath") from exc
+                raise ValueError(self._not_found(exc.name)) from exc
             raise ValueError(f"{key}.import_path: importing '{mod_name}' failed: {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - the user's module raised while importing
             raise ValueError(f"{key}.import_path: importing '{mod_name}' failed: "
@@ -154,6 +154,24 @@ class StateDictModel(_CustomAdapter):
             raise ValueError(f"{key}.import_path: module '{mod_name}' has no '{cls_name}' "
                              f"(classes there: {', '.join(classes) or 'none'})")
         return cls
+
+    def _not_found(self, module: str) -> str:
+        """Why ``module`` was not found: with ``pythonpath`` set, the modules its folders hold
+        (a misspelt name, not a missing path, is then the likely cause)."""
+        key = f"models.{self.name}"
+        if not self.pythonpath:
+            return (f"{key}.import_path: module '{module}' not found: add its folder to "
+                    f"PYTHONPATH or set {key}.pythonpath")
+        top = module.split(".")[0]
+        there = sorted({p.stem if p.suffix == ".py" else p.name
+                        for f in self.pythonpath if Path(f).is_dir() for p in Path(f).iterdir()
+                        if (p.suffix == ".py" and p.stem != "__init__")
+                        or (p / "__init__.py").is_file()})
+        close = difflib.get_close_matches(top, there, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        return (f"{key}.import_path: module '{module}' is not in {key}.pythonpath "
+                f"({', '.join(self.pythonpath)}: {', '.join(there) or 'no modules'}) nor on "
+                f"PYTHONPATH: {hint}check the module name in {key}.import_path")
 
     def check_weights(self):
         require_file(self.state_dict, self.name, "state dict", HOW)

@@ -1,9 +1,11 @@
 """Probe a model before any job runs: load it, push one small input through it per input size
 the run will use, and ask discrete models for their tokens.
 
-A model that cannot be imported, built or loaded, or that returns another size than it was
-given, fails here with one line naming the config key, the cause and the fix, instead of once
-per job an hour into a run. What the probe sees (the latent of each size) also feeds the model
+A model that cannot be imported, built or loaded, that returns another size than it was given,
+whose outputs fail the checks every job applies (:mod:`roundtrip.models.outputs`: not finite,
+another channel count, outside ``[-1, 1]``, token ids beyond the codebook), or whose latent grid
+contradicts its ``downsample``, fails here with one line naming the config key, the cause and
+the fix, instead of once per item an hour into a run. What the probe sees (the latent of each size) also feeds the model
 card (:mod:`roundtrip.models.card`), so a user's own tokenizer gets its latent shape and
 compression ratio without declaring them.
 
@@ -18,10 +20,9 @@ from dataclasses import dataclass, field
 import torch
 
 from roundtrip.core.weights import WeightsMissing
-from roundtrip.models.base import Adapter
+from roundtrip.models.base import DISCRETE_FAMILIES, Adapter
+from roundtrip.models.outputs import OutputError, reconstruction_defects
 
-#: Families whose models must return token ids (``Adapter.tokens``).
-DISCRETE_FAMILIES = ("VQ", "LFQ", "BSQ", "RVQ", "RBSQ")
 
 #: Smallest side of the probe input for a model's padding (several down-sampling stages fit).
 MIN_SIDE = 48
@@ -116,11 +117,43 @@ def probe_model(model: Adapter, sizes: list[tuple[int, int]]) -> ProbeResult:
         if tuple(y.shape[-2:]) != (h, w):
             raise ProbeError(_size_message(model, (h, w), tuple(y.shape[-2:])))
         key = f"{h}x{w}"
+        _check_output(model, y, h, w)
         result.latent_shapes[key] = _latent_shape(model, latent)
+        _check_grid(model, result.latent_shapes[key], h, w, "latent")
         if model.info().family in DISCRETE_FAMILIES:
             result.token_shapes[key] = _token_shape(model, latent, key)
+            _check_grid(model, (1, *result.token_shapes[key]), h, w, "token")
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _check_output(model: Adapter, y, h: int, w: int) -> None:
+    """The reconstruction checks every job applies (:mod:`roundtrip.models.outputs`), at the
+    probe's size: a model wrong at every size stops here, once."""
+    x = probe_input(h, w)
+    defect = reconstruction_defects(x, y.detach().cpu() if torch.is_tensor(y) else y,
+                                    model.name, model.info().downsample,
+                                    model.output_tolerance)[0]
+    if defect:
+        raise ProbeError(f"{defect} (probe input {h}x{w})")
+
+
+def _check_grid(model: Adapter, shape: tuple[int, ...] | None, h: int, w: int,
+                what: str) -> None:
+    """Refuse a ``downsample`` that the latent (or token) grid contradicts: a ``[C, h', w']``
+    grid (tokens: ``[h', w']`` or ``[h', w', Q]``) whose sides divide the input's by one factor
+    other than the declared one. A grid of another form (a sequence, a vector) or with no
+    common factor (a model that pads inside) is not judged."""
+    if not shape or len(shape) < 3:
+        return
+    gh, gw = int(shape[1]), int(shape[2])
+    if gh <= 0 or gw <= 0 or h % gh or w % gw or h // gh != w // gw:
+        return
+    factor, d = h // gh, max(1, int(model.info().downsample))
+    if factor != d:
+        key = f"models.{model.name}.downsample"
+        raise ProbeError(f"{key}: {d}, but the {what} grid is {gh}x{gw} for a {h}x{w} input, "
+                         f"{factor}x smaller: set {key}: {factor}")
 
 
 def observed_latent_shape(model: Adapter, h: int, w: int) -> tuple[int, ...] | None:
@@ -165,7 +198,9 @@ def _latent_shape(model: Adapter, latent) -> tuple[int, ...] | None:
 def _token_shape(model: Adapter, latent, size: str) -> tuple[int, ...]:
     name, family = model.name, model.info().family
     try:
-        ids = model.tokens(latent)
+        ids = model.checked_tokens(latent, 1)
+    except OutputError as exc:
+        raise ProbeError(f"{exc.reasons[0]} (probe input {size})") from exc
     except Exception as exc:  # noqa: BLE001
         raise ProbeError(_message(model, f"tokens() at {size} failed", exc)) from exc
     if ids is None:

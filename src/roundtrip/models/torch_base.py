@@ -76,11 +76,9 @@ class TorchAdapter(Adapter):
             return contextlib.nullcontext()
         return torch.autocast("cuda", dtype=PRECISIONS[self.precision])
 
-    @torch.no_grad()
-    def reconstruct(self, x: torch.Tensor) -> torch.Tensor:
+    def round_trip(self, x: torch.Tensor):
         with self.autocast():
-            y = self.decode(self.encode(x))
-        return y.float().clamp_(-1.0, 1.0)
+            return super().round_trip(x)
 
 
 def require_file(path: str | Path, model: str, what: str, how: str) -> Path:

@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from roundtrip.core.manifest import read_manifest
-from roundtrip.models import Adapter
+from roundtrip.models import Adapter, OutputError
 from roundtrip.stages.reconstruct import prepared_batches
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,11 @@ log = logging.getLogger(__name__)
 def extract_codes(model: Adapter, manifest_path: str | Path, out_dir: str | Path,
                   protocol: str = "native", size: int | None = None,
                   batch_size: int = 8) -> pd.DataFrame:
-    """Encode every item and save tokens/latents (see module docstring); returns ``codes.csv``."""
+    """Encode every item and save tokens/latents (see module docstring); returns ``codes.csv``.
+
+    An item whose token ids fail the model layer's check (:meth:`Adapter.checked_tokens`: ids
+    beyond the codebook, another batch size) is an error row with the reason, and its ids and
+    latent are not written."""
     manifest_path, out_dir = Path(manifest_path), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     info = model.info()
@@ -40,15 +44,23 @@ def extract_codes(model: Adapter, manifest_path: str | Path, out_dir: str | Path
     for batch in prepared_batches(model, manifest, manifest_path.parent, record, protocol, size,
                                   batch_size):
         x = torch.from_numpy(np.stack([p.x for _, _, p in batch])).permute(0, 3, 1, 2)
+        defects = [""] * len(batch)
         try:
             with torch.no_grad():
                 latent = model.encode((x * 2 - 1).to(model.device))
-                tok, lat = model.tokens(latent), model.latent_tensor(latent)
+                lat = model.latent_tensor(latent)
+                try:
+                    tok = model.checked_tokens(latent, len(batch))
+                except OutputError as exc:  # ids beyond the codebook: those items fail
+                    tok, defects = model.tokens(latent), exc.reasons
         except Exception as exc:  # noqa: BLE001 - recorded per item
             for item_id, _, _ in batch:
                 rows[item_id] = ("error", f"{type(exc).__name__}: {exc}")
             continue
         for k, (item_id, _, _) in enumerate(batch):
+            if defects[k]:
+                rows[item_id] = ("error", defects[k])
+                continue
             if tok is not None:
                 tokens[item_id] = tok[k].cpu().numpy().astype(np.int32)
             if lat is not None:

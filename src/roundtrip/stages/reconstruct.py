@@ -395,26 +395,22 @@ def _run_batch(model: Adapter, batch) -> list[tuple]:
     x = torch.from_numpy(np.stack([p.x for _, _, p in batch])).permute(0, 3, 1, 2)
     x = (x * 2.0 - 1.0).to(model.device)
     try:
-        y = model.reconstruct(x)
+        y, defects = model.reconstruct_items(x)
     except Exception as exc:  # noqa: BLE001 - any model failure is an item outcome
         if len(batch) > 1:
             return [r for one in batch for r in _run_batch(model, [one])]
         log.exception("item %s failed", batch[0][0])
         return [(batch[0][0], "error", f"{type(exc).__name__}: {exc}",
                  time.perf_counter() - t0, None, None, None)]
-    if tuple(y.shape) != tuple(x.shape):
-        # the input was padded to a multiple of ``downsample``: a wrong factor is the usual cause
-        reason = (f"model returned {'x'.join(map(str, y.shape[2:]))} for "
-                  f"{'x'.join(map(str, x.shape[2:]))}: check models.{model.name}.downsample "
-                  f"({model.info().downsample})")
-        return [(item_id, "error", reason, 0.0, None, None, None) for item_id, _, _ in batch]
-    out = (y.float().cpu().permute(0, 2, 3, 1).numpy() + 1.0) / 2.0
     seconds = (time.perf_counter() - t0) / len(batch)
     notes = model.take_notes(len(batch))
+    out = (y.cpu().permute(0, 2, 3, 1).numpy() + 1.0) / 2.0 if y is not None else [None] * len(x)
     for _, _, prep in batch:  # the model's inputs are done with: memory for the next batch
         prep.x = None
-    return [(item_id, "ok", note, seconds, img, prep, rec)
-            for (item_id, img, prep), rec, note in zip(batch, out, notes)]
+    # an output that failed a check (roundtrip.models.outputs) is the item's error, never a score
+    return [(item_id, "error", defect, seconds, None, None, None) if defect else
+            (item_id, "ok", note, seconds, img, prep, rec)
+            for (item_id, img, prep), rec, note, defect in zip(batch, out, notes, defects)]
 
 
 class _Finisher:

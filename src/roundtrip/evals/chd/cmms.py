@@ -287,7 +287,7 @@ def tokenize(model: Adapter, images: np.ndarray, batch_size: int = 32,
     for start in range(0, len(images), batch_size):
         x = torch.from_numpy(images[start:start + batch_size]).permute(0, 3, 1, 2).float()
         x = (x / 127.5 - 1).to(model.device)
-        tok = model.tokens(model.encode(x))
+        tok = model.checked_tokens(model.encode(x), len(x))  # OutputError: ids beyond the codebook
         if tok is None:
             raise ValueError(f"{model.name or type(model).__name__} has no discrete tokens")
         if tok.ndim == 2 and layout is not None:

@@ -7,9 +7,6 @@ from roundtrip.core.config import ConfigError
 from roundtrip.core.evaluation import Evaluation
 from roundtrip.evals.chd.plan import CMMS_TRAINING, TokenPlan, cmms_only_datasets
 
-#: Model families with discrete tokens (CHD and CMMS count token ids).
-DISCRETE_FAMILIES = ("VQ", "LFQ", "BSQ", "RVQ", "RBSQ")
-
 
 class CHD(Evaluation):
     key = "chd"
@@ -108,6 +105,7 @@ class CHD(Evaluation):
         from roundtrip.datasets import is_volume_spec
         from roundtrip.evals.chd.training import overlap_message, training_overlap
         from roundtrip.evals.chd.plan import training_datasets
+        from roundtrip.models import DISCRETE_FAMILIES
 
         config = plan.config
         tokens = config.get("metrics", {}).get("tokens", {})
