@@ -1,6 +1,7 @@
 """Rule text_preservation_table: VTBench Table 3 per model in the paper's layout (Posters, ArXiv,
 Multilingual pooled with CER per language), image quality of the reconstructions and CER/WER of
-their OCR (App. F Eqs. 3-4 as written first, roundtrip's normalized rates beside)."""
+their OCR (App. F Eqs. 3-4 as written first, roundtrip's normalized rates beside); the cells
+scored against an unreadable reading of the originals carry a footnote (ocr_readability)."""
 import tempfile
 from pathlib import Path
 
@@ -14,7 +15,14 @@ from roundtrip.evals.vtbench.tables import (
     weighted_metrics,
     wer_beyond_paper,
 )
+from roundtrip.evals.vtbench.readability import (
+    Thresholds,
+    flag_cells,
+    readability_table,
+    unreadable,
+)
 from roundtrip.evals.vtbench.text import text_dataset_kinds
+from roundtrip.metrics.text import Normalization
 from roundtrip.tables import build_table, metric_files, write_table
 from roundtrip.tables.provenance import write_provenance
 
@@ -62,5 +70,11 @@ table.notes = left_out + wer_beyond_paper(spaced, smk.params.langs, cer_only) + 
     "models at datasets.<name>.size (1024 in the showcase: the 1024 x 1024 text images as they "
     "are, as the paper's continuous VAEs)",
 ]
+# the cells scored against an unreadable reading of the originals get its footnote
+engine = smk.params.ocr
+readability = readability_table(list(smk.params.references), manifests, dict(smk.params.langs),
+                                Normalization.from_config(smk.params.normalization),
+                                Thresholds.from_config(smk.params.readability), engine)
+flag_cells(table, unreadable(readability), lambda col: (col.dataset, engine))
 write_table(table, Path(smk.output[0]).parent)
 write_provenance(smk)  # results/tables/{name}.provenance.json beside each table

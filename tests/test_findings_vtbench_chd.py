@@ -1,6 +1,7 @@
 """VTBench's and CHD/CMMS's findings and headline figures (evals/vtbench/findings.py,
 evals/chd/findings.py) on small tables and per-item files with known numbers."""
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -11,9 +12,14 @@ from PIL import Image
 from roundtrip.evals.chd import findings as cf
 from roundtrip.evals.chd.spec import CHD
 from roundtrip.evals.vtbench import findings as vf
+from roundtrip.evals.vtbench import readability as rd
 from roundtrip.evals.vtbench.spec import VTBench
+from roundtrip.evals.vtbench.tables import reconstruction_columns, text_columns
+from roundtrip.metrics.stats import bootstrap_mean
+from roundtrip.metrics.text import Normalization
 from roundtrip.report import style
-from roundtrip.report.findings import RunResults
+from roundtrip.report.findings import RunResults, with_ci
+from roundtrip.tables import build_table, write_frame, write_table
 
 BOOT = {"samples": 200, "confidence": 0.95, "seed": 0}
 MODELS = ["identity", "jpeg", "kl", "vq", "rvq"]
@@ -381,3 +387,200 @@ def test_token_table_notes_state_the_cmms_training_beside_the_papers():
                                "bypassed, batch 32, 1 epoch of 1024 crops; the paper's: d_model "
                                "512, batch 512, 200 epochs")
     assert len(table_notes(["cmms_train"], ["natural"], False)) == 2
+
+
+# -- page 1 on tables built by the table engine: whichever protocol ran, what the tables hold,
+# -- and the text sets whose OCR reference is unreadable -----------------------------------------
+NATIVE = "my_photos"
+UNSUPPORTED = "fixed-size model (256 x 256) cannot take native sizes"
+#: per-item PSNR and SSIM of a user's native-protocol set; vq_256 cannot take native sizes
+NATIVE_ITEMS = {"identity": ([math.inf] * 3, [1.0] * 3, math.inf),
+                "jpeg": ([33.0, 34.0, 35.0], [0.95, 0.96, 0.94], 31.2),
+                "my_vae": ([30.0, 31.0, 32.0], [0.80, 0.85, 0.82], 27.31),
+                "vq_256": ([math.nan] * 3, [math.nan] * 3, math.nan)}
+
+
+def quality_files(root, model, dataset, psnr, ssim, psnr_vtbench, kinds=("item", "set")):
+    """A reconstruction job's image_quality.csv and set.csv; returns build_table's entries."""
+    d = root / "metrics" / model / dataset
+    d.mkdir(parents=True, exist_ok=True)
+    ok = not math.isnan(psnr_vtbench)
+    pd.DataFrame({"item_id": [f"i{k}" for k in range(len(psnr))],
+                  "status": "ok" if ok else "unsupported", "reason": "" if ok else UNSUPPORTED,
+                  "psnr": psnr, "ssim": ssim, "ssim_vtbench": ssim,
+                  "ssim_pair_range": ssim}).to_csv(d / vf.ITEM_FILE, index=False)
+    pd.DataFrame([{"metric": m, "value": psnr_vtbench, "n": len(psnr) if ok else 0, "note": ""}
+                  for m in ("psnr_vtbench", "psnr_pooled", "psnr_range")]).to_csv(
+        d / "set.csv", index=False)
+    return {(model, dataset, kinds[0]): str(d / vf.ITEM_FILE),
+            (model, dataset, kinds[1]): str(d / "set.csv")}
+
+
+def native_run(root, models):
+    """A run whose only image set uses the default native protocol: reconstruction_native
+    built and written by the table engine, the per-item files declared to the findings."""
+    files = {}
+    for m in models:
+        files |= quality_files(root, m, NATIVE, *NATIVE_ITEMS[m])
+    table = build_table("reconstruction_native", "t", models,
+                        reconstruction_columns([NATIVE], {NATIVE: "native"}), files, BOOT)
+    write_table(table, root / "tables")
+    return RunResults({"reconstruction_native": root / "tables/reconstruction_native.csv"},
+                      [Path(f) for (_, _, k), f in files.items() if k == "item"], models, BOOT)
+
+
+def test_vtbench_page1_gives_the_users_model_under_the_native_protocol(tmp_path):
+    """A user's run with the default native protocol: page 1 gives the model's PSNR there."""
+    s = vf.findings(native_run(tmp_path, ["identity", "my_vae"]))
+    assert s == [
+        "At native size (my_photos, VTBench Table 1's varying-resolution setting) my_vae is the "
+        "only model with a finite PSNR (VTBench eval.): 27.31 dB; identity is left out (PSNR = "
+        "inf: every item reconstructed exactly); there is no runner-up to compare with.",
+        "CER was not computed: the run has no text set (table text_preservation)."]
+
+
+def test_vtbench_page1_names_every_model_and_why_one_has_no_value(tmp_path):
+    r = native_run(tmp_path, ["identity", "jpeg", "my_vae", "vq_256"])
+    s = vf.findings(r)
+    assert s[0] == (
+        "At native size (my_photos, VTBench Table 1's varying-resolution setting), jpeg has the "
+        "highest PSNR (VTBench eval.), 31.20 dB, and my_vae the lowest, 27.31 dB, of 2 models; "
+        "identity is left out (PSNR = inf: every item reconstructed exactly); vq_256 (0 of 3 "
+        f"items scored; not scored: unsupported: {UNSUPPORTED} (3x)) has no value there.")
+    assert s[1] == ("On per-item PSNR (dB), jpeg beats the runner-up my_vae by +3.00 [3.00, "
+                    "3.00] (paired bootstrap over 3 shared items).")
+    ci = {m: with_ci(bootstrap_mean(NATIVE_ITEMS[m][1], 200, 0.95, 0), 4)
+          for m in ("jpeg", "my_vae")}
+    assert s[2] == (f"On SSIM (VTBench eval.) on my_photos, jpeg is highest ({ci['jpeg']}) and "
+                    f"my_vae lowest ({ci['my_vae']}), the same two as PSNR.")
+    # the paired comparison reads the per-item files the spec declares for that setting
+    plan = SimpleNamespace(config={"datasets": {NATIVE: {"protocol": "native"},
+                                                "other": {"protocol": "native"}}},
+                           recon_datasets=[NATIVE, "other"],
+                           model_dataset_files=lambda p, ds: [p.format(model=m, dataset=d)
+                                                              for d in ds for m in MODELS])
+    assert VTBench().findings_inputs(plan) == [f"results/metrics/{m}/{NATIVE}/image_quality.csv"
+                                               for m in MODELS]
+
+
+def test_vtbench_page1_prefers_the_model_size_setting_where_it_ran(tmp_path):
+    r = native_run(tmp_path, ["identity", "jpeg", "my_vae"])
+    frames = {vf.MODEL_SIZE_TABLE: model_size_table()}
+    r.tables |= write_tables(tmp_path, **frames)
+    assert vf.headline_table(r)[0] == vf.MODEL_SIZE_TABLE
+    assert vf.findings(r)[0].startswith("At the model's input size (natural_256, VTBench "
+                                        "Table 1's ImageNet setting), jpeg has the highest")
+
+
+#: the text sets of a user's run: CER (VTBench eval.) per model; abstracts' originals are
+#: unreadable at 256 -> 1024 px
+TEXT_CER = {"posters": {"identity": 0.0, "jpeg_q75": 0.0552, "kl": 0.41},
+            "abstracts": {"identity": 0.0, "jpeg_q75": 0.7514, "kl": 0.98}}
+#: ground truth, and the originals' readings at full size and in the released view
+TEXT_READINGS = {"posters": ("NIGHT TRAIN", "NIGHT TRAIN", "NIGHT TRAlN"),
+                 "abstracts": ("Tokenizers lose dense text", "Tokenizers lose dense text",
+                               "Tkn")}
+
+
+def text_run(root, models):
+    """text_preservation and ocr_readability as their jobs build and write them, from the
+    reconstruction jobs' files and the OCR files of the originals."""
+    files, refs, manifests = {}, [], {}
+    for d, cers in TEXT_CER.items():
+        for m in models:
+            exact = m == "identity"
+            files |= quality_files(root, m, d, [math.inf if exact else 30.0] * 2, [1.0] * 2,
+                                   math.inf if exact else 30.0, ("quality", "quality_set"))
+            folder = root / "metrics" / m / d
+            pd.DataFrame({"item_id": ["i0", "i1"], "status": "ok", "reason": "",
+                          **dict.fromkeys(("cer", "wer", "cer_norm", "wer_norm"),
+                                          cers[m])}).to_csv(folder / "text.csv", index=False)
+            pd.DataFrame([{"metric": k, "value": cers[m], "n": 2, "note": ""}
+                          for k in ("cer_vtbench", "wer_vtbench", "wer_words_vtbench")]).to_csv(
+                folder / "text_set.csv", index=False)
+            files[(m, d, "item")] = str(folder / "text.csv")
+            files[(m, d, "text_set")] = str(folder / "text_set.csv")
+        truth, full, view = TEXT_READINGS[d]
+        (root / d).mkdir()
+        manifests[d] = root / d / "manifest.csv"
+        pd.DataFrame({"item_id": ["i0"], "path": ["i0.png"], "status": "ok", "text": [truth],
+                      "lang": "eng"}).to_csv(manifests[d], index=False)
+        for v, text in (("full", full), ("vtbench", view)):
+            path = root / f"{d}.{v}.csv"
+            pd.DataFrame({"item_id": ["i0"], "text": [text], "status": "ok",
+                          "reason": ""}).to_csv(path, index=False)
+            refs.append({"dataset": d, "engine": "tesseract", "view": v, "path": str(path)})
+    table = build_table(vf.TEXT_TABLE, "t", models,
+                        text_columns({"Posters": ["posters"], "ArXiv": ["abstracts"]},
+                                     {"posters": False, "abstracts": False}), files, BOOT)
+    write_table(table, root / "tables")
+    readability = rd.readability_table(refs, manifests, {}, Normalization(), rd.Thresholds(),
+                                       "tesseract")
+    write_frame(rd.display_frame(readability), rd.READABILITY_TABLE, "t", [], root / "tables",
+                csv_frame=readability)
+    return {name: root / "tables" / f"{name}.csv" for name in (vf.TEXT_TABLE,
+                                                              rd.READABILITY_TABLE)}
+
+
+#: abstracts' released reading "Tkn" keeps 3 of the 26 characters in order: 23 deletions
+ABSTRACTS_CER = 23 / 26
+CER_WHAT = ("OCR of each reconstruction against the OCR of its original, the released "
+            "evaluator's where a set has it, lower is better; VTBench Table 3")
+LEFT_OUT = (f"The CER of abstracts is left out of this comparison, as the OCR cannot read its "
+            f"reference: tesseract reads their originals at 256 -> 1024 px (VTBench "
+            f"eval.) with a CER of {ABSTRACTS_CER:.4f} against the ground truth (above "
+            f"ocr.readability.max_cer 0.5), so those cells compare one unreadable text with "
+            f"another (table ocr_readability).")
+
+
+def test_vtbench_cer_counts_the_models_the_table_holds(tmp_path):
+    """identity and jpeg_q75 both have a CER: the sentence says what the table holds, not
+    that no set has two models."""
+    tables = text_run(tmp_path, ["identity", "jpeg_q75"])
+    no_readability = RunResults({vf.TEXT_TABLE: tables[vf.TEXT_TABLE]}, [],
+                                ["identity", "jpeg_q75"], BOOT)
+    assert vf.cer_sentence(no_readability) == (
+        f"On CER ({CER_WHAT}), jpeg_q75 is the only model compared: CER 0.0552 to 0.7514 on 2 "
+        "text sets; identity, exact (PSNR = inf), is left out (CER 0.0000 on 2 text sets).")
+    assert vf.cer_sentence(RunResults(tables, [], ["identity", "jpeg_q75"], BOOT)) == (
+        f"On CER ({CER_WHAT}), jpeg_q75 is the only model compared: CER 0.0552 on 1 text set; "
+        f"identity, exact (PSNR = inf), is left out (CER 0.0000 on 1 text set). {LEFT_OUT}")
+
+
+def test_vtbench_cer_ranking_leaves_out_unreadable_references(tmp_path):
+    from roundtrip.metrics.text import text_errors
+
+    assert text_errors(*TEXT_READINGS["abstracts"][::2])[0] == ABSTRACTS_CER
+    models = ["identity", "jpeg_q75", "kl"]
+    r = RunResults(text_run(tmp_path, models), [], models, BOOT)
+    # ranked on the posters alone: abstracts' 0.7514 and 0.98 are noise against noise
+    assert vf.cer_sentence(r) == (
+        f"On CER over 1 text set ({CER_WHAT}), jpeg_q75 is lowest on 1 (CER 0.0552) and kl "
+        f"highest on 1 (CER 0.4100); identity left out as exact. {LEFT_OUT}")
+    assert vf.findings(r)[-1] == vf.cer_sentence(r) and len(vf.findings(r)) == 2
+    assert vf.cer_points(r, {"identity": 1.0, "kl": 1 / 6}) == {
+        "posters": {"identity": 0.0, "kl": 0.41}}
+    r.tables |= write_tables(tmp_path, **{vf.CARD_TABLE: pd.DataFrame(
+        {"model": models, "family": ["codec", "codec", "continuous"],
+         "ratio_256": [1.0, math.nan, 1 / 6]})})
+    caption = vf.headline_figure(r, tmp_path / "vt.png")
+    assert caption.endswith("Not in the CER panel: abstracts (the OCR engine cannot read their "
+                            "originals in the view the CER scores against: table "
+                            "ocr_readability).")
+
+
+def test_vtbench_cer_when_every_reference_is_unreadable(tmp_path):
+    models = ["identity", "jpeg_q75"]
+    r = RunResults(text_run(tmp_path, models), [], models, BOOT)
+    frame = pd.read_csv(r.tables[rd.READABILITY_TABLE])
+    posters = (frame["dataset"] == "posters") & (frame["view"] == "vtbench")
+    frame.loc[posters, ["readable", "over", "empty_share"]] = ["no", "empty", 1.0]
+    frame.to_csv(r.tables[rd.READABILITY_TABLE], index=False)
+    assert vf.cer_sentence(r) == (
+        "CER was not compared: the reference of every one of the 2 text sets is unreadable. "
+        "The CER of posters and abstracts is left out of this comparison, as the OCR cannot "
+        "read their reference: tesseract reads no text in a share of 1.00 of the originals of "
+        "posters at 256 -> 1024 px (VTBench eval.) (above ocr.readability.max_empty 0.5); "
+        "tesseract reads the originals of abstracts at 256 -> 1024 px (VTBench eval.) with a CER "
+        f"of {ABSTRACTS_CER:.4f} against the ground truth (above ocr.readability.max_cer 0.5), "
+        "so those cells compare one unreadable text with another (table ocr_readability).")

@@ -275,8 +275,8 @@ def test_snakemake_report_holds_every_table(run, tmp_path):
     tables = {n.rsplit("/", 1)[-1] for n in names if n.endswith(".csv")}
     expected = {p.name for p in (work / "results/tables").glob("*.csv")}
     # token_sensitivity_spearman too; Table 1 as one table per setting (native, model size)
-    # and as the paper prints it (vtbench_table1)
-    assert len(expected) == 11 and tables == expected
+    # and as the paper prints it (vtbench_table1); the OCR's readability of the references
+    assert len(expected) == 12 and "ocr_readability.csv" in expected and tables == expected
     assert any(n.endswith("token_sensitivity.png") for n in names)
     html = next(n for n in names if n.endswith("report.html"))
     text = zipfile.ZipFile(tmp_path / "report.zip").read(html).decode()

@@ -4,7 +4,8 @@
 # Table 5), and the model card. PSNR/SSIM, LPIPS/FID and the OCR of reconstructions with their
 # CER/WER are scored inside the reconstruction job of each (model, dataset) (rules/stages/reconstruct.smk);
 # the originals are read once per (engine, dataset) here, at their own size and, for Table 3's
-# sets, as the released evaluator reads them (256 px copies at 1024 px).
+# sets, as the released evaluator reads them (256 px copies at 1024 px); the readability of those
+# readings (ocr_readability) is computed by the ocr_robustness_table job from their files.
 from roundtrip.evals.vtbench.spec import VTBench
 
 RECONSTRUCTION_TABLES = VTBench.reconstruction_tables(PLAN)
@@ -148,6 +149,9 @@ rule text_preservation_table:
         )
         if PLAN.weighted.fid_run
         else [],
+        # the table engine's readings of the originals: the references of its CER/WER columns,
+        # whose readability flags them (ocr_readability)
+        originals=[r["path"] for r in VTBench.references(PLAN, PLAN.table_ocr)],
     output:
         report_table("text_preservation", "VTBench", "Text preservation (Table 3)"),
     params:
@@ -164,6 +168,9 @@ rule text_preservation_table:
         not_run=PLAN.not_run(PLAN.text_datasets),
         released=[d for d in PLAN.text_datasets if VTBench.released_reading(PLAN, d)],
         ocr=PLAN.table_ocr,
+        references=VTBench.references(PLAN, PLAN.table_ocr),
+        readability=config["ocr"].get("readability", {}),
+        normalization=config["ocr"]["normalization"],
         bootstrap=config["tables"]["bootstrap"],
         lpips=PLAN.metrics["lpips"]["enabled"],
         fid=PLAN.metrics["fid"]["enabled"],
@@ -198,9 +205,12 @@ rule ocr_robustness_table:
                 f"results/metrics/{{model}}/{{dataset}}/text_set_{ocr}.csv", [d]
             )
         ],
+        # every engine's readings of the originals, in each view a column scores against
+        originals=[r["path"] for r in VTBench.references(PLAN)],
     output:
         report_table("ocr_robustness", "VTBench", "OCR robustness (Table 5)"),
         report_table("ocr_rank_agreement", "VTBench", "OCR robustness (Table 5)"),
+        report_table("ocr_readability", "VTBench", "Text preservation (Table 3)"),
     params:
         models=MODELS,
         datasets=PLAN.text_datasets,
@@ -208,6 +218,10 @@ rule ocr_robustness_table:
         langs={d: config["datasets"][d]["lang"] for d in PLAN.text_datasets},
         not_run=PLAN.not_run(PLAN.text_datasets),
         released=[d for d in PLAN.text_datasets if VTBench.released_reading(PLAN, d)],
+        references=VTBench.references(PLAN),
+        readability=config["ocr"].get("readability", {}),
+        normalization=config["ocr"]["normalization"],
+        table_ocr=PLAN.table_ocr,
         bootstrap=config["tables"]["bootstrap"],
     log:
         "logs/tables/ocr_robustness.log",

@@ -2,11 +2,14 @@
 tables (:class:`roundtrip.report.findings.RunResults`).
 
 The headline comparison is the paper's Table 1, ImageNet setting (VTBench Sec. 4.1: every image
-center-cropped and resized to each model's input size): PSNR in the released evaluator's
-convention (one MSE over the set, the originals' data range), then SSIM; the text comparison is
-Table 3's CER (App. F, Eq. 3: the OCR of a reconstruction against the OCR of its original).
-Models that reconstruct every item exactly (PSNR = inf, e.g. ``identity``) are references, not
-contenders: they are left out of every best/worst and the sentence names them.
+center-cropped and resized to each model's input size) where the run has it, else the first
+setting that ran (:data:`SETTINGS`: high resolution, varying resolution, a fixed size, Table 2):
+PSNR in the released evaluator's convention (one MSE over the set, the originals' data range),
+with every model's value, then SSIM; the text comparison is Table 3's CER (App. F, Eq. 3: the
+OCR of a reconstruction against the OCR of its original), on the sets whose reference the OCR
+engine can read (:mod:`roundtrip.evals.vtbench.readability`); the others are named with the
+reason. Models that reconstruct every item exactly (PSNR = inf, e.g. ``identity``) are
+references, not contenders: they are left out of every best/worst and the sentence names them.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from roundtrip.evals.vtbench.readability import READABILITY_TABLE, VIEW_OF_METRIC, VIEWS
 from roundtrip.report import style
 from roundtrip.report.findings import (Ranking, RunResults, number, paper_datasets,
                                        per_item_metric, rank_table, with_ci)
@@ -23,9 +27,17 @@ from roundtrip.report.findings import (Ranking, RunResults, number, paper_datase
 #: The Table 1 ImageNet-setting table (protocol ``model_size``) and the other tables read.
 MODEL_SIZE_TABLE = "reconstruction_model_size"
 TEXT_TABLE = "text_preservation"
-#: Table 1's three settings and Table 2 (tables.reconstruction_tables).
-RECONSTRUCTION_TABLES = (MODEL_SIZE_TABLE, "reconstruction_1024", "reconstruction_native",
-                         "reconstruction_detail")
+#: The reconstruction tables (tables.reconstruction_tables) in the order the first page reads
+#: them, the paper's headline setting first: table -> (where, the paper's name of it).
+SETTINGS = {
+    MODEL_SIZE_TABLE: ("At the model's input size", "VTBench Table 1's ImageNet setting"),
+    "reconstruction_1024": ("At 1024 x 1024", "VTBench Table 1's high-resolution setting"),
+    "reconstruction_native": ("At native size", "VTBench Table 1's varying-resolution setting"),
+    "reconstruction_fixed": ("At the set's fixed size", "datasets.<name>.size"),
+    "reconstruction_detail": ("On the detail-preservation set", "VTBench Table 2"),
+}
+#: Table 1's settings, a fixed size and Table 2.
+RECONSTRUCTION_TABLES = tuple(SETTINGS)
 CARD_TABLE = "model_card"
 #: The per-item image-quality file of a (model, dataset): its ``psnr`` column is the per-item
 #: PSNR (dB, data range 1) behind the tables' "PSNR (per-item mean)" column.
@@ -63,6 +75,50 @@ def exact_models(table: pd.DataFrame | None, datasets: list[str] | None = None) 
         for model, v in values(table, f"{d}.psnr_vtbench").items():
             seen.setdefault(model, []).append(v)
     return [m for m, vs in seen.items() if vs and all(v == math.inf for v in vs)]
+
+
+def headline_setting(tables) -> str | None:
+    """The reconstruction table the first page reads among ``tables`` (names): the first of
+    :data:`SETTINGS` there, or None."""
+    return next((name for name in SETTINGS if name in tables), None)
+
+
+def headline_table(results) -> tuple[str | None, pd.DataFrame | None]:
+    """``(name, frame)`` of the first reconstruction table of :data:`SETTINGS` that the run
+    wrote with a PSNR (VTBench eval.) column; ``(None, None)`` where there is none."""
+    for name in SETTINGS:
+        table = results.table(name)
+        if datasets_with(table, "psnr_vtbench"):
+            return name, table
+    return None, None
+
+
+def cell_notes(table: pd.DataFrame, model: str, column: str) -> list[str]:
+    """The footnotes of one cell (``{dataset}.{metric}``) of a table's CSV, from the row's
+    ``notes`` column (the table engine's ``"{column}: note | ..."``)."""
+    if "notes" not in table.columns:
+        return []
+    row = table[table["model"].astype(str) == model]
+    text = row["notes"].iloc[0] if len(row) else ""
+    if not isinstance(text, str):
+        return []
+    head = f"{column}: "
+    return [n[len(head):] for n in text.split(" | ") if n.startswith(head)]
+
+
+def _no_value(table: pd.DataFrame, column: str) -> str:
+    """``"; a has no value there (its footnote)"`` for the table's models without a value in
+    ``column`` (not run, unsupported, not scored), or ``""``."""
+    have = values(table, column)
+    missing = [m for m in table["model"].astype(str) if m not in have]
+    if not missing:
+        return ""
+    parts = []
+    for m in missing:
+        note = next(iter(cell_notes(table, m, column)), "")
+        parts.append(f"{m} ({note})" if note else m)
+    verb = "has" if len(missing) == 1 else "have"
+    return f"; {_names(parts)} {verb} no value there"
 
 
 def _names(models: list[str]) -> str:
@@ -120,33 +176,41 @@ def paired_sentence(results, dataset: str, best: str, runner: str) -> str:
 
 
 def psnr_sentences(results) -> list[str]:
-    """Best and worst model on PSNR (VTBench eval.) at the model's input size (Table 1,
-    ImageNet setting), and the best against the runner-up, paired over per-item PSNR."""
-    table = results.table(MODEL_SIZE_TABLE)
-    sets = datasets_with(table, "psnr_vtbench")
-    if not sets:
-        return [f"PSNR at the model's input size could not be computed: the run wrote no "
-                f"{MODEL_SIZE_TABLE} table with a PSNR column (no dataset with protocol "
-                f"model_size)."]
-    d = sets[0]
+    """Best and worst model on PSNR (VTBench eval.) with every other model's value, in the
+    first setting the run has (:func:`headline_table`: Table 1's ImageNet setting where it
+    ran), and the best against the runner-up, paired over per-item PSNR."""
+    name, table = headline_table(results)
+    if table is None:
+        return ["PSNR could not be computed: the run wrote no reconstruction table with a PSNR "
+                "column (reconstruction_model_size, _1024, _native, _fixed or _detail: no "
+                "image set)."]
+    d = datasets_with(table, "psnr_vtbench")[0]
     order = psnr_order(table, d)
     exact = exact_models(table, [d])
-    where = f"At the model's input size ({d}, VTBench Table 1's ImageNet setting)"
+    phrase, paper = SETTINGS[name]
+    where = f"{phrase} ({d}, {paper})"
+    absent = _no_value(table, f"{d}.psnr_vtbench")
     if not order:
-        return [f"{where} no model has a finite PSNR (VTBench eval.){_left_out(exact)}."]
+        return [f"{where} no model has a finite PSNR (VTBench eval.){_left_out(exact)}"
+                f"{absent}."]
     (best, b), (worst, w) = order[0], order[-1]
     if len(order) == 1:
         return [f"{where} {best} is the only model with a finite PSNR (VTBench eval.): "
-                f"{number(b)} dB{_left_out(exact)}; there is no runner-up to compare with."]
+                f"{number(b)} dB{_left_out(exact)}{absent}; there is no runner-up to compare "
+                f"with."]
+    middle = ", ".join(f"{m} {number(v)} dB" for m, v in order[1:-1])
+    others = f" (the others: {middle})" if middle else ""
     first = (f"{where}, {best} has the highest PSNR (VTBench eval.), {number(b)} dB, and "
-             f"{worst} the lowest, {number(w)} dB, of {len(order)} models{_left_out(exact)}.")
+             f"{worst} the lowest, {number(w)} dB, of {len(order)} models{others}"
+             f"{_left_out(exact)}{absent}.")
     return [first, paired_sentence(results, d, best, order[1][0])]
 
 
 def ssim_sentence(results) -> str | None:
-    """Best and worst model on SSIM (VTBench eval.) at the model's input size, with the 95 %
-    CIs of the table (Table 1's second metric), and whether PSNR names the same two."""
-    table = results.table(MODEL_SIZE_TABLE)
+    """Best and worst model on SSIM (VTBench eval.) in the setting of :func:`psnr_sentences`,
+    with the 95 % CIs of the table (Table 1's second metric), and whether PSNR names the same
+    two."""
+    _, table = headline_table(results)
     sets = datasets_with(table, "ssim_vtbench")
     if not sets:
         return None
@@ -181,12 +245,13 @@ def cer_metric(table: pd.DataFrame, dataset: str) -> str:
     return f"{dataset}.cer"
 
 
-def cer_extremes(table: pd.DataFrame, exact: list[str]
+def cer_extremes(table: pd.DataFrame, exact: list[str], sets: list[str] | None = None
                  ) -> dict[str, tuple[list[str], float, list[str], float]]:
-    """Per text set with at least two models compared: ``(lowest models, lowest CER, highest
-    models, highest CER)`` (ties all listed), the exact models left out."""
+    """Per text set (of ``sets``, default every :func:`cer_columns` set) with at least two
+    models compared: ``(lowest models, lowest CER, highest models, highest CER)`` (ties all
+    listed), the exact models left out."""
     out = {}
-    for s in cer_columns(table):
+    for s in cer_columns(table) if sets is None else sets:
         vals = {m: v for m, v in values(table, cer_metric(table, s)).items()
                 if m not in exact and math.isfinite(v)}
         if len(vals) < 2:
@@ -197,6 +262,65 @@ def cer_extremes(table: pd.DataFrame, exact: list[str]
     return out
 
 
+def unreadable_sets(results, table: pd.DataFrame) -> dict[str, dict]:
+    """Text set -> its :data:`~roundtrip.evals.vtbench.readability.READABILITY_TABLE` row (a
+    dict) where the reference of the CER the findings read (:func:`cer_metric`: the released
+    view for ``cer_vtbench``, the originals as built for ``cer``) is unreadable by the engine
+    of ``text_preservation``; empty where the run wrote no readability table."""
+    frame = results.table(READABILITY_TABLE)
+    if frame is None or frame.empty or "readable" not in frame.columns:
+        return {}
+    bad = frame[(frame["readable"].astype(str) == "no")
+                & frame["tables"].fillna("").astype(str).str.contains(TEXT_TABLE)]
+    out = {}
+    for s in cer_columns(table):
+        view = VIEW_OF_METRIC[cer_metric(table, s).rpartition(".")[2]]
+        hit = bad[(bad["dataset"].astype(str) == s) & (bad["view"].astype(str) == view)]
+        if len(hit):
+            out[s] = hit.iloc[0].to_dict()
+    return out
+
+
+def _range(vals: list[float], digits: int = 4) -> str:
+    lo, hi = number(min(vals), digits), number(max(vals), digits)
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def readability_sentence(flagged: dict[str, dict]) -> str:
+    """The sentence naming the text sets left out of the CER comparison and why: per engine
+    and view, the CER of its reading of their originals against the ground truth, or the share
+    of empty readings, each with its threshold (``ocr.readability``); ``""`` for none."""
+    if not flagged:
+        return ""
+    groups: dict[tuple, list[str]] = {}
+    for s, row in flagged.items():
+        measure = "cer" if "cer" in str(row.get("over", "")).split("+") else "empty"
+        groups.setdefault((str(row["engine"]), str(row["view"]), measure), []).append(s)
+    parts = []
+    for (engine, view, measure), sets in groups.items():
+        rows = [flagged[s] for s in sets]
+        originals = ("their originals" if len(groups) == 1
+                     else f"the originals of {_names(sets)}")
+        if measure == "cer":
+            parts.append(f"{engine} reads {originals} at {VIEWS[view]} with a CER of "
+                         f"{_range([float(r['cer_gt']) for r in rows])} against the ground "
+                         f"truth (above ocr.readability.max_cer {float(rows[0]['max_cer']):g})")
+        else:
+            parts.append(f"{engine} reads no text in a share of "
+                         f"{_range([float(r['empty_share']) for r in rows], 2)} of {originals} "
+                         f"at {VIEWS[view]} (above ocr.readability.max_empty "
+                         f"{float(rows[0]['max_empty']):g})")
+    whose = "its" if len(flagged) == 1 else "their"
+    return (f"The CER of {_names(list(flagged))} is left out of this comparison, as the OCR "
+            f"cannot read {whose} reference: {'; '.join(parts)}, so those cells compare one "
+            f"unreadable text with another (table {READABILITY_TABLE}).")
+
+
+#: What the CER sentences compare, named once.
+_CER_WHAT = ("OCR of each reconstruction against the OCR of its original, the released "
+             "evaluator's where a set has it, lower is better; VTBench Table 3")
+
+
 def _most(counts: Counter) -> tuple[list[str], int]:
     top = max(counts.values())
     return [m for m, c in counts.items() if c == top], top
@@ -205,22 +329,66 @@ def _most(counts: Counter) -> tuple[list[str], int]:
 def _spread(ext: dict, models: list[str], k: int) -> str:
     """The CER values (``k``: 0 lowest, 2 highest) of the sets where ``models`` hold that
     place, as a value or a range."""
-    v = [ext[s][k + 1] for s in ext if set(models) & set(ext[s][k])]
-    lo, hi = number(min(v), 4), number(max(v), 4)
-    return lo if lo == hi else f"{lo} to {hi}"
+    return _range([ext[s][k + 1] for s in ext if set(models) & set(ext[s][k])])
+
+
+def _sets(n: int) -> str:
+    return f"{n} text set{'' if n == 1 else 's'}"
+
+
+def _uncompared(table: pd.DataFrame, exact: list[str], sets: list[str]) -> str:
+    """The CER sentence where no set has two models compared: what the table holds, each
+    model's CER (range over the sets) and on how many sets, the exact models named apart."""
+    held: dict[str, list[float]] = {}
+    for s in sets:
+        for m, v in values(table, cer_metric(table, s)).items():
+            if math.isfinite(v):
+                held.setdefault(m, []).append(v)
+    if not held:
+        return f"CER was not compared: no model has a CER on the {_sets(len(sets))}."
+    compared = [m for m in held if m not in exact]
+    refs = [m for m in held if m in exact]
+
+    def cer_of(m: str) -> str:
+        return f"CER {_range(held[m])} on {_sets(len(held[m]))}"
+
+    own = (f"({cer_of(refs[0])})" if len(refs) == 1
+           else "(" + "; ".join(f"{m}: {cer_of(m)}" for m in refs) + ")")
+    if not compared:
+        return (f"CER was not compared over {_sets(len(sets))}: the only models with a CER, "
+                f"{_names(refs)}, reconstruct every item exactly (PSNR = inf) {own}.")
+    if len(compared) == 1:
+        lead = (f"On CER ({_CER_WHAT}), {compared[0]} is the only model compared: "
+                f"{cer_of(compared[0])}")
+    else:
+        each = "; ".join(f"{m}: {cer_of(m)}" for m in compared)
+        lead = (f"On CER ({_CER_WHAT}), no text set has two models compared, so there is no "
+                f"ranking ({each})")
+    verb = "is" if len(refs) == 1 else "are"
+    return lead + (f"; {_names(refs)}, exact (PSNR = inf), {verb} left out {own}"
+                   if refs else "") + "."
 
 
 def cer_sentence(results) -> str:
     """Which model has the lowest and which the highest CER on the most text sets (VTBench
-    Table 3, App. F Eq. 3; a tie counts for every tied model), with its CER on those sets."""
+    Table 3, App. F Eq. 3; a tie counts for every tied model), with its CER on those sets, on
+    the sets whose reference is readable (:func:`unreadable_sets`; a sentence names the others
+    and why); where no set has two models compared, what the table holds
+    (:func:`_uncompared`)."""
     table = results.table(TEXT_TABLE)
     if table is None or not cer_columns(table):
         return "CER was not computed: the run has no text set (table text_preservation)."
     exact = exact_models(table)
-    ext = cer_extremes(table, exact)
+    flagged = unreadable_sets(results, table)
+    sets = [s for s in cer_columns(table) if s not in flagged]
+    left = readability_sentence(flagged)
+    tail = f" {left}" if left else ""
+    if not sets:
+        return (f"CER was not compared: the reference of every one of the "
+                f"{_sets(len(flagged))} is unreadable.{tail}")
+    ext = cer_extremes(table, exact, sets)
     if not ext:
-        return ("CER was not compared: no text set has two models with a CER "
-                f"(of {len(cer_columns(table))} text sets).")
+        return _uncompared(table, exact, sets) + tail
     low, high = Counter(), Counter()
     for lows, _, highs, _ in ext.values():
         low.update(lows)
@@ -229,17 +397,16 @@ def cer_sentence(results) -> str:
     ties = any(len(e[0]) > 1 or len(e[2]) > 1 for e in ext.values())
     notes = ([f"{_names(exact)} left out as exact"] * bool(exact)
              + ["a tie counts for every tied model"] * ties)
-    return (f"On CER over {len(ext)} text sets (OCR of each reconstruction against the OCR of "
-            f"its original, the released evaluator's where a set has it, lower is better; "
-            f"VTBench Table 3), {_names(best)} "
+    return (f"On CER over {_sets(len(ext))} ({_CER_WHAT}), {_names(best)} "
             f"{'is' if len(best) == 1 else 'are'} lowest on {nb} (CER {_spread(ext, best, 0)}) "
             f"and {_names(worst)} highest on {nw} (CER {_spread(ext, worst, 2)})"
-            f"{'; ' + '; '.join(notes) if notes else ''}.")
+            f"{'; ' + '; '.join(notes) if notes else ''}.{tail}")
 
 
 def findings(results) -> list[str]:
-    """VTBench's sentences: PSNR best/worst at the model's input size, the paired best vs
-    runner-up, SSIM best/worst, and CER on the text sets (2 to 4 sentences)."""
+    """VTBench's sentences: PSNR best/worst (every model's value) in the first setting that
+    ran, the paired best vs runner-up, SSIM best/worst, and CER on the text sets with a
+    readable reference (2 to 4 sentences)."""
     if all(results.table(name) is None for name in (*RECONSTRUCTION_TABLES, TEXT_TABLE)):
         return ["VTBench reconstructed nothing: the config has no image or text set "
                 "(the OCR of the originals it runs serves the other evaluations)."]
@@ -271,8 +438,9 @@ def ratios(results) -> dict[str, float]:
 def psnr_points(results, ratio: dict[str, float]) -> tuple[str | None, dict[str, float],
                                                             list[str]]:
     """``(dataset, model -> PSNR (VTBench eval.) in dB, models with PSNR = inf)`` of the first
-    model-size set, for the models with a ratio."""
-    table = results.table(MODEL_SIZE_TABLE)
+    set of the first setting that ran (:func:`headline_table`), for the models with a
+    ratio."""
+    _, table = headline_table(results)
     sets = datasets_with(table, "psnr_vtbench")
     if not sets:
         return None, {}, []
@@ -282,10 +450,14 @@ def psnr_points(results, ratio: dict[str, float]) -> tuple[str | None, dict[str,
 
 
 def cer_points(results, ratio: dict[str, float]) -> dict[str, dict[str, float]]:
-    """``text set -> model -> CER`` for the models with a ratio (sets without one left out)."""
+    """``text set -> model -> CER`` for the models with a ratio (sets without one, and sets
+    whose reference is unreadable, :func:`unreadable_sets`, left out)."""
     table = results.table(TEXT_TABLE)
+    flagged = unreadable_sets(results, table) if table is not None else {}
     out = {}
     for s in cer_columns(table):
+        if s in flagged:
+            continue
         vals = {m: v for m, v in values(table, cer_metric(table, s)).items()
                 if m in ratio and math.isfinite(v)}
         if vals:
@@ -325,12 +497,14 @@ def _ratio_axis(ax, shown: list[float]) -> None:
 
 
 def headline_figure(results, path) -> str | None:
-    """Rate against distortion: PSNR (VTBench eval., model-size protocol; Table 1) and CER on
-    each text set (Table 3) against the compression ratio at 256 x 256 (model card), two
+    """Rate against distortion: PSNR (VTBench eval., Table 1: the first setting that ran,
+    :func:`headline_table`, the model-size protocol where it ran) and CER on each text set with
+    a readable reference (Table 3) against the compression ratio at 256 x 256 (model card), two
     panels, one colour per model (:func:`roundtrip.report.style.colours` of the run's models),
     one marker shape per text set. Returns the caption, or None where no model has both a
     fixed ratio and a finite PSNR or a CER."""
     ratio = ratios(results)
+    setting = headline_table(results)[0]
     dataset, psnr, inf_models = psnr_points(results, ratio)
     cer = cer_points(results, ratio)
     if not psnr and not cer:
@@ -343,9 +517,9 @@ def headline_figure(results, path) -> str | None:
             left.scatter(ratio[m], v, color=colours[m], s=30, zorder=3)
         _ratio_axis(left, [ratio[m] for m in psnr])
         left.set(ylabel="PSNR (VTBench eval.), dB",
-                 title=f"Reconstruction at model size ({dataset})")
+                 title=f"{_PANEL_TITLES[setting]} ({dataset})")
     else:
-        _empty(left, "no model-size set with a finite PSNR")
+        _empty(left, "no image set with a finite PSNR")
     if cer:
         for k, ((s, vals), marker) in enumerate(zip(cer.items(), SET_MARKERS * 4)):
             dodge = DODGE ** (k - (len(cer) - 1) / 2)  # sets side by side at one ratio
@@ -363,15 +537,33 @@ def headline_figure(results, path) -> str | None:
     handles = [left.scatter([], [], color=colours[m], s=30, label=m) for m in drawn]
     left.legend(handles=handles, loc="best", frameon=False, ncol=2)
     style.save(fig, path)
-    return _caption(results, ratio, dataset, inf_models)
+    table = results.table(TEXT_TABLE)
+    flagged = list(unreadable_sets(results, table)) if table is not None else []
+    return _caption(results, ratio, dataset, inf_models, setting, flagged)
 
 
-def _caption(results, ratio: dict, dataset: str | None, inf_models: list[str]) -> str:
+#: The PSNR panel's title per setting (:data:`SETTINGS`).
+_PANEL_TITLES = {MODEL_SIZE_TABLE: "Reconstruction at model size",
+                 "reconstruction_1024": "Reconstruction at 1024 x 1024",
+                 "reconstruction_native": "Reconstruction at native size",
+                 "reconstruction_fixed": "Reconstruction at a fixed size",
+                 "reconstruction_detail": "Detail preservation"}
+#: Where the caption says the PSNR was measured, per setting.
+_CAPTION_WHERE = {MODEL_SIZE_TABLE: "at each model's input size",
+                  "reconstruction_1024": "at 1024 x 1024",
+                  "reconstruction_native": "at native size",
+                  "reconstruction_fixed": "at the set's fixed size",
+                  "reconstruction_detail": "on the detail-preservation set"}
+
+
+def _caption(results, ratio: dict, dataset: str | None, inf_models: list[str],
+             setting: str | None = MODEL_SIZE_TABLE, flagged: list[str] = ()) -> str:
     card = results.table(CARD_TABLE)
     no_ratio = [m for m in card["model"].astype(str) if m not in ratio] if card is not None else []
     where = f" ({dataset})" if dataset else ""
+    measured = _CAPTION_WHERE.get(setting, _CAPTION_WHERE[MODEL_SIZE_TABLE])
     parts = [f"Rate against distortion (VTBench Tables 1 and 3). Left: PSNR in the released "
-             f"evaluator's convention at each model's input size{where}. Right: CER of the OCR of "
+             f"evaluator's convention {measured}{where}. Right: CER of the OCR of "
              "each reconstruction against the OCR of its original, one marker shape per text "
              "set (the sets of one model drawn side by side around its ratio). x: compression "
              "ratio at 256 x 256 (latent elements / input elements, model card), log scale; one "
@@ -382,6 +574,10 @@ def _caption(results, ratio: dict, dataset: str | None, inf_models: list[str]) -
     if inf_models:
         parts.append(f"Not in the PSNR panel: {_names(inf_models)} (PSNR = inf, exact "
                      "reconstruction).")
+    if flagged:
+        parts.append(f"Not in the CER panel: {_names(list(flagged))} (the OCR engine cannot "
+                     f"read their originals in the view the CER scores against: table "
+                     f"{READABILITY_TABLE}).")
     return " ".join(parts)
 
 

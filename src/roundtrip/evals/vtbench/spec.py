@@ -29,8 +29,10 @@ class VTBench(Evaluation):
     # robustness, App. G) and the rank agreement that backs it, then the model card
     # Table 1 is one block of rows per protocol (vtbench_table1, stacked); the per-protocol
     # tables with every convention's columns are in the appendix
+    # the readability of the OCR references follows Table 3, whose cells it flags
     report_tables = ("vtbench_table1", "reconstruction_detail", "text_preservation",
-                     "detail_statistics", "ocr_robustness", "ocr_rank_agreement", "model_card")
+                     "ocr_readability", "detail_statistics", "ocr_robustness",
+                     "ocr_rank_agreement", "model_card")
     # the body shows the headline columns, so that the column groups stacked as rows (model,
     # group, metrics) fit the page; the appendix has every column
     report_columns = {
@@ -63,6 +65,11 @@ class VTBench(Evaluation):
          "normalization", "VTBench App. F, Eqs. 3-4"),
         ("Kendall's tau", "agreement of two OCR engines' rankings of the models",
          "VTBench App. G, Table 5"),
+        ("Reference readability", "how well an OCR engine reads the originals in the view a "
+         "CER/WER column scores against (256 px copies at 1024 px, or as built): the mean CER "
+         "of those readings against the ground truth after ocr.normalization, or the share of "
+         "empty readings; above ocr.readability.max_cer or max_empty the reference is "
+         "unreadable and the cells scored against it are flagged", "roundtrip"),
         ("Detail statistics", "high-frequency energy share, Laplacian variance, edge density of "
          "the originals", "VTBench App. D, Table 4"))
 
@@ -119,11 +126,26 @@ class VTBench(Evaluation):
         ``lang`` (``datasets.<name>.lang``), ``ocr`` (the file it writes), ``view`` (the file of
         the released evaluator's reading of the originals) and ``read_view`` (whether it is
         read: :meth:`released_reading`; else the file lists no item)."""
+        from roundtrip.evals.vtbench.readability import FULL_VIEW, VTBENCH_VIEW, reference_file
+
         return [{"dataset": d, "manifest": f"results/datasets/{d}/manifest.csv",
                  "lang": plan.config["datasets"][d].get("lang"),
-                 "ocr": f"results/ocr/{engine}/original/{d}.csv",
-                 "view": f"results/ocr/{engine}/original/{d}.vtbench.csv",
+                 "ocr": reference_file(engine, d, FULL_VIEW),
+                 "view": reference_file(engine, d, VTBENCH_VIEW),
                  "read_view": VTBench.released_reading(plan, d)} for d in datasets]
+
+    @staticmethod
+    def references(plan, engine: str | None = None) -> list[dict]:
+        """The OCR files of the originals that the text tables' CER/WER columns score against
+        (:func:`~roundtrip.evals.vtbench.readability.references`): per text set and engine
+        reading it (only ``engine`` where given, e.g. ``tables.ocr_engine``), the originals as
+        built and, for Table 3's sets (:meth:`released_reading`), the released view.
+        Entries ``{"dataset", "engine", "view", "path"}``."""
+        from roundtrip.evals.vtbench.readability import references
+
+        sets = plan.text_datasets
+        return references(sets, {d: [engine] if engine else plan.engines_for(d) for d in sets},
+                          {d for d in sets if VTBench.released_reading(plan, d)})
 
     def checkpoints(self, plan) -> list[str]:
         # the model card describes every trained model, used on a dataset or not
@@ -134,15 +156,18 @@ class VTBench(Evaluation):
         names = [*(["vtbench_table1"] if recon else []), *recon, "detail_statistics",
                  "model_card"]
         if plan.text_datasets:
-            names += ["text_preservation", "ocr_robustness", "ocr_rank_agreement"]
+            names += ["text_preservation", "ocr_robustness", "ocr_rank_agreement",
+                      "ocr_readability"]
         return names
 
     def findings_inputs(self, plan) -> list[str]:
-        # the per-item PSNR of the first model-size set: the paired best vs runner-up
-        from roundtrip.evals.vtbench.findings import ITEM_PATTERN, MODEL_SIZE_TABLE
+        # the per-item PSNR of the first set of the setting the findings read (the model-size
+        # protocol where it ran, else the first that ran): the paired best vs runner-up
+        from roundtrip.evals.vtbench.findings import ITEM_PATTERN, headline_setting
 
-        sets = self.reconstruction_tables(plan).get(MODEL_SIZE_TABLE, [])[:1]
-        return plan.model_dataset_files(ITEM_PATTERN, sets)
+        recon = self.reconstruction_tables(plan)
+        setting = headline_setting(recon)
+        return plan.model_dataset_files(ITEM_PATTERN, recon[setting][:1] if setting else [])
 
     def findings(self, results) -> list[str]:
         from roundtrip.evals.vtbench.findings import findings
@@ -170,15 +195,17 @@ class VTBench(Evaluation):
                 out["perceptual"] = {"lpips": m["lpips"], "fid": m["fid"],
                                      "cache": m["weights_cache"]}
         if dataset in plan.text_datasets:
+            from roundtrip.evals.vtbench.readability import FULL_VIEW, VTBENCH_VIEW, reference_file
+
             engines = plan.engines_for(dataset)
             ocr = plan.config["ocr"]
             view = self.released_reading(plan, dataset)
             out["text"] = {"engines": {e: ocr["engines"][e] for e in engines},
-                           "ocr_original": {e: f"results/ocr/{e}/original/{dataset}.csv"
+                           "ocr_original": {e: reference_file(e, dataset, FULL_VIEW)
                                             for e in engines},
                            "ocr_original_vtbench": {
-                               e: f"results/ocr/{e}/original/{dataset}.vtbench.csv" if view
-                               else None for e in engines},
+                               e: reference_file(e, dataset, VTBENCH_VIEW) if view else None
+                               for e in engines},
                            "lang": plan.config["datasets"][dataset]["lang"],
                            "normalization": ocr["normalization"]}
         return out
@@ -188,11 +215,13 @@ class VTBench(Evaluation):
             return {"metric_weights": (plan.weighted.files("metrics.lpips")
                                        + plan.weighted.files("metrics.fid"))}
         if scorer == "text":
+            from roundtrip.evals.vtbench.readability import FULL_VIEW, VTBENCH_VIEW, reference_file
+
             engines = plan.engines_for(datasets[0])
-            return {**{f"ocr_original_{e}": f"results/ocr/{e}/original/{{dataset}}.csv"
+            return {**{f"ocr_original_{e}": reference_file(e, "{dataset}", FULL_VIEW)
                        for e in engines},
-                    **{f"ocr_original_vtbench_{e}":
-                       f"results/ocr/{e}/original/{{dataset}}.vtbench.csv" for e in engines}}
+                    **{f"ocr_original_vtbench_{e}": reference_file(e, "{dataset}", VTBENCH_VIEW)
+                       for e in engines}}
         return {}
 
     def recon_outputs(self, plan, scorer: str, datasets: list[str]) -> dict[str, str]:
