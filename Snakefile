@@ -11,14 +11,17 @@ min_version("8.0")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 
-from roundtrip.core.config import config_names, resolve_data_root, yaml_file_error
+from roundtrip.core.config import config_names, config_paths, resolve_data_root, yaml_file_error
+
+# Snakemake's loader reports a YAML error without its line (docs/reproducibility.md) and keeps
+# the last of two equal keys: each config file is read again here, duplicate keys refused.
+for _file in config_paths(workflow.overwrite_configfiles) or ["config.yaml"]:
+    if _problem := yaml_file_error(_file):
+        sys.exit(_problem)
 
 # --configfile my.yaml replaces the showcase instead of being merged into it (Snakemake's
 # default); --config key=value overrides still apply to whichever file is used.
 if not workflow.overwrite_configfiles:
-    # Snakemake's loader reports a YAML error without its line (docs/reproducibility.md)
-    if _problem := yaml_file_error("config.yaml"):
-        sys.exit(_problem)
 
     configfile: "config.yaml"
 

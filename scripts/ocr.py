@@ -6,6 +6,7 @@ import _bootstrap  # noqa: F401
 
 from roundtrip.api.client import USAGE_LEDGER, append_usage
 from roundtrip.core.logs import setup_logging
+from roundtrip.core.progress import Progress
 import pandas as pd
 
 from roundtrip.evals.vtbench.text import original_view_readings
@@ -20,17 +21,20 @@ langs = sorted({lang for job in sets for lang in languages(job["manifest"], job[
 log.info("%s version %s", name, engine.check(langs))
 threads = getattr(engine, "concurrency", smk.threads)  # a VLM engine waits on the network
 try:
-    for job in sets:
-        rows = ocr_dataset(engine, job["manifest"], job["lang"], threads=threads)
-        rows.to_csv(job["ocr"], index=False)
-        log.info("%s: %d items read", job["dataset"], len(rows))
-        if job["read_view"]:
-            views = original_view_readings(engine, job["manifest"], job["lang"], threads)
-            log.info("%s: %d items read at the released evaluator's sizes", job["dataset"],
-                     len(views))
-        else:  # a question set: no item read (the file says so by being empty)
-            views = pd.DataFrame(columns=["item_id", "text", "status", "reason"])
-        views.to_csv(job["view"], index=False)
+    with Progress(len(sets), f"OCR ({name}) of the originals of "
+                  f"{', '.join(job['dataset'] for job in sets)}", unit="sets") as progress:
+        for job in sets:
+            rows = ocr_dataset(engine, job["manifest"], job["lang"], threads=threads)
+            rows.to_csv(job["ocr"], index=False)
+            log.info("%s: %d items read", job["dataset"], len(rows))
+            if job["read_view"]:
+                views = original_view_readings(engine, job["manifest"], job["lang"], threads)
+                log.info("%s: %d items read at the released evaluator's sizes",
+                         job["dataset"], len(views))
+            else:  # a question set: no item read (the file says so by being empty)
+                views = pd.DataFrame(columns=["item_id", "text", "status", "reason"])
+            views.to_csv(job["view"], index=False)
+            progress.add()
 finally:
     # the process's usage is a running total: one line for the job, not one per set
     append_usage(USAGE_LEDGER, f"ocr/{name}/original/{'+'.join(j['dataset'] for j in sets)}")

@@ -8,6 +8,7 @@ import _bootstrap  # noqa: F401
 
 from roundtrip.core.compute import configure_torch
 from roundtrip.core.logs import setup_logging, versions
+from roundtrip.core.progress import Progress
 from roundtrip.evals.medibench.volume_job import run_volume_set
 from roundtrip.stages.reconstruct import load_model
 
@@ -15,9 +16,12 @@ smk = snakemake  # noqa: F821 - injected by Snakemake
 log = setup_logging(smk.log[0])
 log.info("compute: %s", configure_torch(smk.config, smk.threads))
 w, p = smk.wildcards, smk.params
-model = load_model(w.model, p.spec, p.device)
-log.info("model %s on %s; versions %s", w.model, model.device, versions())
-for job in p.sets:
-    log.info("volume set %s", job["dataset"])
-    run_volume_set(model, w.model, p.spec, job["manifest"], job["outputs"], job["seg_status"],
-                   job["seg_dir"], job["settings"])
+with Progress(len(p.sets), f"reconstruct {w.model} on the volumes of "
+              f"{', '.join(job['dataset'] for job in p.sets)}", unit="sets") as progress:
+    model = load_model(w.model, p.spec, p.device)
+    log.info("model %s on %s; versions %s", w.model, model.device, versions())
+    for job in p.sets:
+        log.info("volume set %s", job["dataset"])
+        run_volume_set(model, w.model, p.spec, job["manifest"], job["outputs"],
+                       job["seg_status"], job["seg_dir"], job["settings"])
+        progress.add()

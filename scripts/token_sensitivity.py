@@ -6,8 +6,10 @@ import _bootstrap  # noqa: F401
 from roundtrip.core.compute import configure_torch
 from roundtrip.core.logs import setup_logging
 from roundtrip.core.manifest import read_ok_images
+from roundtrip.core.progress import Progress
 from roundtrip.evals.chd.cmms import CMMS
 from roundtrip.evals.chd.sensitivity import (
+    KINDS,
     degraded_tokens,
     plot,
     score_sensitivity,
@@ -26,10 +28,13 @@ device = resolve_device(smk.params.device)
 s = smk.params.settings
 tokenizer = build_model(smk.params.reference, smk.params.spec).to(device)
 images = read_ok_images([smk.input.manifest])
-sets = degraded_tokens(tokenizer, images, smk.params.size, s["levels"], s["crops_per_image"],
-                       s["seed"], smk.params.layout)
-vocab = tokenizer.info().codebook_size
-df = score_sensitivity(sets, vocab, CMMS(smk.input.cmms, device))
+# the job's work is tokenizing the clean set and each (kind, level) version of it
+with Progress(1 + len(KINDS) * s["levels"], f"token sensitivity on {s['dataset']}",
+              unit="sets") as progress:
+    sets = degraded_tokens(tokenizer, images, smk.params.size, s["levels"],
+                           s["crops_per_image"], s["seed"], smk.params.layout, progress)
+    vocab = tokenizer.info().codebook_size
+    df = score_sensitivity(sets, vocab, CMMS(smk.input.cmms, device))
 df.to_csv(smk.output.raw, index=False)
 shifts = token_shifts(sets, vocab)  # Figure 2's middle panel
 shifts.to_csv(smk.output.tokens, index=False)

@@ -11,6 +11,15 @@ from PIL import Image
 REPO = Path(__file__).resolve().parent.parent
 
 
+def default_prompts() -> dict[str, str]:
+    """The prompt templates every config gets unless it names its own (``api.prompts``: their
+    defaults in config.schema.yaml)."""
+    import yaml
+    schema = yaml.safe_load((REPO / "config.schema.yaml").read_text())
+    prompts = schema["properties"]["api"]["properties"]["prompts"]["properties"]
+    return {name: entry["default"] for name, entry in prompts.items()}
+
+
 @pytest.fixture(scope="session")
 def photos():
     """Bundled RGB photographs at native sizes, uint8 (H, W, 3)."""

@@ -86,3 +86,35 @@ def evaluation_page(path: Path = EVALUATION_PAGE) -> EvaluationPage:
             raise ValueError(f"{path.name}: a {language or 'plain'} block that is neither a file "
                              f"of the package nor its registration: {first!r}")
     return EvaluationPage(files, other.get("toml", ""), other.get("yaml", ""))
+
+
+@dataclass
+class DocConfig:
+    """A YAML block of the docs that is a whole config.
+
+    Attributes:
+        where: ``docs/evaluations/vista.md:226``, the block's first line (its fence).
+        text: the block as a user copies it.
+    """
+    where: str
+    text: str
+
+
+def whole_configs(root: Path = REPO / "docs") -> list[DocConfig]:
+    """Every YAML block of the Markdown pages under ``root`` that is a whole config: a mapping
+    with every top-level key the schema requires (``datasets`` and ``models``), so that a user
+    can save it as ``my.yaml`` and run it. Pages in path order, blocks in page order."""
+    import yaml
+
+    required = yaml.safe_load((REPO / "config.schema.yaml").read_text())["required"]
+    found = []
+    for page in sorted(root.rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for m in FENCE.finditer(text):
+            if m.group(1) not in ("yaml", "yml"):
+                continue
+            block = yaml.safe_load(m.group(2))
+            if isinstance(block, dict) and all(key in block for key in required):
+                line = text.count("\n", 0, m.start()) + 1
+                found.append(DocConfig(f"{page.relative_to(REPO)}:{line}", m.group(2)))
+    return found

@@ -7,8 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
-from conftest import REPO, requires_tesseract
+from conftest import REPO, default_prompts, requires_tesseract
 from fake_openai import FakeOpenAI
 from PIL import Image, ImageDraw, ImageFont
 
@@ -32,7 +31,7 @@ from roundtrip.readers.vlm import VlmJudge, VlmOCR, parse_verdict
 from roundtrip.workflow.checks import check_config
 
 KEY = "sk-roundtrip-test-0123456789"
-PROMPTS = yaml.safe_load((REPO / "config.yaml").read_text())["api"]["prompts"]
+PROMPTS = default_prompts()
 
 
 @pytest.fixture()

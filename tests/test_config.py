@@ -107,11 +107,10 @@ def test_token_metric_checks(default_config, mutate, match):
 
 
 def test_missing_weights_fail_early_in_an_explicit_config(default_config, tmp_path):
-    """A config of one's own (missing_weights defaults to error) names file and command."""
-    del default_config["metrics"]["missing_weights"]
+    """A config that sets missing_weights: error (the VTBench preset) names file and command."""
+    default_config["metrics"]["missing_weights"] = "error"
     default_config["metrics"]["weights_cache"] = str(tmp_path / "empty")
     validate_config(default_config, SCHEMA)
-    assert default_config["metrics"]["missing_weights"] == "error"
     with pytest.raises(ConfigError) as exc:
         check_config(default_config)
     lines = str(exc.value).splitlines()

@@ -10,21 +10,28 @@ README.md, "Bring your own": each YAML block, added to a small config with its p
 stand-in files made here (a tokenizer class with its state dict and TorchScript export, a
 diffusers VAE folder, image folders, WebDataset shards, a saved Hugging Face set), passes
 ``roundtrip check-config``.
+
+Every YAML block of docs/ that is a whole config (``datasets`` and ``models``) passes
+``roundtrip check-config`` as written, its paths pointed at stand-ins and nothing added (no
+metric weights, no prompt templates); the presets in configs/ lack nothing but their data and
+weights: their check names only those, and their API uses resolve with the default prompts.
 """
 import copy
 import importlib
 import io
+import re
 import sys
 import tarfile
 import tomllib
 import types
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 from conftest import REPO, requires_tesseract
-from doc_examples import evaluation_page, fenced_blocks, section
+from doc_examples import evaluation_page, fenced_blocks, section, whole_configs
 from PIL import Image
 
 from roundtrip.workflow.checks import check_file
@@ -228,3 +235,139 @@ def test_readme_bring_your_own_blocks_pass_the_check(tmp_path, monkeypatch):
             config[key] = {**config.get(key, {}), **value}
         (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
         assert check_file(str(tmp_path / "my.yaml"), SCHEMA) is None, text
+
+
+# -- Whole configs of the docs and the presets ------------------------------------------------
+
+#: The absolute folders the docs' whole configs name; the stand-ins go under tmp_path.
+DOC_ROOTS = ("/data/", "/models/", "/weights/", "/code/")
+
+
+def _vista_release(path):
+    """A two-row VISTA-Bench release TSV (question images inline, base64)."""
+    import base64
+
+    def png(size):
+        buf = io.BytesIO()
+        Image.new("RGB", size, "white").save(buf, format="PNG")
+        return base64.b64encode(buf.getvalue()).decode()
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{"index": 0, "question": "2 + 2?", "A": "3", "B": "4", "answer": "B", "image": "",
+             "question_image": png((40, 12)), "category": "Unimodal Knowledge",
+             "source": "MMLU", "font": "Arial", "size": 9},
+            {"index": 1, "question": "Colour?", "A": "red", "B": "blue", "answer": "A",
+             "image": png((8, 8)), "question_image": png((40, 12)),
+             "category": "Multimodal Perception", "source": "MMBench", "font": "Brush",
+             "size": 16}]
+    pd.DataFrame(rows).to_csv(path, sep="\t", index=False)
+
+
+def _hub_snapshots(config: dict, hub, monkeypatch) -> list[str]:
+    """A snapshot folder in a Hugging Face cache at ``hub`` for every hub id that a use run in
+    process names (enough to be located before any job); returns the ids."""
+    import huggingface_hub.constants
+
+    from roundtrip.api.settings import IN_PROCESS_MODELS, api_uses
+    from roundtrip.workflow.plan import registered
+
+    uses = [*api_uses(config),
+            *[u for ev in registered(config).values() for u in ev.api_uses(config)]]
+    ids = sorted({spec[key] for _, spec, _ in uses
+                  for key in IN_PROCESS_MODELS.get(spec.get("type"), ())
+                  if "/" in str(spec.get(key, "")) and not str(spec[key]).startswith("/")})
+    for hub_id in ids:
+        repo = hub / ("models--" + hub_id.replace("/", "--"))
+        (repo / "refs").mkdir(parents=True)
+        (repo / "refs/main").write_text("0" * 40)
+        (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
+        (repo / "snapshots" / ("0" * 40) / "config.json").write_text("{}")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub))
+    return ids
+
+
+def _doc_stand_ins(root, monkeypatch):
+    """The files the docs' whole configs name, under ``root``: the tokenizer class of
+    docs/configuration.md ("Bring your own tokenizer") and its state dict, a folder of photos,
+    the VISTA-Bench release TSV, a diffusers VAE folder."""
+    import torch
+    from diffusers import AutoencoderKL
+
+    page = (REPO / "docs/configuration.md").read_text(encoding="utf-8")
+    [code] = [text for language, text in
+              fenced_blocks(section(page, "### Bring your own tokenizer")) if language == "python"]
+    (root / "code").mkdir(parents=True)
+    (root / "code/my_tok.py").write_text(code)
+    sys.modules.pop("my_tok", None)
+    monkeypatch.syspath_prepend(str(root / "code"))
+    from my_tok import MyTok
+
+    torch.manual_seed(0)
+    (root / "weights").mkdir()
+    torch.save(MyTok(width=64).state_dict(), root / "weights/my_tok.pt")
+    sys.modules.pop("my_tok", None)  # the config's pythonpath imports it again
+    _png(root / "data/my_photos/a.png")
+    _png(root / "data/my_photos/b.png", 1)
+    _vista_release(root / "data/VISTA-Bench/VISTA-Bench.tsv")
+    AutoencoderKL(block_out_channels=(8,), layers_per_block=1, latent_channels=4,
+                  norm_num_groups=8, down_block_types=("DownEncoderBlock2D",),
+                  up_block_types=("UpDecoderBlock2D",)).save_pretrained(root / "models/sdxl-vae")
+
+
+def test_every_whole_config_of_the_docs_passes_the_check_as_written(tmp_path, monkeypatch):
+    """A user copies one of these into my.yaml: only the folders are the user's."""
+    configs = whole_configs()
+    assert [c.where.split(":")[0] for c in configs] == [
+        "docs/configuration.md", "docs/evaluations/vista.md", "docs/evaluations/vista.md"]
+    monkeypatch.setenv("ROUNDTRIP_WEIGHTS", str(tmp_path / "no_metric_weights"))
+    _doc_stand_ins(tmp_path, monkeypatch)
+    for i, doc in enumerate(configs):
+        text = doc.text
+        for root in DOC_ROOTS:
+            text = text.replace(root, f"{tmp_path}{root}")
+        _hub_snapshots(yaml.safe_load(text), tmp_path / f"hub{i}", monkeypatch)
+        (tmp_path / "my.yaml").write_text(text)
+        assert check_file(str(tmp_path / "my.yaml"), SCHEMA) is None, doc.where
+
+
+@pytest.mark.parametrize("preset", ["chd", "medibench", "telephone", "vista", "vtbench"])
+def test_a_preset_lacks_nothing_but_its_data_and_weights(preset, tmp_path, monkeypatch):
+    """As written, on a machine without the preset's data: the check names missing dataset
+    paths, model weights and (vtbench, which stops without them) metric weights, nothing else;
+    its API uses resolve with the default prompts, where the keys are in the environment."""
+    from roundtrip.api.settings import api_uses, check_api_keys, resolve_api
+    from roundtrip.core.config import config_names
+    from roundtrip.workflow.checks import schema_problem, validate_config
+    from roundtrip.workflow.plan import registered
+
+    path = REPO / f"configs/papers/{preset}.yaml"
+    monkeypatch.setenv("ROUNDTRIP_WEIGHTS", str(tmp_path / "no_metric_weights"))
+    lines = check_file(str(path), SCHEMA).splitlines()
+    assert re.match(r"(datasets|models|metrics): .*(do not exist|lack(s)? (their|its) "
+                    r"weights).*; put .* there or fix the keys in "
+                    rf"{re.escape(config_names([path]))}:$", lines[0]), lines[0]
+    assert lines[1:] and all(re.match(r"  (datasets|models|metrics)\.", line)
+                             for line in lines[1:]), lines
+    assert any(line.startswith("  metrics.") for line in lines) == (preset == "vtbench")
+    config = yaml.safe_load(path.read_text())
+    assert schema_problem(config, SCHEMA) is None
+    validate_config(config, SCHEMA)
+    _hub_snapshots(config, tmp_path / "hub", monkeypatch)
+    uses = [*api_uses(config),
+            *[u for ev in registered(config).values() for u in ev.api_uses(config)]]
+    given = {(where, field): spec.get(field) for where, spec, fields in uses for field in fields}
+    for name in resolve_api(config, uses):
+        key = config["api"]["endpoints"][name].get("key_env", "OPENAI_API_KEY")
+        if key:
+            monkeypatch.setenv(key, "sk-stand-in")
+    check_api_keys(config, resolve_api(config, uses))
+    defaults = {k: v["default"] for k, v in yaml.safe_load(Path(SCHEMA).read_text())[
+        "properties"]["api"]["properties"]["prompts"]["properties"].items()}
+    filled = 0
+    for where, spec, fields in uses:
+        for field, template in fields.items():
+            assert spec[field] == (given[where, field] or defaults[template]), (where, field)
+            filled += not given[where, field]
+    # the telephone preset's pairs send the default templates (it copied them before): five
+    # endpoint pairs and Janus-Pro both ways, LLaVA 1.5 + SDXL the captioning one
+    assert filled == {"telephone": 13}.get(preset, 0)

@@ -17,6 +17,7 @@ from roundtrip.core.config import ConfigError
 from roundtrip.evals.chd import cmms as C
 from roundtrip.evals.chd.training import ALLOW_KEY, image_keys, training_overlap
 from roundtrip.metrics.tokens import CHD_2D_SEQUENCE_REASON, TokenHistogram, chd
+from roundtrip.models.base import Adapter, ModelInfo
 from roundtrip.evals.chd.plan import CMMS_TRAINING, training_datasets
 from roundtrip.evals.chd.spec import CHD
 from roundtrip.workflow.plan import Plan
@@ -148,10 +149,10 @@ def test_fragment_swap_exchanges_blocks_and_within_image_regions_do_not_overlap(
 
 
 # -- 3. CHD-2D of a 1D tokenizer: n/a, unless it declares a 2D layout -------------------------
-class _Sequences:
+class _Sequences(Adapter):
     """A stand-in 1D tokenizer: the given [B, n] ids, whatever the images."""
 
-    name, device = "seq", torch.device("cpu")
+    name = "seq"
 
     def __init__(self, ids):
         self.ids = torch.as_tensor(ids)
@@ -159,8 +160,14 @@ class _Sequences:
     def encode(self, x):
         return self.ids[: x.shape[0]]
 
+    def decode(self, latent):
+        raise NotImplementedError("tokens only")
+
     def tokens(self, latent):
         return latent
+
+    def info(self):
+        return ModelInfo(family="VQ")
 
 
 def test_one_dimensional_tokenizer_gets_chd_1d_and_chd_2d_is_na():
@@ -210,20 +217,21 @@ def test_one_dimensional_tokenizer_gets_chd_1d_and_chd_2d_is_na():
 
 
 # -- 4. CMMS epochs: every training image once, fresh pixel distortions -----------------------
-class _PatchCodes:
+class _PatchCodes(Adapter):
     """A stand-in 2D tokenizer: the mean grey level of each 8 x 8 patch, in 16 codes."""
 
-    name, device = "patches", torch.device("cpu")
+    name = "patches"
 
     def encode(self, x):
         return torch.nn.functional.avg_pool2d(x.mean(1, keepdim=True), 8)[:, 0]
+
+    def decode(self, latent):
+        raise NotImplementedError("tokens only")
 
     def tokens(self, latent):
         return ((latent + 1) / 2 * 15.999).long().clamp(0, 15)
 
     def info(self):
-        from roundtrip.models.base import ModelInfo
-
         return ModelInfo(family="VQ", codebook_size=16, downsample=8)
 
 

@@ -13,7 +13,7 @@ import pytest
 import skimage.data
 import torch
 import yaml
-from conftest import REPO
+from conftest import REPO, default_prompts
 from PIL import Image
 
 from roundtrip.core.protocols import prepare
@@ -317,7 +317,7 @@ def test_detail_energy_is_a_power_share():
 def test_gpt4o_row_prompt_and_size():
     """Sec. 4: the GPT-4o row uses the prompt "Please recreate the exact same image without any
     alterations and preserve the original resolution." (verbatim), at 1024 x 1024 (Table 1)."""
-    prompt = " ".join(CONFIG["api"]["prompts"]["recreate"].split())
+    prompt = " ".join(default_prompts()["recreate"].split())
     assert prompt == ("Please recreate the exact same image without any alterations and "
                       "preserve the original resolution.")
     from roundtrip.models.api_backend import ApiImageModel

@@ -10,14 +10,14 @@ import sys
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, requires_tesseract
+from conftest import REPO, default_prompts, requires_tesseract
 from fake_openai import FakeOpenAI
 from result_tables import reconstruction, reconstruction_text
 
 pytestmark = [pytest.mark.workflow, requires_tesseract]
 
 KEY = "sk-workflow-secret-9876543210"
-PROMPTS = yaml.safe_load((REPO / "config.yaml").read_text())["api"]["prompts"]
+PROMPTS = default_prompts()
 
 
 def smk(workdir, env, *args, check=True):

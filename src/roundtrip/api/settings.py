@@ -3,8 +3,11 @@
 Components name an endpoint (``endpoint: openai``) and may carry their own prompt template;
 :func:`resolve_api` replaces the name by the endpoint's settings (a dict with ``name``, never a
 key) and fills missing prompts from ``api.prompts``, so that every rule's params are
-self-contained. :func:`check_api_keys` then fails, naming the environment variable, when a used
-endpoint's key is missing: before any work, not at the first request an hour in.
+self-contained. Every template named below has its default text in ``config.schema.yaml``
+(``api.prompts.properties``), filled in by the schema validation one template at a time: a
+config names only the templates it changes, the others keep their defaults.
+:func:`check_api_keys` then fails, naming the environment variable, when a used endpoint's key
+is missing: before any work, not at the first request an hour in.
 
 A use of ``type: transformers`` (the model runs in process,
 :mod:`roundtrip.readers.transformers_vlm`) names no endpoint: it gets its default prompts from
@@ -115,6 +118,13 @@ def _resolve_endpoint(path: str, spec: dict, endpoints: dict) -> str:
 
 
 def _fill_prompts(path: str, spec: dict, fields: dict[str, str], prompts: dict) -> None:
+    """Set each prompt field ``spec`` leaves empty to its template in ``prompts``
+    (``api.prompts``, defaults filled in by the schema).
+
+    Raises:
+        ApiConfigError: a field is empty and ``prompts`` has no such template (a config that
+            did not go through the schema validation, or an evaluation's own template name).
+    """
     for field, default in fields.items():
         if not spec.get(field):
             if default not in prompts:

@@ -1,4 +1,6 @@
-"""The error every configuration check raises (:mod:`roundtrip.workflow.checks`)."""
+"""The error every configuration check raises (:mod:`roundtrip.workflow.checks`), and the
+reading of a config file: YAML with line numbers, duplicate keys refused."""
+import yaml
 
 
 class ConfigError(ValueError):
@@ -6,13 +8,80 @@ class ConfigError(ValueError):
     ``models.jpeg_q10.quality: quality must be in 1..100``."""
 
 
+class DuplicateKey(yaml.YAMLError):
+    """A mapping of a YAML document names the same key twice (YAML 1.2 requires keys to be
+    unique; PyYAML would keep the last value and drop the first silently).
+
+    Attributes:
+        key: the dotted path of the repeated key (``models``, ``datasets.natural.size``).
+        line: the 1-based line of the second occurrence.
+        first_line: the 1-based line of the first one.
+    """
+
+    def __init__(self, key: str, line: int, first_line: int):
+        super().__init__(f"duplicate key '{key}' (first at line {first_line})")
+        self.key, self.line, self.first_line = key, line, first_line
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key repeated in one mapping, at any depth, with
+    :class:`DuplicateKey` (the repeated key's dotted path and both lines). Keys are compared
+    as constructed values (``1`` and ``0x1`` are the same key); a merge key (``<<``) may bring
+    keys that the mapping then sets again, as YAML's merge allows."""
+
+    def construct_document(self, node):
+        self._check_unique(node, (), set())
+        return super().construct_document(node)
+
+    def _check_unique(self, node, path: tuple[str, ...], seen: set[int]) -> None:
+        if id(node) in seen:  # an alias visits its anchor's node once
+            return
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            for k, child in enumerate(node.value):
+                self._check_unique(child, (*path[:-1], f"{path[-1]}[{k}]") if path
+                                   else (f"[{k}]",), seen)
+            return
+        if not isinstance(node, yaml.MappingNode):
+            return
+        first: dict = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                self._check_unique(value_node, path, seen)
+                continue
+            key = self.construct_object(key_node, deep=True) \
+                if isinstance(key_node, yaml.ScalarNode) else None
+            try:
+                hash(key)
+            except TypeError:
+                key = None
+            name = (*path, str(key))
+            if key is not None and key in first:
+                raise DuplicateKey(".".join(name), key_node.start_mark.line + 1,
+                                   first[key].start_mark.line + 1)
+            if key is not None:
+                first[key] = key_node
+            self._check_unique(value_node, name, seen)
+
+
+def load_yaml(text: str):
+    """The YAML document ``text`` as Python objects, read by :class:`UniqueKeyLoader`.
+
+    Raises:
+        DuplicateKey: a mapping repeats a key. yaml.YAMLError: a syntax error.
+    """
+    return yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 def yaml_error(text: str, name: str) -> str | None:
     """``"{name}:{line}:{column}: YAML syntax error: ..."`` when ``text`` is not valid YAML,
-    else None (Snakemake's own loader reports no line)."""
-    import yaml
-
+    ``"{name}:{line}: duplicate key 'models' (first at line 3)"`` when a mapping repeats a key
+    (:class:`DuplicateKey`), else None (Snakemake's own loader reports no line and keeps the
+    last of two equal keys)."""
     try:
-        yaml.safe_load(text)
+        load_yaml(text)
+    except DuplicateKey as exc:
+        return f"{name}:{exc.line}: duplicate key '{exc.key}' (first at line {exc.first_line})"
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
@@ -22,8 +91,8 @@ def yaml_error(text: str, name: str) -> str | None:
 
 
 def yaml_file_error(path: str) -> str | None:
-    """:func:`yaml_error` of the file at ``path`` (None when it is valid YAML or cannot be read:
-    the reader that follows reports that)."""
+    """:func:`yaml_error` of the file at ``path``, named as given (None when it is valid YAML
+    with unique keys, or cannot be read: the reader that follows reports that)."""
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()

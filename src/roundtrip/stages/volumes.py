@@ -24,6 +24,7 @@ import pandas as pd
 import torch
 
 from roundtrip.core.manifest import read_manifest
+from roundtrip.core.progress import Progress
 from roundtrip.datasets.medical import read_volume
 from roundtrip.datasets.volumes import on_grid
 from roundtrip.models import Adapter
@@ -143,14 +144,22 @@ def reconstruct_volume_set(model: Adapter, manifest_path: str | Path, out_dir: s
                                  **(fingerprint or {"model": model.name})}, "*.nii.gz")
     manifest = read_manifest(manifest_path)
     journal = Journal(out_dir / "shards" / "volumes.journal.csv")
+
+    def resumed(item: str) -> bool:
+        prev = journal.done.get(item)
+        return bool(prev) and (prev["status"] != "ok" or (out_dir / f"{item}.nii.gz").exists())
+
+    progress = Progress(sum(not resumed(i) for i in manifest["item_id"]),
+                        f"reconstruct {model.name} on {manifest_path.parent.name}",
+                        unit="volumes")
     try:
         for _, row in manifest.iterrows():
             item = row["item_id"]
-            prev = journal.done.get(item)
-            if prev and (prev["status"] != "ok" or (out_dir / f"{item}.nii.gz").exists()):
+            if resumed(item):
                 continue
             if row["status"] != "ok":
                 journal.record(item, "error", row["reason"], 0.0)
+                progress.add()
                 continue
             t0 = time.perf_counter()
             try:
@@ -165,6 +174,8 @@ def reconstruct_volume_set(model: Adapter, manifest_path: str | Path, out_dir: s
             except Exception as exc:  # noqa: BLE001 - one volume's failure is its row, not the job's
                 log.exception("volume %s", item)
                 journal.record(item, "error", f"{type(exc).__name__}: {exc}", time.perf_counter() - t0)
+            progress.add()
     finally:
         journal.close()
+    progress.finish()
     return pd.DataFrame([journal.done[i] for i in manifest["item_id"]], columns=STATUS_COLUMNS)

@@ -91,14 +91,12 @@ def validate_config(config: dict, schema_path: str) -> dict:
 
 def check_file(path: str, schema_path: str) -> str | None:
     """Every check of a config file, as ``roundtrip check-config`` runs them: YAML syntax (with
-    the line), the schema, then :func:`check_config`, whose messages name ``path`` as the file
-    to fix. Returns the problem, or None.
+    the line) and duplicate keys (with both lines), the schema, then :func:`check_config`,
+    whose messages name ``path`` as the file to fix. Returns the problem, or None.
 
     Snakemake's ``--configfile`` loader reports a YAML error without its line; this does not.
     """
-    import yaml
-
-    from roundtrip.core.config import config_names, resolve_data_root, yaml_error
+    from roundtrip.core.config import config_names, load_yaml, resolve_data_root, yaml_error
 
     try:
         with open(path) as fh:
@@ -107,7 +105,7 @@ def check_file(path: str, schema_path: str) -> str | None:
         return f"{path}: cannot read: {exc.strerror or exc}"
     if problem := yaml_error(text, path):
         return problem
-    config = yaml.safe_load(text) or {}
+    config = load_yaml(text) or {}
     if not isinstance(config, dict):
         return f"{path}: a config is a mapping of sections (datasets, models, ...)"
     if problem := schema_problem(config, schema_path):
@@ -352,9 +350,10 @@ def _check_synthetic(name: str, spec: dict) -> None:
 
 def _missing_metric_weights(config: dict) -> list[tuple[str, str]]:
     """``(metrics.<name>, reason)`` for every enabled metric whose weight file is not in the
-    cache, where ``metrics.missing_weights`` is ``error`` (with ``n/a`` its cells read n/a)."""
+    cache, where ``metrics.missing_weights`` is ``error`` (with ``n/a``, the default, its
+    columns are left out with a note)."""
     metrics = config.get("metrics", {})
-    if metrics.get("missing_weights", "error") != "error":
+    if metrics.get("missing_weights", "n/a") != "error":
         return []
     missing = []
     for key, name in metric_weight_names(metrics).items():

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from roundtrip.core.progress import Progress
 from roundtrip.core.recon_items import ReconContext, ReconItem, iter_recon_items
 from roundtrip.core.scoring import ScoreJournal, is_streamed, scorer_key
 
@@ -236,9 +237,13 @@ def run_recon_jobs(model: str, spec: dict, jobs: list[dict], device: str = "auto
     from roundtrip.stages.reconstruct import load_model
 
     load = cache(lambda: load_model(model, spec, device))
-    for job in jobs:
-        log.info("dataset %s", job["dataset"])
-        run_recon_job(model, spec, job["manifest"], job["outputs"], job["scorers"],
-                      job["targets"], device=device, threads=threads, loader=load,
-                      keep=job.get("keep"), batch_size=batch_size, protocol=job["protocol"],
-                      size=job["size"])
+    # the job's progress over its sets; each set's items are counted by its own tracker, a part
+    # of this one (roundtrip.core.progress)
+    with Progress(len(jobs), f"reconstruct {model} on {len(jobs)} sets", unit="sets") as progress:
+        for job in jobs:
+            log.info("dataset %s", job["dataset"])
+            run_recon_job(model, spec, job["manifest"], job["outputs"], job["scorers"],
+                          job["targets"], device=device, threads=threads, loader=load,
+                          keep=job.get("keep"), batch_size=batch_size,
+                          protocol=job["protocol"], size=job["size"])
+            progress.add()

@@ -461,6 +461,8 @@ def build_training_tokens(tokenizer: Adapter, images: Sequence[np.ndarray], size
     """
     rng = np.random.default_rng([settings.seed, epoch])
     crops, severities, tokens = [], [], []
+    progress = Progress(settings.crops, f"CMMS training crops of epoch {epoch + 1}",
+                        unit="crops")
     for index in epoch_images(len(images), settings.crops, rng):
         img = images[int(index)]
         side = int(rng.integers(min(size, min(img.shape[:2])), min(img.shape[:2]) + 1))
@@ -478,9 +480,12 @@ def build_training_tokens(tokenizer: Adapter, images: Sequence[np.ndarray], size
         severities.append(ps)
         if len(crops) == _CROP_CHUNK:  # tokenize as we go: pixels of all crops need not fit
             tokens.append(_tokenize_crops(tokenizer, crops, size, layout))
+            progress.add(len(crops))
             crops = []
     if crops:
         tokens.append(_tokenize_crops(tokenizer, crops, size, layout))
+        progress.add(len(crops))
+    progress.finish()
     return np.concatenate(tokens), np.asarray(severities)
 
 
@@ -549,8 +554,8 @@ def _training_batch(tokens: np.ndarray, p_pixel: np.ndarray, vocab_size: int,
 
 def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
                settings: TrainSettings, device: str | torch.device = "cpu",
-               next_pool: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
-               ) -> tuple[CMMSRegressor, list[float]]:
+               next_pool: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None,
+               progress: Progress | None = None) -> tuple[CMMSRegressor, list[float]]:
     """Train the regressor on degraded token sequences (MSE to ``exp(-20 p)``, AdamW).
 
     The steps are split evenly over ``settings.epochs`` epochs. Epoch 0 trains on the pool
@@ -574,6 +579,8 @@ def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
         p_pixel: float ``[crops, 1 + variants]`` severities (column 0 clean).
         next_pool: epoch -> its ``(tokens, p_pixel)`` (:func:`build_training_tokens` with that
             epoch), called at the start of epochs 1, 2, ...
+        progress: counts the steps of both phases (:func:`fit_cmms` opens it before the
+            training tokens are built); default: a tracker of its own.
 
     Returns:
         ``(model in eval mode, per-step training loss of both phases)``.
@@ -592,7 +599,8 @@ def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
     total = settings.bypass_steps + settings.steps
     if settings.epochs < 1:
         raise ValueError(f"epochs must be at least 1, got {settings.epochs}")
-    progress = Progress(total, "train CMMS", unit="steps")
+    own = progress is None
+    progress = progress or Progress(total, "train CMMS", unit="steps")
     for epoch in range(settings.epochs):
         if epoch and next_pool is not None:
             tokens, p_pixel = next_pool(epoch)
@@ -612,7 +620,8 @@ def train_cmms(tokens: np.ndarray, p_pixel: np.ndarray, cfg: CMMSConfig,
                 log.info("CMMS epoch %d/%d, step %d/%d%s: loss %.5f", epoch + 1, settings.epochs,
                          step + 1, total,
                          " (blocks bypassed)" if step < settings.bypass_steps else "", history[-1])
-    progress.finish()
+    if own:
+        progress.finish()
     return model.eval(), history
 
 
@@ -643,16 +652,18 @@ def fit_cmms(tokenizer: Adapter, images: Sequence[np.ndarray], size: int, option
                                 if f.name in options})
     if seed is not None:
         settings = replace(settings, seed=seed)
-    tokens, p = build_training_tokens(tokenizer, images, size, settings, layout)
-    levels = tokens.shape[-1] if tokens.ndim == 5 else 1
-    cfg = CMMSConfig(tokenizer.info().codebook_size, levels, options["d_model"],
-                     options["layers"], options["heads"])
-    log.info("CMMS training tokens %s per epoch from %d images; %s; %s", tokens.shape,
-             len(images), cfg, settings)
+    # one tracker for the whole job: the training tokens are built before the first step
+    with Progress(settings.bypass_steps + settings.steps, "train CMMS", unit="steps") as progress:
+        tokens, p = build_training_tokens(tokenizer, images, size, settings, layout)
+        levels = tokens.shape[-1] if tokens.ndim == 5 else 1
+        cfg = CMMSConfig(tokenizer.info().codebook_size, levels, options["d_model"],
+                         options["layers"], options["heads"])
+        log.info("CMMS training tokens %s per epoch from %d images; %s; %s", tokens.shape,
+                 len(images), cfg, settings)
 
-    def next_pool(epoch: int) -> tuple[np.ndarray, np.ndarray]:
-        return build_training_tokens(tokenizer, images, size, settings, layout, epoch)
-    return train_cmms(tokens, p, cfg, settings, device, next_pool)
+        def next_pool(epoch: int) -> tuple[np.ndarray, np.ndarray]:
+            return build_training_tokens(tokenizer, images, size, settings, layout, epoch)
+        return train_cmms(tokens, p, cfg, settings, device, next_pool, progress)
 
 
 def save_cmms(model: CMMSRegressor, path: str | Path, meta: dict) -> None:

@@ -25,6 +25,7 @@ import pandas as pd
 from PIL import Image, ImageFilter
 from scipy.stats import spearmanr
 
+from roundtrip.core.progress import Progress
 from roundtrip.evals.chd.cmms import CMMS, resize_center_crop, tokenize
 from roundtrip.metrics.tokens import TokenHistogram, chd
 from roundtrip.models import Adapter
@@ -93,8 +94,8 @@ def _histogram(grids: np.ndarray, vocab_size: int) -> TokenHistogram:
 
 
 def degraded_tokens(tokenizer: Adapter, images: list[np.ndarray], size: int, levels: int = 10,
-                    crops_per_image: int = 4, seed: int = 0, layout: list[int] | None = None
-                    ) -> dict[tuple[str, int], np.ndarray]:
+                    crops_per_image: int = 4, seed: int = 0, layout: list[int] | None = None,
+                    progress: Progress | None = None) -> dict[tuple[str, int], np.ndarray]:
     """Token grids of the clean sample and of every (kind, level) version of it (the sets of the
     CHD paper's Figure 2; degradations as in the module docstring).
 
@@ -103,6 +104,7 @@ def degraded_tokens(tokenizer: Adapter, images: list[np.ndarray], size: int, lev
             ``crops_per_image`` random square crops, resized to ``size`` x ``size`` pixels.
         levels: number of levels per kind (level ``k`` of ``levels``).
         layout: a 1D tokenizer's declared grid (:func:`~roundtrip.evals.chd.cmms.tokenize`).
+        progress: counts each set tokenized (``1 + len(KINDS) * levels`` in all), if given.
 
     Returns:
         ``{("clean", 0): grids, (kind, level): grids, ...}``, int64 ``[N, h, w(, Q)]`` each.
@@ -111,11 +113,14 @@ def degraded_tokens(tokenizer: Adapter, images: list[np.ndarray], size: int, lev
         ValueError: the tokenizer has no discrete tokens.
     """
     clean = sample_images(images, size, crops_per_image, np.random.default_rng(seed))
+    count = progress.add if progress is not None else (lambda: None)
     sets = {("clean", 0): tokenize(tokenizer, clean, layout=layout)}
+    count()
     for kind in KINDS:
         for level in range(1, levels + 1):
             sets[(kind, level)] = tokenize(tokenizer, degrade(clean, kind, level, levels, seed),
                                            layout=layout)
+            count()
     return sets
 
 
