@@ -1,31 +1,55 @@
-"""Throughput and memory of the in-process VLM reader (``type: transformers``) by batch size.
+"""Throughput, time to first token and memory of the in-process VLM reader
+(``type: transformers``) against plain transformers ``generate``, by decoding path and batch
+size.
 
 Builds a random Gemma 3 VLM (``Gemma3ForConditionalGeneration``, :func:`random_gemma3`: a
 SigLIP vision tower and a Gemma 3 text model with sliding and full attention layers, a
 word-level tokenizer built from a few sentences, a chat template in Gemma's turn format) of the
 ``--size`` below, saved with ``save_pretrained`` and loaded back by path, as a real folder is;
 nothing is downloaded. Its ``generation_config`` has no end-of-sequence token, so every answer
-is ``--new-tokens`` long and the batch sizes do the same work.
+is ``--new-tokens`` long and every path and batch size does the same work.
 
-For each batch size in ``--batch-sizes`` (default 1 2 4 8 16), an OCR engine of
-``type: transformers`` (:class:`roundtrip.readers.transformers_vlm.TransformersOCR`, greedy)
-reads ``--images`` seeded random images, resized to the model's input size, with an empty
-response cache, ``--repeats`` times, in a process of its own (the model loaded once, one
-warm-up batch first). Each batch size records the median images/s and generated tokens/s, the
-resident memory with the model loaded and its peak during the batches (sampled every 5 ms), on
-CUDA the memory allocated for the model and ``torch.cuda.max_memory_allocated`` during the
-batches, and whether its answers equal those of the first batch size (greedy decoding: they
-must). Writes ``benchmarks/results/inprocess_vlm.json``.
+Each path of ``--paths`` reads ``--images`` seeded random images (96 x 128, resized to the
+model's input size with PIL, the OCR prompt) at each batch size of ``--batch-sizes``, greedy,
+``--repeats`` times, in a process of its own (the model loaded once, one warm-up batch first,
+which also compiles a compiled path):
 
-Usage: ``python benchmarks/inprocess_vlm.py [--size small] [--batch-sizes 1 2 4 8 16]
-[--images 32] [--new-tokens 16] [--repeats 3] [--threads 1] [--device auto] [--out JSON]``
+- ``transformers``: the baseline, plain ``generate``: the processor on a batch of prepared
+  images, ``model.generate(**inputs, max_new_tokens, do_sample=False)``, ``batch_decode``; no
+  cache, no ordering, no thread;
+- ``eager``: roundtrip's OCR engine (:class:`roundtrip.readers.transformers_vlm.TransformersOCR`,
+  an empty response cache each repeat) on its eager path: a dynamic KV cache, nothing compiled,
+  batches in the order the images came, prepared in the generating thread;
+- ``static``: the engine with a static KV cache, not compiled;
+- ``fast``: the engine with its defaults (``cache_implementation``, ``compile``,
+  ``attn_implementation`` and ``prefetch`` ``auto``, length-sorted batches): on a GPU a static
+  cache whose decoding step transformers compiles (CUDA graphs), and the prefetch thread; on
+  the CPU the eager decoding with length-sorted batches.
+
+Each row records the median images/s and generated tokens/s; the time to the first token (from
+the start of the read to the end of the first batch's prefill, the vision tower and the prompt,
+which yields the first token; median over repeats), the prefill seconds of each ``generate``
+call of the last repeat and their median over every call of every repeat; the resident memory with the model loaded and its peak during the
+reads (sampled every 5 ms); on CUDA the memory allocated for the model and
+``torch.cuda.max_memory_allocated`` during the reads (None on the CPU); and whether its answers
+equal the baseline's at the same batch size (greedy decoding: on the CPU in float32 they must;
+in bfloat16 on a GPU other kernels may round differently). A setting whose process fails is
+recorded with its error and the others still run. Writes
+``benchmarks/results/inprocess_vlm_fastpath.json`` after each setting (``"complete": false``
+until the last), so a run stopped at a time limit keeps what it measured.
+
+Usage: ``python benchmarks/inprocess_vlm.py [--size small] [--paths transformers eager fast]
+[--batch-sizes 1 2 4 8 16] [--images 32] [--new-tokens 16] [--repeats 3] [--threads 1]
+[--device auto] [--out JSON]``
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -59,8 +83,21 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
 #: ``--size`` -> (text width, text layers, vision width, vision layers, image px, patch px,
 #: image tokens). ``tiny`` is the tests' model; ``small`` has Gemma 3's image-token count per
-#: side / 4 and a text model of width 256.
-SIZES = {"tiny": (32, 2, 32, 1, 32, 8, 4), "small": (256, 4, 256, 2, 224, 14, 64)}
+#: side / 4 and a text model of width 256; ``medium`` has the widths and depths of Gemma 3 4B
+#: (text 2560 x 34 layers; SigLIP 1152 x 27 layers at 896 px, patches of 14, 256 image tokens),
+#: about 2.1 billion parameters with this builder's other choices (:func:`random_gemma3`),
+#: saved in bfloat16.
+SIZES = {"tiny": (32, 2, 32, 1, 32, 8, 4), "small": (256, 4, 256, 2, 224, 14, 64),
+         "medium": (2560, 34, 1152, 27, 896, 14, 256)}
+#: Sizes saved in bfloat16 (the dtype a GPU runs them in): half the disk and load time.
+SAVED_IN_BFLOAT16 = ("medium",)
+#: ``--paths``: the settings of roundtrip's OCR engine on each path; ``transformers`` is plain
+#: ``generate`` (module docstring).
+PATHS = {"transformers": None,
+         "eager": {"cache_implementation": "dynamic", "compile": False, "sort_by_length": False,
+                   "prefetch": False},
+         "static": {"cache_implementation": "static", "compile": False},
+         "fast": {}}
 
 
 def random_gemma3(folder: Path, size: str = "tiny", constant: bool = False,
@@ -74,6 +111,11 @@ def random_gemma3(folder: Path, size: str = "tiny", constant: bool = False,
         eos: end answers at ``<eos>``/``<end_of_turn>`` (False: every answer runs to
             ``max_new_tokens``). The ``generation_config`` otherwise is Gemma 3's instruction
             models' (sampling, top-k 64, top-p 0.95).
+
+    The text model has ``width // 64`` attention heads of ``width // heads`` dimensions, one
+    key/value head, an MLP of twice its width, a sliding window of 16 on every layer but the
+    last, and the tokenizer's vocabulary of about 60 words (Gemma 3 4B: 8 heads of 256, 4
+    key/value heads, an MLP of 10240, a window of 1024 on five layers of six, 262,208 tokens).
     """
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers
@@ -120,6 +162,8 @@ def random_gemma3(folder: Path, size: str = "tiny", constant: bool = False,
     model.generation_config = GenerationConfig(
         bos_token_id=vocab["<bos>"], pad_token_id=vocab["<pad>"], do_sample=True, top_k=64,
         top_p=0.95, eos_token_id=[vocab["<eos>"], vocab["<end_of_turn>"]] if eos else None)
+    if size in SAVED_IN_BFLOAT16:
+        model = model.to(torch.bfloat16)
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
@@ -152,9 +196,90 @@ def _mb(n: float) -> float:
     return round(n / 2**20, 1)
 
 
-def one_batch_size(folder: Path, batch: int, args, work: Path) -> dict:
-    """Time the reader at one batch size, in this (fresh) process (module docstring)."""
+class FirstTokens:
+    """Times every ``generate`` call of ``model`` while in the block: its start and the end of
+    its first forward pass (the prefill, which yields the first token; the GPU synchronized
+    first). The hook that times it is removed at once, before the decoding steps (which a
+    compiled path runs in a compiled function)."""
+
+    def __init__(self, model, cuda: bool):
+        self.model, self.cuda, self.calls = model, cuda, []
+
+    def __enter__(self):
+        import torch
+
+        real = self.model.generate
+
+        def generate(*args, **kwargs):
+            call = {"start": time.perf_counter()}
+
+            def first(module, inputs, output):
+                if self.cuda:
+                    torch.cuda.synchronize()
+                call["first"] = time.perf_counter()
+                handle.remove()
+
+            handle = self.model.register_forward_hook(first)
+            try:
+                return real(*args, **kwargs)
+            finally:
+                handle.remove()
+                self.calls.append(call)
+
+        self.model.generate = generate  # an instance attribute: the reader calls it
+        return self
+
+    def __exit__(self, *exc):
+        del self.model.generate
+
+
+def _images(args) -> list:
     import numpy as np
+
+    rng = np.random.default_rng(0)
+    return [rng.integers(0, 256, (96, 128, 3), dtype=np.uint8) for _ in range(args.images)]
+
+
+def _plain_generate(folder: Path, device: str, dtype: str, new_tokens: int):
+    """The baseline: ``(model, read)``, ``read(images, batch)`` -> ``(answers, tokens in,
+    tokens out)`` with plain transformers, ``new_tokens`` new tokens (module docstring)."""
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    from roundtrip.readers.transformers_vlm import (_answer_length, _eos_ids, _inputs,
+                                                    prepared_image)
+
+    model = AutoModelForImageTextToText.from_pretrained(
+        folder, dtype=getattr(torch, dtype), local_files_only=True).to(device).eval()
+    processor = AutoProcessor.from_pretrained(folder, local_files_only=True)
+    processor.tokenizer.padding_side = "left"
+    px = model.config.vision_config.image_size
+    eos = _eos_ids(model)
+
+    def read(images, batch: int):
+        answers, tokens_in, tokens_out = [], 0, 0
+        for k in range(0, len(images), batch):
+            pils = [prepared_image(im, (px, px)) for im in images[k:k + batch]]
+            inputs = _inputs(processor, [([pil, SENTENCES[0]], [pil]) for pil in pils])
+            inputs = inputs.to(model.device, dtype=model.dtype)
+            with torch.no_grad():
+                ids = model.generate(**inputs, max_new_tokens=new_tokens,
+                                     do_sample=False)
+            new = ids[:, inputs["input_ids"].shape[1]:].cpu()
+            answers += processor.batch_decode(new, skip_special_tokens=True)
+            tokens_in += int(inputs["attention_mask"].sum())
+            tokens_out += sum(_answer_length(row.tolist(), eos)[0] for row in new)
+        return answers, tokens_in, tokens_out
+
+    return model, read
+
+
+def one_setting(folder: Path, path: str, batch: int, args, work: Path) -> dict:
+    """Time one path (:data:`PATHS`) at one batch size, in this process (module docstring).
+
+    Returns:
+        The row of the record, with ``answers`` (the texts of the last repeat).
+    """
     import psutil
     import torch
 
@@ -163,64 +288,117 @@ def one_batch_size(folder: Path, batch: int, args, work: Path) -> dict:
     from roundtrip.readers.transformers_vlm import _load, pick_device, pick_dtype
 
     torch.set_num_threads(args.threads)
-    rng = np.random.default_rng(0)
-    images = [rng.integers(0, 256, (96, 128, 3), dtype=np.uint8) for _ in range(args.images)]
+    images = _images(args)
     px = SIZES[args.size][4]
-    spec = {"type": "transformers", "model": str(folder), "prompt": SENTENCES[0],
-            "batch_size": batch, "image_size": [px, px], "max_new_tokens": args.new_tokens,
-            "device": args.device}
     device = pick_device(args.device)
+    dtype = pick_dtype("auto", device)
     cuda = device != "cpu"
-    _load(str(folder), device, pick_dtype("auto", device))  # the model, before any batch
+    settings = PATHS[path]
+    if settings is None:
+        model, plain = _plain_generate(folder, device, dtype, args.new_tokens)
+    else:
+        model = _load(str(folder), device, dtype)[0]  # the model the engine runs, before any batch
+        spec = {"type": "transformers", "model": str(folder), "prompt": SENTENCES[0],
+                "batch_size": batch, "image_size": [px, px], "max_new_tokens": args.new_tokens,
+                "device": args.device} | settings
     loaded = psutil.Process().memory_info().rss
-    gpu_loaded = torch.cuda.memory_allocated() if cuda else 0
+    gpu_loaded = torch.cuda.memory_allocated() if cuda else None
     if cuda:
         torch.cuda.reset_peak_memory_stats()
-    seconds, texts, usage = [], None, None
-    with PeakRSS() as mem:
-        warm = build_ocr("bench", spec | {"cache_dir": str(work / f"warm{batch}")})
-        warm.read_many(images[:batch], "eng")
+
+    def read(cache: str):
+        """``(answers, tokens in, tokens out)`` of the images."""
+        if settings is None:
+            return plain(images, batch)
+        clear_clients()
+        engine = build_ocr("bench", spec | {"cache_dir": str(work / cache)})
+        answers = engine.read_many(images, "eng")
+        usage = engine.vlm.usage
+        return answers, usage.input_tokens, usage.output_tokens
+
+    seconds, first_token, prefill = [], [], []
+    with PeakRSS() as mem, FirstTokens(model, cuda) as timed:
+        if settings is None:  # the warm-up batch
+            plain(images[:batch], batch)
+        else:
+            build_ocr("bench", spec | {"cache_dir": str(work / f"warm-{path}-{batch}")}
+                      ).read_many(images[:batch], "eng")
         for r in range(args.repeats):
-            clear_clients()
-            engine = build_ocr("bench", spec | {"cache_dir": str(work / f"b{batch}r{r}")})
+            timed.calls.clear()
             if cuda:
                 torch.cuda.synchronize()
             t = time.perf_counter()
-            texts = engine.read_many(images, "eng")
+            answers, tokens_in, tokens_out = read(f"{path}-b{batch}-r{r}")
             if cuda:
                 torch.cuda.synchronize()
             seconds.append(time.perf_counter() - t)
-            usage = engine.vlm.usage
+            first_token.append(timed.calls[0]["first"] - t)
+            prefill.append([round(c["first"] - c["start"], 4) for c in timed.calls])
     s = statistics.median(seconds)
-    row = {"batch_size": batch, "images": len(images), "seconds": [round(x, 3) for x in seconds],
-           "images_per_s": round(len(images) / s, 2),
-           "tokens_out_per_s": round(usage.output_tokens / s, 1),
-           "tokens_in": usage.input_tokens, "tokens_out": usage.output_tokens,
-           "rss_model_loaded_mb": _mb(loaded), "peak_rss_mb": _mb(mem.peak),
-           "peak_rss_above_loaded_mb": _mb(mem.peak - loaded),
-           "failed": [str(t) for t in texts if isinstance(t, Exception)][:3],
-           "answers": [t if isinstance(t, str) else "" for t in texts]}
-    if cuda:
-        row |= {"gpu_model_allocated_mb": _mb(gpu_loaded),
-                "gpu_peak_allocated_mb": _mb(torch.cuda.max_memory_allocated())}
-    return row
+    return {"path": path, "batch_size": batch, "images": len(images),
+            "seconds": [round(x, 3) for x in seconds], "images_per_s": round(len(images) / s, 2),
+            "tokens_out_per_s": round(tokens_out / s, 1), "tokens_in": tokens_in,
+            "tokens_out": tokens_out, "first_token_s": round(statistics.median(first_token), 4),
+            "prefill_s": prefill[-1],
+            "prefill_s_median": round(statistics.median(x for run in prefill for x in run), 4),
+            "rss_model_loaded_mb": _mb(loaded), "peak_rss_mb": _mb(mem.peak),
+            "peak_rss_above_loaded_mb": _mb(mem.peak - loaded),
+            "gpu_model_allocated_mb": None if gpu_loaded is None else _mb(gpu_loaded),
+            "gpu_peak_allocated_mb": _mb(torch.cuda.max_memory_allocated()) if cuda else None,
+            "failed": [str(a) for a in answers if isinstance(a, Exception)][:3],
+            "answers": [a if isinstance(a, str) else "" for a in answers]}
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command line (module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", choices=sorted(SIZES), default="small")
+    ap.add_argument("--paths", nargs="+", choices=list(PATHS),
+                    default=["transformers", "eager", "fast"])
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     ap.add_argument("--images", type=int, default=32)
     ap.add_argument("--new-tokens", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="auto")
-    ap.add_argument("--out", default=str(REPO / "benchmarks/results/inprocess_vlm.json"))
-    ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)  # one batch size, in a child
+    ap.add_argument("--out", default=str(REPO / "benchmarks/results/inprocess_vlm_fastpath.json"))
+    ap.add_argument("--worker", help=argparse.SUPPRESS)  # PATH:BATCH, in a child process
     ap.add_argument("--folder", help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    return ap
+
+
+def _parameters(folder: Path) -> int:
+    """Parameters of a saved model, read from its safetensors headers (nothing loaded)."""
+    from safetensors import safe_open
+
+    total = 0
+    for file in sorted(folder.glob("*.safetensors")):
+        with safe_open(str(file), "pt") as weights:
+            for name in weights.keys():
+                total += math.prod(weights.get_slice(name).get_shape())
+    return total
+
+
+def _compare(rows: list[dict]) -> list[dict]:
+    """The rows without their answers, each with whether its answers equal plain ``generate``'s
+    at its batch size and its speed relative to it (None where either is missing)."""
+    plain = {r["batch_size"]: r for r in rows if r["path"] == "transformers" and "answers" in r}
+    out = []
+    for row in rows:
+        row = dict(row)
+        answers, base = row.pop("answers", None), plain.get(row["batch_size"])
+        compared = answers is not None and base is not None and row["path"] != "transformers"
+        same = answers == base["answers"] if compared else None
+        speed = round(row["images_per_s"] / base["images_per_s"], 3) if compared else None
+        out.append(row | {"same_answers_as_transformers": same, "speed_vs_transformers": speed})
+    return out
+
+
+def main() -> None:
+    args = parser().parse_args()
     if args.worker:
-        row = one_batch_size(Path(args.folder), args.worker, args, Path(args.folder).parent)
+        path, batch = args.worker.split(":")
+        row = one_setting(Path(args.folder), path, int(batch), args, Path(args.folder).parent)
         print(json.dumps(row))
         return
 
@@ -229,44 +407,65 @@ def main() -> None:
 
     from roundtrip.readers.transformers_vlm import pick_device, pick_dtype
 
-    work = Path(tempfile.mkdtemp(prefix="inprocess-vlm-"))
-    folder = random_gemma3(work / "model", args.size, eos=False)
-    rows = []
-    for batch in args.batch_sizes:  # each in a fresh process: its own peak memory
-        cmd = [sys.executable, __file__, "--worker", str(batch), "--folder", str(folder)]
-        for flag in ("size", "images", "new_tokens", "repeats", "threads", "device"):
-            cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
-        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
-    first = rows[0]["answers"]
-    for row in rows:
-        row["same_answers_as_first"] = row.pop("answers") == first
     device = pick_device(args.device)
-    params = sum(p.numel() for p in transformers.AutoModelForImageTextToText.from_pretrained(
-        folder, local_files_only=True).parameters())
+    work = Path(tempfile.mkdtemp(prefix="inprocess-vlm-"))
+    started = time.perf_counter()
+    folder = random_gemma3(work / "model", args.size, eos=False)
+    print(f"built the {args.size} model in {time.perf_counter() - started:.0f} s", flush=True)
+    try:
+        measured = commit()
+    except OSError:  # no git where it runs (a GPU machine given a copy of the working tree)
+        measured = ""
     result = {
-        "benchmark": "in-process VLM reader (type: transformers), images/s by batch size",
-        "commit": commit(), "python": platform.python_version(), "torch": torch.__version__,
+        "benchmark": "in-process VLM reader (type: transformers) against plain transformers "
+                     "generate, by decoding path and batch size",
+        "commit": measured, "python": platform.python_version(), "torch": torch.__version__,
         "transformers": transformers.__version__, "machine": platform.machine(),
         "cpu_count": os.cpu_count(), "load_average_1min": round(os.getloadavg()[0], 2),
         "device": "cpu" if device == "cpu" else torch.cuda.get_device_name(0),
         "dtype": pick_dtype("auto", device), "torch_threads": args.threads,
         "model": {"architecture": "Gemma3ForConditionalGeneration (random weights)",
-                  "size": args.size, "parameters": params,
+                  "size": args.size, "parameters": _parameters(folder),
+                  "text_width_layers": list(SIZES[args.size][:2]),
+                  "vision_width_layers": list(SIZES[args.size][2:4]),
                   "image_px": SIZES[args.size][4], "image_tokens": SIZES[args.size][6]},
         "settings": {"images": args.images, "image_shape": [96, 128, 3],
                      "new_tokens": args.new_tokens, "decoding": "greedy",
-                     "repeats": args.repeats, "one_process_per_batch_size": True},
-        "results": rows,
+                     "repeats": args.repeats, "paths": {p: PATHS[p] for p in args.paths},
+                     "one_process_per_path_and_batch_size": True},
+        "complete": False,
+        "results": [],
     }
-    write_record(args.out, result)
-    for row in rows:
-        print(f"batch {row['batch_size']:>2}: {row['images_per_s']:>7} images/s, "
-              f"{row['tokens_out_per_s']:>8} tokens/s, peak RSS {row['peak_rss_mb']} MB "
-              f"(+{row['peak_rss_above_loaded_mb']} MB over the loaded model)"
-              + (f", GPU peak {row['gpu_peak_allocated_mb']} MB"
-                 if "gpu_peak_allocated_mb" in row else "")
-              + f", same answers as batch {rows[0]['batch_size']}: {row['same_answers_as_first']}")
+    try:
+        _run_settings(args, folder, result)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the model (4 GB at size medium), the caches
+
+
+def _run_settings(args, folder: Path, result: dict) -> None:
+    """Each path at each batch size in a process of its own; the record written after each."""
+    rows = []
+    for batch in args.batch_sizes:
+        for path in args.paths:  # each in a fresh process: its own memory peak and compilation
+            cmd = [sys.executable, __file__, "--worker", f"{path}:{batch}",
+                   "--folder", str(folder)]
+            for flag in ("size", "images", "new_tokens", "repeats", "threads", "device"):
+                cmd += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode:  # recorded; the other settings still run
+                rows.append({"path": path, "batch_size": batch,
+                             "error": proc.stderr.strip()[-3000:]})
+                print(f"{path:>12}, batch {batch:>2}: failed\n{proc.stderr[-2000:]}", flush=True)
+            else:
+                row = json.loads(proc.stdout.strip().splitlines()[-1])
+                rows.append(row)
+                print(f"{path:>12}, batch {batch:>2}: {row['images_per_s']:>7} images/s, "
+                      f"{row['tokens_out_per_s']:>8} tokens/s, first token "
+                      f"{row['first_token_s']} s, peak RSS {row['peak_rss_mb']} MB, GPU peak "
+                      f"{row['gpu_peak_allocated_mb']} MB", flush=True)
+            # after each setting: a run stopped at its time limit keeps what it measured
+            write_record(args.out, result | {"results": _compare(rows)})
+    write_record(args.out, result | {"complete": True, "results": _compare(rows)})
 
 
 if __name__ == "__main__":

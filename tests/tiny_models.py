@@ -173,17 +173,22 @@ def tiny_sentence_transformer(folder: Path) -> Path:
     return folder
 
 
-def tiny_gemma3(folder: Path, constant: bool = False) -> Path:
-    """The tiny random Gemma 3 chat VLM of ``benchmarks/inprocess_vlm.py`` (``random_gemma3``,
-    size ``tiny``: a 1-layer SigLIP tower on 32 px images, 4 image tokens, a word-level
-    tokenizer, Gemma's chat template); ``constant``: every logit 0 (greedy answers token 0)."""
+def inprocess_bench():
+    """``benchmarks/inprocess_vlm.py`` as a module (its model builder, paths and timing)."""
     import importlib.util
 
     path = Path(__file__).resolve().parents[1] / "benchmarks/inprocess_vlm.py"
     spec = importlib.util.spec_from_file_location("inprocess_vlm_bench", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.random_gemma3(folder, "tiny", constant=constant)
+    return module
+
+
+def tiny_gemma3(folder: Path, constant: bool = False) -> Path:
+    """The tiny random Gemma 3 chat VLM of ``benchmarks/inprocess_vlm.py`` (``random_gemma3``,
+    size ``tiny``: a 1-layer SigLIP tower on 32 px images, 4 image tokens, a word-level
+    tokenizer, Gemma's chat template); ``constant``: every logit 0 (greedy answers token 0)."""
+    return inprocess_bench().random_gemma3(folder, "tiny", constant=constant)
 
 
 #: Words of the tiny Janus' vocabulary (its answers are made of them).

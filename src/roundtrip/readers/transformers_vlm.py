@@ -26,6 +26,31 @@ VTBench's released OCR (the authors' released code, github.com/xingjianleng/VTBe
 ``image_size: [1024, 1024]``, ``max_new_tokens: 1024`` and ``decoding: model`` (its
 ``generate`` call passes no decoding settings, so the folder's ``generation_config.json``
 decides).
+
+Decoding speed (the paths transformers offers; none of these settings enters the cache key, as
+none changes which answer greedy decoding gives, only how fast it comes):
+
+- ``cache_implementation``: the KV cache ``generate`` builds. ``auto`` (default): a static cache
+  (preallocated to the prompt plus ``max_new_tokens``) on a GPU for a model transformers can
+  compile (``_can_compile_fullgraph``), whose decoding step transformers then compiles with
+  ``torch.compile`` (mode ``reduce-overhead``: CUDA graphs); on the CPU the model's own default
+  (a dynamic cache unless its ``generation_config.json`` names one), as ``generate`` alone.
+- ``compile``: ``auto`` (default: transformers compiles the decoding step of a static cache on
+  a GPU), ``false`` (never), ``true`` or a mapping of ``CompileConfig`` fields (compile on any
+  device, the CPU included; needs the static cache, which ``auto`` then picks).
+- ``attn_implementation``: ``auto`` (transformers' choice: SDPA where the model supports it),
+  ``eager``, ``sdpa``, ``flash_attention_2`` (the ``flash-attn`` package), ... as
+  ``from_pretrained`` takes it.
+- ``sort_by_length``: the requests of one call are batched by prompt length, longest first,
+  so padding stays small; answers come back in the caller's order.
+- ``prefetch``: a worker thread prepares the next batch's processor inputs (the images as the
+  model is given them, the processor's tensors, on the CPU) while the current batch generates.
+  ``auto`` (default): when the model runs on a GPU (on the CPU the thread would take the cores
+  the model runs on).
+
+With the defaults, a batch the fast path fails (a compilation error, say) is generated again on
+the eager path (dynamic cache, nothing compiled), which the reader then keeps; a setting given
+explicitly is never replaced: its failures are the items' errors.
 """
 from __future__ import annotations
 
@@ -34,6 +59,8 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +78,13 @@ TYPE = IN_PROCESS
 DECODING_KEYS = ("do_sample", "temperature", "top_p", "top_k", "min_p", "num_beams",
                  "repetition_penalty")
 DTYPES = ("auto", "bfloat16", "float16", "float32")
+#: ``cache_implementation`` values: ``auto`` (``static`` on a GPU for a model transformers can
+#: compile, else the model's default), ``static`` (transformers' ``StaticCache``), ``dynamic``
+#: (``DynamicCache``).
+CACHE_IMPLEMENTATIONS = ("auto", "static", "dynamic")
+#: Keys of a ``compile`` mapping: the fields of transformers' ``CompileConfig`` (the arguments of
+#: ``torch.compile``).
+COMPILE_KEYS = ("fullgraph", "dynamic", "backend", "mode", "options")
 #: Files larger than this are fingerprinted by their hub blob name or checksum-list digest, or
 #: by size and modification time, instead of being read (weights of many GB).
 HASHED_BYTES = 64 << 20
@@ -173,41 +207,154 @@ def _decoding(decoding) -> dict | None:
     return {"do_sample": False, **decoding}
 
 
+def check_decoding_path(cache_implementation: str = "auto", compile: bool | str | dict = "auto",
+                        attn_implementation: str = "auto") -> None:
+    """Validate the decoding-speed settings (module docstring).
+
+    Raises:
+        ValueError: a value not listed (the message names the key), or ``compile`` asked for
+            with ``cache_implementation: dynamic`` (transformers compiles only the decoding step
+            of a static cache).
+    """
+    if cache_implementation not in CACHE_IMPLEMENTATIONS:
+        raise ValueError(f"cache_implementation: {cache_implementation!r} is not one of "
+                         f"{list(CACHE_IMPLEMENTATIONS)}")
+    if isinstance(compile, dict):
+        unknown = sorted(set(compile) - set(COMPILE_KEYS))
+        if unknown:
+            raise ValueError(f"compile: unknown {unknown}; known: {list(COMPILE_KEYS)}")
+    elif compile != "auto" and not isinstance(compile, bool):
+        raise ValueError(f"compile: {compile!r} is not auto, true, false or a mapping of "
+                         f"{list(COMPILE_KEYS)}")
+    if compile not in ("auto", False) and cache_implementation == "dynamic":
+        raise ValueError("compile: compiling the decoding step needs a static cache "
+                         "(cache_implementation: static or auto), not dynamic")
+    if not isinstance(attn_implementation, str) or not attn_implementation:
+        raise ValueError(f"attn_implementation: {attn_implementation!r} is not auto or a name "
+                         "transformers takes (eager, sdpa, flash_attention_2, ...)")
+
+
+def decoding_path(cache_implementation: str = "auto", compile: bool | str | dict = "auto",
+                  device: str = "cpu", compilable: bool = True) -> dict:
+    """The ``generate`` arguments that pick the KV cache and the compilation of the decoding
+    step (transformers' ``cache_implementation``, ``disable_compile`` and ``compile_config``;
+    its generation docs, "static cache and torch.compile").
+
+    Args:
+        cache_implementation: a :data:`CACHE_IMPLEMENTATIONS` value. ``auto``: ``static`` when
+            ``compile`` is asked for, or on a CUDA ``device`` for a ``compilable`` model unless
+            ``compile`` is false; else none is passed (the model's ``generation_config`` decides:
+            a dynamic cache unless it names one).
+        compile: ``auto``: none passed (transformers compiles the decoding step of a static
+            cache on a GPU by itself); ``False``: ``disable_compile``; ``True`` or a mapping of
+            :data:`COMPILE_KEYS`: that ``CompileConfig``, on any device (a ``backend`` other than
+            inductor gets no ``mode`` unless the mapping gives one).
+        device: where the model runs (``cpu``, ``cuda``, ``cuda:N``).
+        compilable: whether the model class says transformers can compile it
+            (``_can_compile_fullgraph``).
+
+    Returns:
+        ``{}`` for ``generate``'s own defaults, else some of ``cache_implementation`` (str),
+        ``disable_compile`` (True), ``compile_config`` (``transformers.CompileConfig``).
+
+    Raises:
+        ValueError: as :func:`check_decoding_path`.
+    """
+    check_decoding_path(cache_implementation, compile)
+    asked = compile is True or isinstance(compile, dict)
+    cache = cache_implementation
+    if cache == "auto":
+        gpu = device.startswith("cuda") and compilable and compile is not False
+        cache = "static" if asked or gpu else None
+    args: dict = {} if cache is None else {"cache_implementation": cache}
+    if compile is False:
+        args["disable_compile"] = True
+    elif asked:
+        from transformers import CompileConfig
+
+        fields = {} if compile is True else dict(compile)
+        if fields.get("backend", "inductor") != "inductor":
+            fields.setdefault("mode", None)  # modes are inductor's
+        config = CompileConfig(**fields)
+        config._compile_all_devices = True  # transformers' switch for devices other than GPUs
+        args["compile_config"] = config
+    return args
+
+
 # -- loaded models, shared within a process ------------------------------------------------------
-_LOADED: dict[tuple[str, str, str], tuple] = {}
+_LOADED: dict[tuple[str, str, str, str], tuple] = {}
+#: One lock per loaded processor: its tokenizer is not safe to call from two threads at once
+#: (the prefetch thread and the thread decoding answers).
+_PROCESSOR_LOCKS: dict[tuple[str, str, str, str], threading.Lock] = {}
 _LOAD_LOCK = threading.Lock()
 _USAGE_LOCK = threading.Lock()
 
 
-def _load(folder: str, device: str, dtype: str) -> tuple:
-    """``(model, processor, lock)`` of ``folder``, loaded once per process and device/dtype (an
-    OCR engine and a judge naming one model share it); the lock serializes generation."""
+def _load(folder: str, device: str, dtype: str, attn_implementation: str = "auto") -> tuple:
+    """``(model, processor, lock)`` of ``folder``, loaded once per process, device, dtype and
+    attention implementation (an OCR engine and a judge naming one model share it); the lock
+    serializes generation."""
+    key = (folder, device, dtype, attn_implementation)
     with _LOAD_LOCK:
-        if (folder, device, dtype) not in _LOADED:
+        if key not in _LOADED:
             import torch
             from transformers import AutoModelForImageTextToText, AutoProcessor
 
             started = time.monotonic()
+            attn = {} if attn_implementation == "auto" else {
+                "attn_implementation": attn_implementation}
             model = AutoModelForImageTextToText.from_pretrained(
-                folder, dtype=getattr(torch, dtype), local_files_only=True).to(device).eval()
+                folder, dtype=getattr(torch, dtype), local_files_only=True, **attn
+            ).to(device).eval()
             processor = AutoProcessor.from_pretrained(folder, local_files_only=True)
             tokenizer = getattr(processor, "tokenizer", processor)
             tokenizer.padding_side = "left"  # a batch's answers start where its prompts end
             if tokenizer.pad_token is None:
                 tokenizer.pad_token = tokenizer.eos_token
-            log.info("loaded %s on %s (%s) in %.1f s", folder, device, dtype,
-                     time.monotonic() - started)
-            _LOADED[(folder, device, dtype)] = (model, processor, threading.Lock())
-        return _LOADED[(folder, device, dtype)]
+            log.info("loaded %s on %s (%s, %s attention) in %.1f s", folder, device, dtype,
+                     model.config._attn_implementation, time.monotonic() - started)
+            _LOADED[key] = (model, processor, threading.Lock())
+            _PROCESSOR_LOCKS[key] = threading.Lock()
+        return _LOADED[key]
 
 
 def unload_all() -> None:
     """Forget the process's loaded models (tests; freeing GPU memory between uses)."""
     with _LOAD_LOCK:
         _LOADED.clear()
+        _PROCESSOR_LOCKS.clear()
 
 
 # -- the component -------------------------------------------------------------------------------
+#: What a processor raises for an input it cannot take: the item's error, not the run's.
+PREPROCESSING_ERRORS = (RuntimeError, ValueError)
+
+
+@dataclass
+class _Pending:
+    """A request to generate: its place in the caller's list, its cache key and canonical
+    request, its parts, its image count and the pixels of its prepared images."""
+
+    index: int
+    key: str
+    canonical: dict
+    parts: Sequence
+    images: int
+    pixels: int
+
+
+@dataclass
+class _Prepared:
+    """A batch ready for ``generate``: the requests the processor took (``items``) and its
+    inputs for them (CPU tensors; None when it took none), the error of each request it could
+    not take, and the seconds the generating thread waited for it."""
+
+    items: list[_Pending]
+    inputs: object | None
+    failed: list[tuple[_Pending, Exception]] = field(default_factory=list)
+    waited: float = 0.0
+
+
 class ChatVLM:
     """A chat VLM run in process (module docstring).
 
@@ -226,6 +373,18 @@ class ChatVLM:
         dtype: ``auto`` (``bfloat16`` on a GPU, ``float32`` on the CPU) or a torch dtype name.
         device: ``auto`` (the GPU when the process sees one), ``cpu``, ``cuda``, ``cuda:N``.
         cache_dir: the response cache (shared with the endpoint readers).
+        cache_implementation: ``auto`` (default), ``static`` or ``dynamic``
+            (:func:`decoding_path`).
+        compile: ``auto`` (default), ``True``, ``False`` or a mapping of :data:`COMPILE_KEYS`
+            (:func:`decoding_path`).
+        attn_implementation: ``auto`` (default: transformers' choice, SDPA where the model
+            supports it) or a name ``from_pretrained`` takes (``eager``, ``sdpa``,
+            ``flash_attention_2``).
+        sort_by_length: batch the requests of one call by prompt length, longest first
+            (default True).
+        prefetch: prepare the next batch's processor inputs in a worker thread while the
+            current batch generates: ``auto`` (default: when the model runs on a GPU),
+            ``True``, ``False``.
 
     Raises:
         ValueError: a bad setting (the message names it).
@@ -234,7 +393,10 @@ class ChatVLM:
     def __init__(self, model: str, key: str = "model", max_new_tokens: int = 1024,
                  decoding: str | dict = "greedy", seed: int = 0, batch_size: int = 8,
                  image_size: Sequence[int] | None = None, dtype: str = "auto",
-                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR):
+                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR, *,
+                 cache_implementation: str = "auto", compile: bool | str | dict = "auto",
+                 attn_implementation: str = "auto", sort_by_length: bool = True,
+                 prefetch: bool | str = "auto"):
         if not model:
             raise ValueError("model: empty (a model folder or a hub id)")
         if int(max_new_tokens) < 1 or int(batch_size) < 1:
@@ -249,10 +411,17 @@ class ChatVLM:
         if dtype not in DTYPES:
             raise ValueError(f"dtype: {dtype!r} is not one of {list(DTYPES)}")
         self.device, self.dtype = device, dtype
+        check_decoding_path(cache_implementation, compile, attn_implementation)
+        self.cache_implementation, self.compile = cache_implementation, compile
+        self.attn_implementation = attn_implementation
+        if prefetch != "auto" and not isinstance(prefetch, bool):
+            raise ValueError(f"prefetch: {prefetch!r} is not auto, true or false")
+        self.sort_by_length, self.prefetch = bool(sort_by_length), prefetch
         self.cache = ResponseCache(cache_dir)
         self._folder: str | None = None
         self._fingerprint: str | None = None
         self._runtime: tuple[str, str] | None = None
+        self._eager_only = False  # the automatic fast path failed once: the eager path from now
 
     # -- where the model is ------------------------------------------------------------------
     @property
@@ -291,19 +460,49 @@ class ChatVLM:
 
     def loaded(self) -> tuple:
         """``(model, processor, lock)`` as :meth:`answer_many` runs them, loaded once per process,
-        device and dtype, for a caller that runs the same model another way (a unified model's
-        image generation); hold ``lock`` while generating.
+        device, dtype and attention implementation, for a caller that runs the same model
+        another way (a unified model's image generation); hold ``lock`` while generating.
 
         Raises:
             WeightsMissing: the model is not on this machine.
+            ValueError: transformers refuses ``attn_implementation`` (unknown, or its package
+                missing; the message names the key).
         """
-        return _load(self.folder, *self.runtime)
+        try:
+            return _load(self.folder, *self.runtime, self.attn_implementation)
+        except (ImportError, ValueError) as exc:
+            if self.attn_implementation == "auto":
+                raise
+            raise ValueError(f"{self._sibling_key('attn_implementation')}: "
+                             f"{self.attn_implementation!r}: {exc}") from exc
+
+    def _sibling_key(self, name: str) -> str:
+        """The config key of setting ``name`` beside :attr:`key` (``ocr.engines.x.<name>``)."""
+        return f"{self.key[:-len('.model')]}.{name}" if self.key.endswith(".model") else name
+
+    def _processor_lock(self) -> threading.Lock:
+        self.loaded()
+        return _PROCESSOR_LOCKS[(self.folder, *self.runtime, self.attn_implementation)]
 
     def settings(self) -> dict:
-        """The generation settings in every cache key."""
+        """The generation settings in every cache key (the decoding-speed settings are not:
+        they change how fast an answer comes, not which one)."""
         out = {"max_new_tokens": self.max_new_tokens, "decoding": self.decoding,
                "dtype": self.runtime[1]}
         return out if self.decoding == "greedy" else out | {"seed": self.seed}
+
+    def decoding_args(self, model) -> tuple[dict, bool]:
+        """``(generate arguments, replaceable)``: :func:`decoding_path` of this reader's settings
+        for ``model`` on its device, and whether the eager path may replace them when they fail
+        (both settings ``auto`` and a fast path chosen); after such a failure, the eager path
+        (dynamic cache, nothing compiled)."""
+        device = self.runtime[0]
+        compilable = bool(getattr(model, "_can_compile_fullgraph", False))
+        if self._eager_only:
+            return decoding_path("dynamic", False, device, compilable), False
+        args = decoding_path(self.cache_implementation, self.compile, device, compilable)
+        automatic = self.cache_implementation == "auto" and self.compile == "auto"
+        return args, automatic and bool(args)
 
     def check(self) -> str:
         """Locate the model and fingerprint its folder (no loading); returns a label.
@@ -341,21 +540,18 @@ class ChatVLM:
         (:class:`GenerationFailed`, or ``ValueError`` for a part that is not text or an image).
 
         Cached answers are taken from the cache; the others are generated ``batch_size`` at a
-        time, in order, requests with as many images together, each batch's answers written to
-        the cache before the next batch starts (at most one batch of prepared images per image
-        count is held).
+        time, requests with as many images together (:meth:`_batches`), each batch's answers
+        written to the cache before the next batch starts. With :meth:`prefetching`, a worker
+        thread prepares the next batch's inputs while a batch generates; a request the
+        processor cannot take is that request's :class:`GenerationFailed`. At most two batches
+        of prepared images are held (one generating, one prepared); the images a request's
+        cache key is computed from are not kept.
 
         Raises:
             WeightsMissing: the model is not on this machine.
         """
         out: list[str | Exception | None] = [None] * len(requests)
-        pending: dict[int, list[tuple[int, tuple]]] = {}  # image count -> (index, request)
-
-        def flush(count: int) -> None:
-            batch = pending.pop(count)
-            for (i, _), text in zip(batch, self._generate([r for _, r in batch]), strict=True):
-                out[i] = text
-
+        todo: list[_Pending] = []
         for i, parts in enumerate(requests):
             try:
                 key, canonical, images = self.request_key(parts)
@@ -368,61 +564,206 @@ class ChatVLM:
                     self.usage.cache_hits += 1
                 out[i] = Reply(cached, cached=True).text
                 continue
-            pending.setdefault(len(images), []).append((i, (key, canonical, parts, images)))
-            if len(pending[len(images)]) == self.batch_size:
-                flush(len(images))
-        for count in list(pending):
-            flush(count)
+            todo.append(_Pending(i, key, canonical, parts, len(images),
+                                 sum(im.width * im.height for im in images)))
+        if not todo:
+            return out
+        prepared = self._prepared(self._batches(todo))
+        try:
+            for batch in prepared:
+                for item, result in self._generate(batch):
+                    out[item.index] = result
+        finally:
+            prepared.close()  # a job killed mid-batch: the prefetch thread stops
         return out
 
-    def _generate(self, batch: list[tuple]) -> list[str | Exception]:
-        """Generate one batch, cache every answer, count usage; one result per request."""
+    def _batches(self, todo: list[_Pending]) -> list[list[_Pending]]:
+        """``todo`` cut into batches of at most :attr:`batch_size` requests with as many images
+        each, in the order the requests fill them: a batch is cut when it is full, the rest at
+        the end (image counts in the order they came). With :attr:`sort_by_length` the batch
+        sizes and their order are the same; each image count's requests are dealt to its
+        batches longest prompt first (tokens of the chat-templated text, then image pixels;
+        ties in the caller's order), unless each image count fills one batch at most."""
+        sizes: list[tuple[int, int]] = []  # (image count, batch size), in the order cut
+        filling: dict[int, int] = {}
+        groups: dict[int, list[_Pending]] = {}
+        for item in todo:
+            groups.setdefault(item.images, []).append(item)
+            filling[item.images] = filling.get(item.images, 0) + 1
+            if filling[item.images] == self.batch_size:
+                sizes.append((item.images, filling.pop(item.images)))
+        sizes += list(filling.items())
+        if self.sort_by_length and len(sizes) > len(groups):
+            tokens = self._prompt_tokens(todo)
+            for members in groups.values():  # stable: equal lengths keep the caller's order
+                members.sort(key=lambda it: (tokens[it.index], it.pixels), reverse=True)
+        dealt = {count: iter(members) for count, members in groups.items()}
+        return [[next(dealt[count]) for _ in range(size)] for count, size in sizes]
+
+    def _prompt_tokens(self, todo: list[_Pending]) -> dict[int, int]:
+        """Request index -> tokens of its chat-templated text (each image its placeholder); 0
+        for a request the chat template refuses (its batch then gives it its error)."""
+        _, processor, _ = self.loaded()
+        tokenizer = getattr(processor, "tokenizer", processor)
+        out = {it.index: 0 for it in todo}
+        with self._processor_lock():
+            prompts = {}
+            for it in todo:
+                try:
+                    prompts[it.index] = _prompt(processor, it.parts)
+                except PREPROCESSING_ERRORS:
+                    continue
+            if prompts:
+                ids = tokenizer(list(prompts.values()), add_special_tokens=False)["input_ids"]
+                out |= {i: len(row) for i, row in zip(prompts, ids, strict=True)}
+        return out
+
+    def prefetching(self) -> bool:
+        """Whether a worker thread prepares the next batch (:attr:`prefetch`; ``auto``: when the
+        model runs on a GPU)."""
+        if self.prefetch == "auto":
+            return self.runtime[0] != "cpu"
+        return self.prefetch
+
+    def _prepared(self, batches: list[list[_Pending]]):
+        """The batches prepared (:meth:`_prepare`), in order: each in a worker thread while the
+        caller generates the one before it (:meth:`prefetching` and more than one batch), else
+        in the caller's thread; each with the seconds the caller waited for it."""
+        if not self.prefetching() or len(batches) < 2:
+            for batch in batches:
+                started = time.monotonic()
+                ready = self._prepare(batch)
+                ready.waited = time.monotonic() - started
+                yield ready
+            return
+        with ThreadPoolExecutor(1, thread_name_prefix="roundtrip-prefetch") as pool:
+            ahead: Future = pool.submit(self._prepare, batches[0])
+            try:
+                for following in [*batches[1:], None]:
+                    started = time.monotonic()
+                    ready = ahead.result()
+                    ready.waited = time.monotonic() - started
+                    if following is not None:
+                        ahead = pool.submit(self._prepare, following)
+                    yield ready
+            finally:
+                ahead.cancel()
+
+    def _prepare(self, batch: list[_Pending]) -> _Prepared:
+        """The processor's inputs (CPU tensors) of a batch. A request whose images or
+        processor inputs fail (:data:`PREPROCESSING_ERRORS`) is set aside with its error; the
+        others are prepared together."""
+        _, processor, _ = self.loaded()
+        ready, failed = [], []
+        for item in batch:
+            try:
+                ready.append((item, [prepared_image(p, self.image_size) for p in item.parts
+                                     if not isinstance(p, str)]))
+            except ValueError as exc:
+                failed.append((item, exc))
+        if not ready:
+            return _Prepared([], None, failed)
+        with self._processor_lock():
+            try:
+                inputs = _inputs(processor, [(item.parts, images) for item, images in ready])
+            except PREPROCESSING_ERRORS as exc:
+                if len(ready) == 1:
+                    return _Prepared([], None, failed + [(ready[0][0], exc)])
+                # which of them: each alone; the batch again without the ones that fail alone
+                alone = []
+                for item, images in ready:
+                    try:
+                        _inputs(processor, [(item.parts, images)])
+                        alone.append((item, images))
+                    except PREPROCESSING_ERRORS as one:
+                        failed.append((item, one))
+                ready = alone
+                try:
+                    inputs = _inputs(processor, [(item.parts, images) for item, images in ready]) \
+                        if ready else None
+                except PREPROCESSING_ERRORS:  # fine alone, not together: all of them fail
+                    failed += [(item, exc) for item, _ in ready]
+                    ready, inputs = [], None
+        return _Prepared([item for item, _ in ready], inputs, failed)
+
+    def _generate(self, prepared: _Prepared) -> list[tuple[_Pending, str | Exception]]:
+        """Generate one prepared batch, cache every answer, count usage; one
+        ``(request, answer or exception)`` per request, those the processor refused first."""
         import torch
 
-        model, processor, lock = self.loaded()
         usage = self.usage
+        out: list[tuple[_Pending, str | Exception]] = []
+        for item, exc in prepared.failed:
+            log.warning("%s: request %d could not be prepared: %s", self.model, item.index, exc)
+            with _USAGE_LOCK:
+                usage.failures += 1
+            out.append((item, GenerationFailed(f"{self.model}: {exc}")))
+        if prepared.inputs is None:
+            return out
+        batch = prepared.items
+        model, processor, lock = self.loaded()
         started = time.monotonic()
         try:
             with lock, torch.no_grad():
-                inputs = _inputs(processor, [(parts, images) for _, _, parts, images in batch])
-                inputs = inputs.to(model.device, dtype=model.dtype)
-                args = dict(self.generate_args if self.generate_args is not None else {})
-                if self.generate_args is None or args.get("do_sample"):
-                    torch.manual_seed(self.seed)
-                ids = model.generate(**inputs, max_new_tokens=self.max_new_tokens, **args)
-        except (RuntimeError, ValueError) as exc:  # out of memory, a processor refusing input
+                inputs = prepared.inputs.to(model.device, dtype=model.dtype)
+                args, replaceable = self.decoding_args(model)
+                try:
+                    ids = self._call_generate(model, inputs, args)
+                except Exception as exc:  # any failure of the automatic path
+                    if not replaceable:
+                        raise
+                    log.warning("%s: the fast decoding path (%s) failed: %s: %s; this reader "
+                                "generates on the eager path from now on", self.model,
+                                sorted(args), type(exc).__name__, exc)
+                    self._eager_only = True
+                    ids = self._call_generate(model, inputs, self.decoding_args(model)[0])
+        except (RuntimeError, ValueError) as exc:  # out of memory, the model refusing its input
             with _USAGE_LOCK:
                 usage.failures += len(batch)
             log.warning("%s: a batch of %d failed: %s", self.model, len(batch), exc)
-            return [GenerationFailed(f"{self.model}: {exc}")] * len(batch)
-        seconds = (time.monotonic() - started) / len(batch)
+            return out + [(item, GenerationFailed(f"{self.model}: {exc}")) for item in batch]
         new = ids[:, inputs["input_ids"].shape[1]:].cpu()
-        texts = processor.batch_decode(new, skip_special_tokens=True)
+        with self._processor_lock():
+            texts = processor.batch_decode(new, skip_special_tokens=True)
+        seconds = (prepared.waited + time.monotonic() - started) / len(batch)
         lengths = inputs["attention_mask"].sum(dim=1).tolist()
         eos = _eos_ids(model)
-        out = []
-        for (key, canonical, _, _), text, row, n_in in zip(batch, texts, new, lengths, strict=True):
+        for item, text, row, n_in in zip(batch, texts, new, lengths, strict=True):
             n_out, stopped = _answer_length(row.tolist(), eos)
             response = {"choices": [{"message": {"role": "assistant", "content": text},
                                      "finish_reason": "stop" if stopped else "length"}],
                         "usage": {"prompt_tokens": int(n_in), "completion_tokens": n_out},
                         "model": self.model, "seconds": round(seconds, 4)}
-            self.cache.put(key, canonical, response)  # at once: a killed job keeps this batch
+            self.cache.put(item.key, item.canonical, response)  # at once: a killed job keeps it
             with _USAGE_LOCK:
                 usage.add_response(response, seconds=seconds)
-            out.append(text)
+            out.append((item, text))
         return out
+
+    def _call_generate(self, model, inputs, path: dict):
+        """``model.generate`` with the decoding settings and the decoding path's arguments,
+        torch seeded first when decoding may sample."""
+        import torch
+
+        args = dict(self.generate_args if self.generate_args is not None else {})
+        if self.generate_args is None or args.get("do_sample"):
+            torch.manual_seed(self.seed)
+        return model.generate(**inputs, max_new_tokens=self.max_new_tokens, **args, **path)
+
+
+def _prompt(processor, parts: Sequence) -> str:
+    """One request written as one user turn by the model's chat template (each image its
+    placeholder)."""
+    content = [{"type": "text", "text": p} if isinstance(p, str) else {"type": "image"}
+               for p in parts]
+    return processor.apply_chat_template([{"role": "user", "content": content}],
+                                         add_generation_prompt=True)
 
 
 def _inputs(processor, requests: list[tuple[Sequence, list]]):
     """The processor's batch (left-padded) of ``(parts, PIL images)`` requests, each written as
     one user turn by the model's chat template."""
-    prompts = []
-    for parts, _ in requests:
-        content = [{"type": "text", "text": p} if isinstance(p, str) else {"type": "image"}
-                   for p in parts]
-        prompts.append(processor.apply_chat_template([{"role": "user", "content": content}],
-                                                     add_generation_prompt=True))
+    prompts = [_prompt(processor, parts) for parts, _ in requests]
     images = [imgs for _, imgs in requests]
     return processor(text=prompts, images=images if any(images) else None, padding=True,
                      return_tensors="pt")
@@ -479,17 +820,24 @@ class TransformersOCR(_InProcessReader):
         prompt: template; ``{language}`` becomes the item's language name. Default
             ``api.prompts.ocr`` (filled in by :func:`roundtrip.api.settings.resolve_api`).
         max_new_tokens: default 1024 (the released OCR's).
-        Other arguments: :class:`ChatVLM`.
+        Other arguments (the decoding-speed settings ``cache_implementation``, ``compile``,
+        ``attn_implementation``, ``sort_by_length``, ``prefetch`` included): :class:`ChatVLM`.
     """
 
     def __init__(self, model: str, prompt: str = "", max_new_tokens: int = 1024,
                  batch_size: int = 8, image_size: Sequence[int] | None = None,
                  decoding: str | dict = "greedy", seed: int = 0, dtype: str = "auto",
-                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR):
+                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR,
+                 cache_implementation: str = "auto", compile: bool | str | dict = "auto",
+                 attn_implementation: str = "auto", sort_by_length: bool = True,
+                 prefetch: bool | str = "auto"):
         if not prompt:
             raise ValueError("prompt: empty (set it, or api.prompts.ocr)")
         super().__init__(ChatVLM(model, "model", max_new_tokens, decoding, seed, batch_size,
-                                 image_size, dtype, device, cache_dir))
+                                 image_size, dtype, device, cache_dir,
+                                 cache_implementation=cache_implementation, compile=compile,
+                                 attn_implementation=attn_implementation,
+                                 sort_by_length=sort_by_length, prefetch=prefetch))
         self.prompt = prompt
 
     def check(self, langs: list[str] | None = None) -> str:
@@ -521,17 +869,23 @@ class TransformersJudge(_InProcessReader):
 
     Args:
         model, prompt (default ``api.prompts.judge``), max_new_tokens (default 512) and the
-        other arguments of :class:`ChatVLM`.
+        other arguments of :class:`ChatVLM` (the decoding-speed settings included).
     """
 
     def __init__(self, model: str, prompt: str = "", max_new_tokens: int = 512,
                  batch_size: int = 8, image_size: Sequence[int] | None = None,
                  decoding: str | dict = "greedy", seed: int = 0, dtype: str = "auto",
-                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR):
+                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR,
+                 cache_implementation: str = "auto", compile: bool | str | dict = "auto",
+                 attn_implementation: str = "auto", sort_by_length: bool = True,
+                 prefetch: bool | str = "auto"):
         if not prompt:
             raise ValueError("prompt: empty (set it, or api.prompts.judge)")
         super().__init__(ChatVLM(model, "audit.judge.model", max_new_tokens, decoding, seed,
-                                 batch_size, image_size, dtype, device, cache_dir))
+                                 batch_size, image_size, dtype, device, cache_dir,
+                                 cache_implementation=cache_implementation, compile=compile,
+                                 attn_implementation=attn_implementation,
+                                 sort_by_length=sort_by_length, prefetch=prefetch))
         self.prompt = prompt
         self.name = f"{TYPE}:{model}"
 
@@ -562,6 +916,7 @@ def _verdict(text: str) -> JudgeVerdict | Exception:
     return JudgeVerdict(v["score"], v["explanation"])
 
 
-__all__ = ["ChatVLM", "DECODING_KEYS", "GenerationFailed", "TYPE", "TransformersJudge",
-           "TransformersOCR", "folder_fingerprint", "pick_device", "pick_dtype",
-           "prepared_image", "runs_in_process", "unload_all"]
+__all__ = ["CACHE_IMPLEMENTATIONS", "COMPILE_KEYS", "ChatVLM", "DECODING_KEYS",
+           "GenerationFailed", "PREPROCESSING_ERRORS", "TYPE", "TransformersJudge",
+           "TransformersOCR", "check_decoding_path", "decoding_path", "folder_fingerprint",
+           "pick_device", "pick_dtype", "prepared_image", "runs_in_process", "unload_all"]
