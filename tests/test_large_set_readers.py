@@ -471,8 +471,8 @@ def test_a_large_set_is_planned_like_a_folder(tmp_path, shards):
     assert plan.recon_datasets == ["w", "h"]
     assert plan.shard_files("identity", "w") == ["results/recon/identity/w/shards/0-of-2.csv",
                                                  "results/recon/identity/w/shards/1-of-2.csv"]
-    assert plan.dataset_spec("w")["limit"] == 3 and "shards" not in plan.dataset_spec("w")
-    assert {k: plan.dataset_spec("h")[k] for k in ("image_column", "text_column")} == {
+    assert plan.builds.spec("w")["limit"] == 3 and "shards" not in plan.builds.spec("w")
+    assert {k: plan.builds.spec("h")[k] for k in ("image_column", "text_column")} == {
         "image_column": "img", "text_column": "caption"}
-    assert plan.dataset_fingerprint("w") == dataset_fingerprint(config["datasets"]["w"])
-    assert plan.dataset_fingerprint("h") == "missing"
+    assert plan.builds.fingerprint("w") == dataset_fingerprint(config["datasets"]["w"])
+    assert plan.builds.fingerprint("h") == "missing"

@@ -133,29 +133,29 @@ def test_small_packaged_sets_are_built_in_one_job_per_kind(plan, shipped):
     """Packaged image sets, rendered text sets and volume sets with no path are built in one
     job per kind, each set into the files its own job would write; a user's set, a set of
     another type and ``run.batch_packaged_sets: false`` keep a build job of their own."""
-    assert plan.build_batches() == [
+    assert plan.builds.batches() == [
         ("build_image_sets", ["natural", "textures", "cmms_train", "cmms_photos",
                               "natural_256", "highres_1024", "scanned_text", "medical_2d"]),
         ("build_rendered_sets", ["abstracts", "multilingual_zh", "multilingual_ja",
                                  "multilingual_ko", "multilingual_hi", "posters",
                                  "vista_questions"]),
         ("build_volume_sets", ["mri_nibabel", "synthetic_3d"])]
-    assert plan.build_group("telephone_captions") is None  # chain inputs: a job of its own
-    job = plan.build_jobs(["multilingual_zh"])[0]
+    assert plan.builds.group("telephone_captions") is None  # chain inputs: a job of its own
+    job = plan.builds.jobs(["multilingual_zh"])[0]
     assert job["manifest"] == "results/datasets/multilingual_zh/manifest.csv"
-    assert job["spec"] == plan.dataset_spec("multilingual_zh")  # render and audit included
+    assert job["spec"] == plan.builds.spec("multilingual_zh")  # render and audit included
     assert "render" in job["spec"]
     mixed = small(photos={"type": "skimage", "images": ["astronaut"]},
                   mine={"type": "folder", "path": str(REPO)},
                   scans={"type": "nifti", "path": "/data/ct"},
                   phantoms={"type": "synthetic_volumes", "count": 2})
     p = Plan(mixed, cores=2)
-    assert p.build_batches() == [("build_image_sets", ["photos"]),
+    assert p.builds.batches() == [("build_image_sets", ["photos"]),
                                  ("build_volume_sets", ["phantoms"])]
-    assert p.build_group("mine") is None and p.build_group("scans") is None
+    assert p.builds.group("mine") is None and p.builds.group("scans") is None
     off = copy.deepcopy(shipped)
     off["run"]["batch_packaged_sets"] = False
-    assert Plan(off, cores=2).build_batches() == []
+    assert Plan(off, cores=2).builds.batches() == []
 
 
 def test_originals_of_packaged_text_sets_are_read_in_one_job_per_engine(plan, shipped):
@@ -193,11 +193,11 @@ def test_model_specs_and_training(plan):
 
 
 def test_dataset_spec_holds_only_keys_that_change_the_files(plan, shipped):
-    natural = plan.dataset_spec("natural_256")
+    natural = plan.builds.spec("natural_256")
     assert natural["images"] == shipped["datasets"]["natural_256"]["images"]
     assert natural["type"] == "skimage" and natural["lang"] == "eng"
     assert not {"protocol", "size", "models", "text_eval", "shards"} & set(natural)
-    rendered = plan.dataset_spec("abstracts")
+    rendered = plan.builds.spec("abstracts")
     assert rendered["render"] == shipped["render"] and "models" not in rendered
     assert rendered["normalization"] == shipped["ocr"]["normalization"]
 
@@ -211,7 +211,7 @@ def test_threads_claim_no_idle_core(plan):
     folder = Plan({**plan.config, "datasets": {**plan.config["datasets"], "mine": {
         "type": "folder", "path": "photos"}}})
     assert folder.item_threads("mine", 2) == 2  # size unknown until built: the cap
-    assert plan.build_threads("natural") == 1 and plan.build_threads("abstracts") == 1
+    assert plan.builds.threads("natural") == 1 and plan.builds.threads("abstracts") == 1
     assert plan.half_cores() == 1 and Plan(plan.config, cores=8).half_cores() == 4
     assert Plan(plan.config, cores=None).half_cores() == 1  # a cluster run
 
@@ -450,10 +450,10 @@ def test_limits_change_a_dataset_only_when_not_the_default(plan):
     another limit is part of what every set is built from."""
     config = copy.deepcopy(plan.config)
     config["limits"] = {"max_pixels": 100_000_000, "max_voxels": 512 ** 3}
-    assert "limits" not in Plan(config).dataset_spec("natural")
+    assert "limits" not in Plan(config).builds.spec("natural")
     config["limits"]["max_pixels"] = 4_000_000
-    assert Plan(config).dataset_spec("natural")["limits"] == {"max_pixels": 4_000_000}
-    assert Plan(config).dataset_spec("mri_nibabel")["limits"] == {"max_pixels": 4_000_000}
+    assert Plan(config).builds.spec("natural")["limits"] == {"max_pixels": 4_000_000}
+    assert Plan(config).builds.spec("mri_nibabel")["limits"] == {"max_pixels": 4_000_000}
 
 
 def test_gpu_request_follows_the_config_on_a_cluster(plan):

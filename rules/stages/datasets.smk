@@ -5,15 +5,15 @@ rule build_dataset:
         "results/datasets/{dataset}/manifest.csv",
     wildcard_constraints:
         # sets built in a batched job (below) have no job of their own
-        dataset=regex_of([d for d in PLAN.datasets if not PLAN.build_group(d)]),
+        dataset=regex_of([d for d in PLAN.datasets if not PLAN.builds.group(d)]),
     params:
-        sets=lambda wc: PLAN.build_jobs([wc.dataset]),
-        fingerprint=lambda wc: PLAN.dataset_fingerprint(wc.dataset),
+        sets=lambda wc: PLAN.builds.jobs([wc.dataset]),
+        fingerprint=lambda wc: PLAN.builds.fingerprint(wc.dataset),
     log:
         "logs/build_dataset/{dataset}.log",
     benchmark:
         "results/benchmarks/build_dataset/{dataset}.tsv"
-    threads: lambda wc: PLAN.build_threads(wc.dataset)
+    threads: lambda wc: PLAN.builds.threads(wc.dataset)
     # built first: a few seconds each, and the longest jobs (trainings, the batched
     # reconstruction jobs of the rendered sets) wait on them
     priority: 20
@@ -33,10 +33,10 @@ rule build_dataset:
         "../../scripts/build_dataset.py"
 
 
-# Batched builds: the small sets built from packaged data (Plan.build_group), one job per kind
+# Batched builds: the small sets built from packaged data (Plan.builds.group), one job per kind
 # (images, rendered text, volumes). Each set gets the files its own build_dataset job would
 # write; a build of a few items is mostly start-up.
-for BUILD, BUILD_DATASETS in PLAN.build_batches():
+for BUILD, BUILD_DATASETS in PLAN.builds.batches():
 
     rule:
         name:
@@ -44,13 +44,13 @@ for BUILD, BUILD_DATASETS in PLAN.build_batches():
         output:
             [f"results/datasets/{d}/manifest.csv" for d in BUILD_DATASETS],
         params:
-            sets=PLAN.build_jobs(BUILD_DATASETS),
-            fingerprint=[PLAN.dataset_fingerprint(d) for d in BUILD_DATASETS],
+            sets=PLAN.builds.jobs(BUILD_DATASETS),
+            fingerprint=[PLAN.builds.fingerprint(d) for d in BUILD_DATASETS],
         log:
             f"logs/{BUILD}.log",
         benchmark:
             f"results/benchmarks/{BUILD}.tsv"
-        threads: max(PLAN.build_threads(d) for d in BUILD_DATASETS)
+        threads: max(PLAN.builds.threads(d) for d in BUILD_DATASETS)
         priority: 20
         group:
             "prepare"

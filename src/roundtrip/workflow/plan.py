@@ -9,6 +9,8 @@ of their own and the answers are unit-tested (``tests/test_plan.py``):
   (:attr:`Plan.recon_jobs`);
 - **model specs**: the checkpoint a trained model gets, its training settings, every
   checkpoint of the run;
+- **builds**: what each dataset's build job builds and which sets share a job
+  (:attr:`Plan.builds`);
 - **resources**: threads a job can use, whether it runs a network on a GPU;
 - **targets**: the final files of ``rule all``, gathered from the registered evaluations
   (:mod:`roundtrip.core.evaluation`), each of which plans its own part in a view of the plan
@@ -23,24 +25,11 @@ import re
 from functools import cached_property
 
 from roundtrip.core.evaluation import Evaluation, load_evaluations
-from roundtrip.core.imaging import DEFAULT_MAX_PIXELS
-from roundtrip.datasets import (
-    IMAGES,
-    MEDICAL_2D,
-    DATASET_TYPES,
-    SYNTHETIC_TYPES,
-    TEXT,
-    VOLUMES,
-    dataset_fingerprint,
-    expected_item_count,
-    file_keys,
-    is_volume_spec,
-    role_of,
-)
-from roundtrip.datasets.volumes import DEFAULT_MAX_VOXELS
+from roundtrip.datasets import IMAGES, MEDICAL_2D, TEXT, VOLUMES, expected_item_count, role_of
 from roundtrip.models import CODEC_TYPES, ORIGINAL, TRAINED_TYPES
 from roundtrip.readers.transformers_vlm import runs_in_process
 from roundtrip.stages.train import TRAIN_DEFAULTS
+from roundtrip.workflow.builds import DatasetBuilds
 from roundtrip.workflow.galleries import Galleries
 from roundtrip.workflow.metric_weights import WeightedMetrics
 from roundtrip.workflow.recon_jobs import ReconJobs
@@ -51,9 +40,6 @@ REPORT = "results/report.pdf"
 
 #: Items from which a job of Tesseract work claims several threads (:meth:`Plan.item_threads`).
 PARALLEL_ITEMS = 200
-
-#: The defaults of config ``limits`` (config.schema.yaml), as the readers apply them.
-LIMIT_DEFAULTS = {"max_pixels": DEFAULT_MAX_PIXELS, "max_voxels": DEFAULT_MAX_VOXELS}
 
 
 def table_files(name: str) -> list[str]:
@@ -115,6 +101,11 @@ class Plan:
     def recon_jobs(self) -> ReconJobs:
         """The (model, dataset) jobs and their reconstruction scorers (:mod:`.recon_jobs`)."""
         return ReconJobs(self)
+
+    @cached_property
+    def builds(self) -> DatasetBuilds:
+        """The build jobs of the datasets (:mod:`.builds`)."""
+        return DatasetBuilds(self)
 
     @cached_property
     def galleries(self) -> Galleries:
@@ -233,69 +224,6 @@ class Plan:
         return settings
 
     # -- datasets --------------------------------------------------------------------------------
-    def dataset_spec(self, dataset: str) -> dict:
-        """The keys of ``datasets.<name>`` that change its built files (a change of
-        ``protocol`` or ``models`` must not rebuild it); rendered sets also depend on the
-        ``render`` and ``audit`` sections and the OCR normalization."""
-        spec = self.config["datasets"][dataset]
-        out = {k: spec[k] for k in file_keys(spec) if k in spec}
-        # limits other than the defaults are part of what a dataset is built from (a default
-        # one changes nothing, so results built before the key existed stay valid)
-        limits = {k: v for k, v in self.config.get("limits", {}).items()
-                  if v is not None and v != LIMIT_DEFAULTS.get(k)}
-        if limits:
-            out["limits"] = limits
-        if spec["type"] in SYNTHETIC_TYPES:
-            out |= {"render": self.config["render"], "audit": self.config["audit"],
-                    "normalization": self.config["ocr"]["normalization"]}
-        return out
-
-    def dataset_fingerprint(self, dataset: str) -> str:
-        """Changes when the files a dataset is read from change, so that it is rebuilt: a
-        folder's images (and its labels file), a release TSV with the folders beside it, a
-        webdataset's shards, an HF dataset's files, any other ``path``
-        (:func:`roundtrip.datasets.dataset_fingerprint`)."""
-        return dataset_fingerprint(self.config["datasets"][dataset])
-
-    def build_group(self, dataset: str) -> str | None:
-        """The batched build job a dataset is built in (:meth:`build_batches`), or None for a
-        job of its own: with ``run.batch_packaged_sets`` on (the default), a set of a packaged
-        type (:attr:`roundtrip.datasets.DatasetType.packaged`) is built with the other sets of
-        its kind (``"rendered"`` text sets, ``"images"``), and a volume set with no ``path``
-        (nibabel's bundled volumes, MONAI's synthetic ones) with the other such sets
-        (``"volumes"``). Such a build takes a second of work after 1-5 s of Python, torch and
-        MONAI start-up. A user's set (``path``) keeps a job of its own, cached and rebuilt on
-        its own."""
-        spec = self.config["datasets"][dataset]
-        if not self.config["run"].get("batch_packaged_sets", True):
-            return None
-        if is_volume_spec(spec):
-            return None if spec.get("path") else "volumes"
-        kind = DATASET_TYPES.get(spec["type"])
-        if kind is None or not kind.packaged:
-            return None
-        return "rendered" if kind.rendered else "images"
-
-    def build_batches(self) -> list[tuple[str, list[str]]]:
-        """``(rule name, datasets)`` of the batched build jobs (:meth:`build_group`), in the
-        order of the groups' first sets: ``build_image_sets``, ``build_rendered_sets``,
-        ``build_volume_sets``. Each set gets the files its own ``build_dataset`` job would
-        write."""
-        groups: dict[str, list[str]] = {}
-        for d in self.datasets:
-            group = self.build_group(d)
-            if group:
-                groups.setdefault(group, []).append(d)
-        names = {"images": "build_image_sets", "rendered": "build_rendered_sets",
-                 "volumes": "build_volume_sets"}
-        return [(names[g], sets) for g, sets in groups.items()]
-
-    def build_jobs(self, datasets: list[str]) -> list[dict]:
-        """What a build job does, per dataset in order: ``dataset``, ``spec``
-        (:meth:`dataset_spec`) and ``manifest`` (the file it writes)."""
-        return [{"dataset": d, "spec": self.dataset_spec(d),
-                 "manifest": f"results/datasets/{d}/manifest.csv"} for d in datasets]
-
     def shards(self, dataset: str) -> int:
         """Reconstruction jobs a dataset is cut into (``datasets.<name>.shards``)."""
         return int(self.config["datasets"][dataset].get("shards", 1))
@@ -316,13 +244,6 @@ class Plan:
         (docs/design.md, "Threads")."""
         n = expected_item_count(self.config["datasets"][dataset])
         return cap if n is None or n >= PARALLEL_ITEMS else 1
-
-    def build_threads(self, dataset: str) -> int:
-        """Rendered text sets read every render back with ``audit.threads`` Tesseract
-        processes; every other set is built by one process."""
-        if self.config["datasets"][dataset]["type"] not in SYNTHETIC_TYPES:
-            return 1
-        return self.item_threads(dataset, self.config["audit"]["threads"])
 
     def half_cores(self) -> int:
         """Half the cores of a local run (at least 1); 1 where the cores are not known."""
@@ -358,7 +279,7 @@ class Plan:
 
     def judge_gpu(self, datasets: list[str]) -> int:
         """:meth:`reader_gpu` of the render judges of ``datasets``' audits."""
-        return self.reader_gpu(*((self.dataset_spec(d).get("audit") or {}).get("judge")
+        return self.reader_gpu(*((self.builds.spec(d).get("audit") or {}).get("judge")
                                  for d in datasets))
 
     def gpu_for(self, model: str) -> int:

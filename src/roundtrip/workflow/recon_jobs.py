@@ -140,8 +140,8 @@ class ReconJobs:
         (:attr:`roundtrip.datasets.DatasetType.packaged`) in one shard, with
         ``run.batch_packaged_sets`` on (the default). A user's set keeps jobs of its own, so
         that it is cached, sharded and rerun on its own."""
-        # the sets built in a batched job (Plan.build_group), unless cut into shards
-        return self.plan.build_group(dataset) is not None and self.plan.shards(dataset) == 1
+        # the sets built in a batched job (Plan.builds.group), unless cut into shards
+        return self.plan.builds.group(dataset) is not None and self.plan.shards(dataset) == 1
 
     def unbatched(self, datasets: list[str]) -> list[str]:
         """The datasets of ``datasets`` that get one job per (model, dataset)."""

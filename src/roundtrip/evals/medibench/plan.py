@@ -91,7 +91,7 @@ class MedicalPlan:
         job is mostly the start-up of torch and MONAI, about 8 s), with
         ``run.batch_packaged_sets`` on. A user's volumes keep jobs of their own, cached and
         rerun per set."""
-        return dataset in self.volume_datasets and self.plan.build_group(dataset) == "volumes"
+        return dataset in self.volume_datasets and self.plan.builds.group(dataset) == "volumes"
 
     def volume_batches(self) -> list[tuple[str, list[str], list[str]]]:
         """``(rule name, models, datasets)`` of the batched volume jobs: per model, its batched

@@ -94,9 +94,9 @@ class VTBench(Evaluation):
     def ocr_batched(plan, dataset: str) -> bool:
         """Whether the OCR of a text set's originals runs in its engines' batched jobs
         (:meth:`ocr_batches`) rather than in a job per (engine, set): a set built in a batched
-        job (:meth:`~roundtrip.workflow.plan.Plan.build_group`: a few packaged items) whose
+        job (:meth:`~roundtrip.workflow.builds.DatasetBuilds.group`: a few packaged items) whose
         reading takes one core (:meth:`~roundtrip.workflow.plan.Plan.item_threads`)."""
-        return plan.build_group(dataset) is not None and plan.item_threads(dataset, 2) == 1
+        return plan.builds.group(dataset) is not None and plan.item_threads(dataset, 2) == 1
 
     @staticmethod
     def ocr_batches(plan) -> list[tuple[str, list[str], list[str]]]:
