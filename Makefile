@@ -11,6 +11,10 @@ PYTHON      ?= python3
 CORES       ?= all
 CONFIG      ?=
 SIZES       ?=
+# Test processes (pytest-xdist): the workflow tests spend much of their time starting Python in
+# one process while a core is idle; a test file stays in one process, so its shared runs are
+# made once. TEST_WORKERS=0 runs the suite in this process.
+TEST_WORKERS ?= 2
 PY          := $(VENV)/bin/python
 SNAKEMAKE   := $(VENV)/bin/snakemake --profile profiles/workstation --cores $(CORES)
 # Every target that runs the workflow reads CONFIG when given. Targets go before
@@ -38,7 +42,7 @@ report: setup
 	$(SNAKEMAKE) results/report.pdf $(CONFIG_ARGS)
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: setup
 	$(VENV)/bin/snakemake --lint $(CONFIG_ARGS)

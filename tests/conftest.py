@@ -9,6 +9,27 @@ import skimage.data
 from PIL import Image
 
 REPO = Path(__file__).resolve().parent.parent
+#: Per-file durations of the last recorded runs (benchmarks/test_durations.py).
+DURATIONS = REPO / "benchmarks" / "results" / "test_durations.json"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the files longest first, as recorded in :data:`DURATIONS` (a file not recorded yet
+    counts as one of a second): with test processes (pytest-xdist, ``--dist loadfile``) each
+    file goes whole to the next free process in this order, so the long workflow files start
+    at once instead of last, and the short ones fill the gaps at the end. Within a file the
+    order is the file's own."""
+    import json
+    try:
+        seconds = json.loads(DURATIONS.read_text())["files"]
+    except (OSError, ValueError, KeyError):
+        return
+    order = {}
+    for item in items:
+        order.setdefault(item.nodeid.split("::")[0], len(order))
+    items.sort(key=lambda item: (-float(seconds.get(item.nodeid.split("::")[0], {})
+                                        .get("median_s", 1.0)),
+                                 order[item.nodeid.split("::")[0]]))
 
 
 def default_prompts() -> dict[str, str]:
