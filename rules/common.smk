@@ -57,12 +57,14 @@ def dataset_param(key):
 
 
 def report_api_usage():
-    """API usage of this run (requests sent, cache hits, tokens, images) summed from the ledger
-    the API jobs append to, into results/api/usage_summary.csv; nothing when no API was used."""
-    from roundtrip.api.client import USAGE_LEDGER, write_usage_summary
+    """API usage of this run (HTTP requests sent, answered and failed requests, retries, cache
+    hits, tokens, images sent and received) summed from the ledger the API jobs append to, into
+    results/api/usage_summary.csv, one line per endpoint on the console; nothing when no API
+    was used."""
+    from roundtrip.api.client import USAGE_LEDGER, usage_line, write_usage_summary
 
     for row in write_usage_summary(USAGE_LEDGER, "results/api/usage_summary.csv", RUN_STARTED):
-        print(f"API usage ({row['endpoint']}): {row}", file=sys.stderr)
+        print(usage_line(row), file=sys.stderr)
 
 
 def report_item_failures():

@@ -18,7 +18,17 @@ Endpoints: ``POST /v1/chat/completions`` (text and image parts), ``/v1/images/ge
 Faults are queued with :meth:`FakeOpenAI.inject` and consumed one per request in order: ``429``
 (with Retry-After), ``500``, ``timeout`` (answers after ``slow_s``), ``malformed`` (200 with broken
 JSON), ``wrong_size`` (an image at half the size). Requests whose body contains ``FAIL-ALWAYS``
-(or whose input image is in ``fail_images``) always get 500. Every request is counted.
+(or whose input image is in ``fail_images``) always get 500; those whose body contains
+``MALFORMED-ALWAYS`` always get a malformed 200. ``delay_s`` makes every answer take that long
+(a model's time), ``answer`` replaces every chat answer by a fixed text (no Tesseract), and
+``die_after=N`` kills the server after its N-th request: later requests get no answer and, once
+it has shut down, no connection (:meth:`FakeOpenAI.kill` does it at any time).
+
+Every request is counted as a server sees it: ``counts`` (POSTs per path), ``outcomes``
+(``ok``, ``429``, ``500``, ``malformed``, ``401``, ``404``, ``dropped``), ``images_seen``
+(images in the requests: chat image parts, edit inputs), ``tokens`` (the ``usage`` the
+answered requests reported), ``probes`` (``GET /v1/models``, the clients' first check, not in
+``counts``) and the requests in flight (:meth:`FakeOpenAI.mean_in_flight`, ``max_in_flight``).
 """
 from __future__ import annotations
 
@@ -47,15 +57,27 @@ def _png(img: Image.Image) -> str:
 class FakeOpenAI:
     """Start with ``with FakeOpenAI(key="sk-test") as srv:``; ``srv.base_url`` is the ``/v1`` URL."""
 
-    def __init__(self, key: str = "sk-test-key", slow_s: float = 2.0):
-        self.key, self.slow_s = key, slow_s
+    def __init__(self, key: str = "sk-test-key", slow_s: float = 2.0, delay_s: float = 0.0,
+                 answer: str | None = None, die_after: int | None = None):
+        self.key, self.slow_s, self.delay_s = key, slow_s, delay_s
+        self.answer, self.die_after = answer, die_after
         self.faults: deque[str] = deque()
         self.fail_images: set[str] = set()
         self.counts: Counter = Counter()
+        self.outcomes: Counter = Counter()
+        self.tokens: Counter = Counter()
+        self.images_seen = 0
+        self.probes = 0
         self.requests: list[dict] = []  # headers and paths (bodies too large to keep)
+        self.dead = False
+        self.in_flight = self.max_in_flight = 0
+        self._busy_s = 0.0  # integral of the requests in flight over time
+        self._first = self._last = None
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                                        daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -67,13 +89,41 @@ class FakeOpenAI:
     def total(self) -> int:
         return sum(self.counts.values())
 
+    def mean_in_flight(self) -> float:
+        """Requests in flight on average between the first request's arrival and the last
+        answer (time-weighted); 0 before any request."""
+        with self._lock:
+            if self._first is None or self._last <= self._first:
+                return 0.0
+            return self._busy_s / (self._last - self._first)
+
+    def kill(self) -> None:
+        """Stop answering at once (a request still arriving gets its connection closed without
+        an answer) and close the socket (later connections are refused)."""
+        self.dead = True
+        threading.Thread(target=self._close, daemon=True).start()
+
+    def _close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _flight(self, step: int) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if self._first is None:
+                self._first = self._last = now
+            self._busy_s += self.in_flight * (now - self._last)
+            self._last = now
+            self.in_flight += step
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
     def __enter__(self):
         self._thread.start()
         return self
 
     def __exit__(self, *exc):
-        self._server.shutdown()
-        self._server.server_close()
+        self.dead = True
+        self._close()
 
     # -- request handling --------------------------------------------------------------------
     def _handler(self):
@@ -83,31 +133,67 @@ class FakeOpenAI:
             def log_message(self, *args):  # quiet
                 pass
 
+            def do_GET(self):  # noqa: N802 - http.server API
+                if srv.dead:
+                    return  # the connection closes without an answer
+                with srv._lock:
+                    srv.probes += 1
+                if self.path.split("?")[0] == "/v1/models":
+                    return self._json(200, {"object": "list", "data": [
+                        {"id": "fake", "object": "model", "created": 0, "owned_by": "test"}]})
+                return self._json(404, {"error": {"message": "unknown endpoint"}})
+
             def do_POST(self):  # noqa: N802 - http.server API
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if srv.dead:
+                    with srv._lock:
+                        srv.outcomes["dropped"] += 1
+                    return  # the connection closes without an answer
+                srv._flight(+1)
+                try:
+                    outcome, code, data, headers = self._post(body)
+                    with srv._lock:  # counted before the client can see the answer
+                        srv.outcomes[outcome] += 1
+                        if srv.die_after is not None and srv.total() >= srv.die_after:
+                            srv.die_after = None
+                            srv.kill()
+                    self._raw(code, data, headers)
+                finally:
+                    srv._flight(-1)
+
+            def _post(self, body) -> tuple[str, int, bytes, dict | None]:
+                """``(outcome, HTTP status, body, headers)`` of the answer to a POST."""
+                def out(outcome, code, obj, headers=None):
+                    return outcome, code, json.dumps(obj).encode(), headers
+
                 path = self.path.split("?")[0]
                 with srv._lock:
                     srv.counts[path] += 1
                     srv.requests.append({"path": path, "auth": self.headers.get("Authorization")})
+                    srv.images_seen += _images_in(path, body)
                     fault = srv.faults.popleft() if srv.faults else None
+                if srv.delay_s:
+                    time.sleep(srv.delay_s)
                 if self.headers.get("Authorization") != f"Bearer {srv.key}":
-                    return self._json(401, {"error": {"message": "invalid api key"}})
+                    return out("401", 401, {"error": {"message": "invalid api key"}})
                 if fault == "429":
-                    return self._json(429, {"error": {"message": "slow down"}},
-                                      {"Retry-After": "0.2"})
+                    return out("429", 429, {"error": {"message": "slow down"}},
+                               {"Retry-After": "0.2"})
                 if fault == "500" or b"FAIL-ALWAYS" in body:
-                    return self._json(500, {"error": {"message": "internal error"}})
+                    return out("500", 500, {"error": {"message": "internal error"}})
                 if fault == "timeout":
                     time.sleep(srv.slow_s)
-                if fault == "malformed":
-                    return self._raw(200, b'{"choices": [ {"message": ')
+                if fault == "malformed" or b"MALFORMED-ALWAYS" in body:
+                    return "malformed", 200, b'{"choices": [ {"message": ', None
                 try:
                     answer = srv._answer(path, self.headers, body, fault)
                 except KeyError as exc:
-                    return self._json(404, {"error": {"message": f"unknown endpoint {exc}"}})
+                    return out("404", 404, {"error": {"message": f"unknown endpoint {exc}"}})
                 if answer is None:
-                    return self._json(500, {"error": {"message": "image marked to fail"}})
-                return self._json(200, answer)
+                    return out("500", 500, {"error": {"message": "image marked to fail"}})
+                with srv._lock:
+                    srv.tokens.update({k: int(v) for k, v in (answer.get("usage") or {}).items()})
+                return out("ok", 200, answer)
 
             def _json(self, code, obj, headers=None):
                 self._raw(code, json.dumps(obj).encode(), headers)
@@ -159,7 +245,9 @@ class FakeOpenAI:
             parts = [{"type": "text", "text": parts}]
         text = " ".join(p.get("text", "") for p in parts if p["type"] == "text")
         images = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
-        if "Which option did the model choose" in text:  # the VISTA judge fallback
+        if self.answer is not None:  # a fixed answer: no reading, no solving
+            answer = self.answer
+        elif "Which option did the model choose" in text:  # the VISTA judge fallback
             answer = self._vista_judge(text)
         elif "letter" in text:  # a VISTA question: the offline family's solver answers
             answer = self._vista_answer(text, images)
@@ -236,6 +324,20 @@ class FakeOpenAI:
                 draw.text((w // 12, y), s, fill="black", font=font)
                 y += font.size * 2
         return img
+
+
+def _images_in(path: str, body: bytes) -> int:
+    """Images a request carries: a chat request's ``image_url`` parts, an edit's input."""
+    if path.endswith("/images/edits"):
+        return 1
+    if not path.endswith("/chat/completions"):
+        return 0
+    try:
+        messages = json.loads(body)["messages"]
+    except (ValueError, KeyError):
+        return 0
+    return sum(1 for m in messages if isinstance(m.get("content"), list)
+               for part in m["content"] if part.get("type") == "image_url")
 
 
 def _read_white_box(img: Image.Image) -> str:

@@ -408,3 +408,62 @@ def test_vista_rows_join_the_published_table1_on_the_release(tmp_path):
     (reference,) = published_of(VISTA, own)
     assert reference.title.startswith("Published results, other data") and not reference.marked
     assert [r[1] for r in reference.rows] == ["Qwen3-VL-8B-Instruct"]
+
+
+def _release_answers(path: Path, n: int, errors: int = 0) -> None:
+    """An answers.csv of ``n`` release questions (one Table 1 render each), every answer right;
+    the VT answers of the first ``errors`` questions are errors (no answer)."""
+    rows = []
+    for k in range(n):
+        q = f"r{k:04d}"
+        base = {"question_id": q, "category": "Multimodal Perception", "subfield": "s",
+                "source": "MMBench", "modality": "multimodal", "table1": "1", "audit": "",
+                "status": "ok", "reason": "", "extracted_by": "letter", "hit": 1.0}
+        rows.append(base | {"item_id": q, "mode": "text"})
+        rows.append(base | {"item_id": f"{q}_vt", "mode": "vt"} | (
+            {"status": "error", "reason": "connection error: refused", "hit": np.nan,
+             "extracted_by": ""} if k < errors else {}))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+def test_vista_run_rows_beside_table1_show_their_n_and_leave_out_readers_with_errors(tmp_path):
+    """A run on 300 of the release's 1,500 questions: its row says so in its n column (the
+    published rows are over all 1,500), and how many answers of each mode were scored where a
+    few errors left some out; a reader 60 % of whose VT answers are errors (30 % of its
+    answers, over vista.max_error_share) is not set beside the published rows, and page 1 says
+    why instead of a gap."""
+    from roundtrip.report.assemble import published_of
+
+    files = []
+    for reader, errors in (("my_vlm", 0), ("few_errors", 3), ("down_vlm", 180)):
+        files.append(tmp_path / f"results/vista/{reader}/original/vb/answers.csv")
+        _release_answers(files[-1], 300, errors)
+    csv = tmp_path / "vista_accuracy.csv"
+    rows = []
+    for reader, vt_n in (("my_vlm", 300), ("few_errors", 297), ("down_vlm", 120)):
+        rows.append({"reader": reader, "Multimodal Perception.vt_accuracy": 100.0,
+                     "Multimodal Perception.text_accuracy": 100.0,
+                     "overall.vt_accuracy": 100.0, "overall.vt_accuracy.n": vt_n,
+                     "overall.text_accuracy": 100.0, "overall.text_accuracy.n": 300,
+                     "overall.modality_gap": 0.0, "overall.modality_gap.n": vt_n, "notes": ""})
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    release = {"datasets": {"vb": {"type": "vista_release", "path": "x.tsv", "limit": 300}},
+               "vista": {"max_error_share": 0.1}}
+    results = RunResults({"vista_accuracy": csv}, files=files, config=release, bootstrap=BOOT)
+    (table,) = published_of(VISTA, results)
+    run = {r[1]: dict(zip(table.header, r)) for r in table.rows if r[0] == "This run"}
+    assert set(run) == {"my_vlm", "few_errors"}
+    assert run["my_vlm"]["n"] == "300 of 1,500 questions (a subset of the benchmark)"
+    assert run["few_errors"]["n"] == ("300 of 1,500 questions (a subset of the benchmark); "
+                                      "scored 297 VT, 300 Text")
+    published = dict(zip(table.header, table.rows[2]))
+    assert published["row"].endswith("(published)") and published["n"] == "–"
+    page = VISTA.findings(results)
+    assert "down_vlm" not in page[0] and "largest for" in page[0]
+    assert page[1].startswith("down_vlm: 180 of 600 answers (30.0 %) are errors (connection "
+                              "error (180x))") and "so no finding is reported for it" in page[1]
+    from roundtrip.tables.published import run_coverage
+
+    assert run_coverage(1500, 1500) == "1,500 questions (the whole benchmark)"
+    assert run_coverage(42) == "42 questions"

@@ -348,6 +348,49 @@ def test_tables_compute_the_papers_quantities(tmp_path):
     assert list(orig["group"]) == ["9 pt", "16 pt"] and list(orig["gap"]) == [50.0, -50.0]
 
 
+def test_errors_are_left_out_of_every_table_and_counted_apart():
+    """The toy answers with q1's 16 pt render an error on the reconstructions ("tok") and q1's
+    text answer an error on the originals (even as an older file scored them: hit 0, invalid):
+    every table leaves them out, never counts them wrong, and says so in a footnote of its own;
+    the invalid answer keeps its own count."""
+    orig, recon = _toy(), _toy()
+    error = {"status": "error", "reason": "connection error: chat m at e: gave up", "hit": 0.0,
+             "extracted_by": "invalid"}
+    for col, value in error.items():
+        orig.loc[orig["item_id"] == "q1", col] = value
+        recon.loc[recon["item_id"] == "q1_16", col] = value
+    answers = {}
+    for key, frame in ((("r", "original", "d"), orig), (("r", "tok", "d"), recon)):
+        buf = io.StringIO()
+        frame.to_csv(buf, index=False)
+        buf.seek(0)
+        answers[key] = tables.read_answers(buf)  # an error row is never scored when read back
+    assert math.isnan(answers[("r", "original", "d")].set_index("item_id").loc["q1", "hit"])
+    scorer = tables.Scorer({"samples": 50})
+    note = ("1 of {n} answers are errors (no answer: left out, not counted wrong): "
+            "connection error (1x)")
+    cell = lambda t, row, key: t.cells[(row, [(c.dataset, c.metric) for c in t.columns]  # noqa: E731
+                                        .index(key))]
+    acc = tables.accuracy_table(answers, scorer)
+    text = cell(acc, "r", ("overall", "text_accuracy"))
+    assert (text.summary.mean, text.summary.n) == (0.0, 1)  # q2 wrong; q1 left out, not wrong
+    assert text.notes == [note.format(n=2)]
+    vt = cell(acc, "r", ("overall", "vt_accuracy"))  # the invalid answer: its own count
+    assert vt.notes == ["1 of 2 answers invalid (counted wrong)"]
+    gap = cell(acc, "r", ("overall", "modality_gap"))
+    assert gap.summary.n == 1 and gap.notes == [note.format(n=4)]
+    sweeps = {"d": {"size_style": "arial", "style_size": 16}}
+    font = tables.font_table(answers, sweeps, scorer)
+    f16 = cell(font, "r / tok", ("size=16 pt", "vt_accuracy"))
+    assert (f16.summary.mean, f16.summary.n) == (100.0, 1) and f16.notes == [note.format(n=2)]
+    tok = tables.tokenizer_table(answers, scorer)
+    delta = cell(tok, "r / tok", ("recon", "delta_vt"))
+    assert delta.summary.n == 3 and delta.notes == [note.format(n=8)]
+    rend = cell(tables.rendering_errors_table(answers, sweeps, scorer), "r / tok",
+                ("size=16 pt", "rendering_errors"))
+    assert rend.summary.n == 1 and rend.notes == [note.format(n=2)]
+
+
 # -- the endpoint readers -----------------------------------------------------------------------
 def test_vlm_sends_item_pictures_then_the_question_image(monkeypatch):
     sent = []

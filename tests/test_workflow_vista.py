@@ -1,9 +1,12 @@
 """VISTA-Bench end to end: a VLM on an OpenAI-compatible endpoint (tests/fake_openai.py: it reads
 question images with Tesseract and solves the offline family) and the offline OCR solver answer
 rendered questions as text and as images, on the renders and on a model's reconstructions;
-faults are recorded per item; a rerun from scratch asks only what failed."""
+faults are recorded per item as errors, never scored; a rerun from scratch asks only what
+failed; a plain run afterwards would ask the failed items again and nothing else, whatever the
+endpoint's transport settings say (a dry run)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -53,6 +56,10 @@ def config_for(base_url, jsonl):
     }
 
 
+#: What the fixture's runs printed and the server counted beyond its yielded tuple.
+SEEN: dict = {}
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     work = tmp_path_factory.mktemp("vista_wf")
@@ -67,12 +74,13 @@ def run(tmp_path_factory):
     with FakeOpenAI(key=KEY) as srv:
         (work / "config.yaml").write_text(yaml.safe_dump(config_for(srv.base_url, jsonl)))
         srv.inject("429", "500")  # transient faults at the start: retried, not recorded
-        smk(work, env)
+        SEEN["first"] = smk(work, env).stderr
         first = srv.counts["/v1/chat/completions"]
         tables = {p.name: p.read_bytes() for p in (work / "results/tables").glob("vista_*.csv")}
         subprocess.run(["rm", "-rf", "results", ".snakemake"], cwd=work, check=True)
-        smk(work, env)
+        SEEN["second"] = smk(work, env).stderr
         second = srv.counts["/v1/chat/completions"] - first
+        SEEN["server"] = {"attempts": srv.total() - first, "images": srv.images_seen}
         yield work, first, second, tables
 
 
@@ -102,8 +110,10 @@ def test_faults_are_recorded_per_item(run):
     work, *_ = run
     df = answers(work, "fakevlm", "original", "mine").set_index(["item_id", "mode"])
     failed = df.loc[("fails", "text")]
-    assert failed["status"] == "error" and failed["hit"] == 0
-    assert "500" in failed["reason"] or "internal" in failed["reason"]
+    # an error is not an answer: no score (left out of the accuracies, not counted wrong)
+    assert failed["status"] == "error" and failed["hit"] == ""
+    assert failed["reason"].startswith("HTTP 500: ") and "gave up after 3 attempts" in \
+        failed["reason"]
     # the same question as an image does not carry the marker: answered (the solver reads it)
     assert df.loc[("fails__arial_16pt", "vt"), "status"] == "ok"
     open_q = df.loc[("open", "text")]
@@ -143,3 +153,49 @@ def test_the_key_stays_out_of_every_file(run):
     for path in list((work / "results").rglob("*")) + list((work / "logs").rglob("*")):
         if path.is_file() and path.suffix in (".csv", ".log", ".json", ".jsonl", ".md", ".tex"):
             assert KEY not in path.read_text(errors="ignore"), path
+
+
+def test_errors_are_counted_apart_and_said_on_the_console(run):
+    work, *_ = run
+    md = (work / "results/tables/vista_accuracy.md").read_text()
+    assert "1 of 2 answers are errors (no answer: left out, not counted wrong): HTTP 500 (1x)" \
+        in md
+    assert re.search(r"\[roundtrip\] vista answers of fakevlm on original/mine: 1 of \d+ answers "
+                     r"are errors \(no answer: left out, not counted wrong\): HTTP 500 \(1x\); "
+                     "the next run asks them again", SEEN["second"])
+    # the usage summary of the second run counts what the server saw in it
+    usage = pd.read_csv(work / "results/api/usage_summary.csv").set_index("endpoint").loc["fake"]
+    assert usage["attempts"] == SEEN["server"]["attempts"] == 2 * (RETRIES + 1)
+    assert usage["requests"] == 0 and usage["failures"] == 2 and usage["cache_hits"] > 0
+    assert "API usage (fake) at http://127.0.0.1:" in SEEN["second"]
+    assert f"{2 * (RETRIES + 1)} HTTP requests sent, 0 answered, 2 failed" in SEEN["second"]
+
+
+def test_a_plain_run_asks_the_failed_items_again_whatever_the_transport(run):
+    """The answer files with an error (fakevlm's on mine, original and identity) are due again
+    (their reask parameter changed); changing the endpoint's concurrency, timeout and retries
+    adds no job (they are not tracked parameters). A dry run: nothing is asked."""
+    work, *_ = run
+    config = yaml.safe_load((work / "config.yaml").read_text())
+    before = (work / "config.yaml").read_text()
+    config["api"]["endpoints"]["fake"] |= {"concurrency": 8, "timeout_s": 45, "max_retries": 4,
+                                           "backoff_s": 0.5, "max_consecutive_failures": 3}
+    (work / "config.yaml").write_text(yaml.safe_dump(config))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+                               "--configfile", "config.yaml", "--cores", "2", "-n"],
+                              cwd=work, capture_output=True, text=True,
+                              env=dict(os.environ, RT_FAKE_KEY=KEY))
+    finally:
+        (work / "config.yaml").write_text(before)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    jobs = re.findall(r"rule (\w+):\n(?:(?!\n\n).)*?wildcards: ([^\n]*)", out, re.S)
+    answers = sorted(w for rule, w in jobs if rule.startswith("vista_answers"))
+    assert answers == ["dataset=mine, reader=fakevlm, model=identity",
+                       "dataset=mine, reader=fakevlm, model=original"] or answers == [
+        "reader=fakevlm, model=identity, dataset=mine",
+        "reader=fakevlm, model=original, dataset=mine"], out[-3000:]
+    assert re.search(r"round 1: 1 of \d+ answers were errors; asked again", out)
+    rules = set(re.findall(r"^rule (\w+):", out, re.M))
+    assert rules <= {"vista_answers", "vista_tables", "report_pdf", "gallery", "all"}, rules

@@ -26,12 +26,16 @@ for ANSWER_RULE, ANSWER_READERS, IN_PROCESS_RULE in VISTA.answer_rules():
             "results/vista/{reader}/{model}/{dataset}/answers.csv",
         wildcard_constraints:
             reader=regex_of(ANSWER_READERS),
+        # the endpoints' transport settings (concurrency, timeouts, retries, backoff) are read
+        # from the config by the job, not passed here: changing them reruns nothing. reask
+        # changes when a run left errors: the next run asks the failed items again
         params:
-            reader=lambda wc: VISTA.readers[wc.reader],
+            reader=lambda wc: VISTA.reader_params(wc.reader),
             recon_dir=lambda wc: None if wc.model == "original" else f"results/recon/{wc.model}/{wc.dataset}",
-            judge=VISTA.section.get("judge"),
+            judge=VISTA.judge_params(),
             extraction=VISTA.section.get("extraction", "release"),
             prompt_layout=VISTA.section.get("prompt_layout", "release"),
+            reask=lambda wc: VISTA.reask(wc.reader, wc.model, wc.dataset),
         log:
             "logs/vista_answers/{reader}/{model}/{dataset}.log",
         benchmark:

@@ -7,12 +7,26 @@ SDK (used with its own retries off, so there is one retry policy):
   responses; a 429's ``Retry-After`` (seconds or HTTP date; ``retry-after-ms`` too) is honored;
   other 4xx (bad request, bad key) fail at once;
 - **a concurrency limit** shared by all threads of the process (``concurrency``);
+- **backoff outside the workers**: :meth:`ApiClient.map` (and :func:`pool_map`) run a function
+  over items on ``concurrency`` workers, and a request that must wait before its retry puts its
+  item back (it is called again once the wait is over, the request going on with its next
+  attempt) instead of holding a worker, so a few items that fail on every attempt do not leave
+  the endpoint idle;
+- **an endpoint found down early**: before the first request it sends, a client checks once that
+  the endpoint answers at all (:func:`probe_endpoint`, a short timeout), and its circuit breaker
+  opens after ``max_consecutive_failures`` requests in a row (in the order they were first
+  sent) got no answer (connection errors, timeouts) or failed after all their attempts: from
+  then on no request is sent
+  (:class:`EndpointDown`, one line naming ``api.endpoints.<name>`` and its ``base_url``), so a
+  job whose endpoint went away stops in seconds instead of retrying every item;
 - **a response cache on disk**, one JSON file per request, keyed by the SHA-256 of the full
   request: kind, model, prompt/messages and parameters, with every image replaced by the SHA-256 of
   its bytes. A cached request is never sent again, and each answer is written (atomically) the
-  moment it arrives, so a crash loses no paid response. Failures are not cached;
-- **usage** (requests sent, cache hits, retries, tokens, images, seconds) summed per client and
-  appended to a run ledger by the workflow's scripts (:func:`append_usage`).
+  moment it arrives, so a crash loses no paid response. Failures are not cached, so the next run
+  asks exactly the requests that failed;
+- **usage** (:class:`Usage`: HTTP requests sent, answered and failed requests, retries, cache
+  hits, tokens, images sent and received, seconds) summed per client and appended to a run
+  ledger by the workflow's scripts (:func:`append_usage`).
 
 Models run in process (:mod:`roundtrip.readers.transformers_vlm`) keep the same contract: their
 answers go to the same :class:`ResponseCache`, and their :class:`Usage` (from
@@ -26,14 +40,14 @@ from __future__ import annotations
 import base64
 import email.utils
 import hashlib
+import heapq
 import json
 import logging
 import os
 import random
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
@@ -41,21 +55,53 @@ log = logging.getLogger(__name__)
 
 
 class ApiError(RuntimeError):
-    """A request failed for good (non-retryable error, or retries exhausted)."""
+    """A request failed for good (non-retryable error, or retries exhausted).
+
+    Attributes:
+        kind: what went wrong, in a few words, for footnotes and logs: ``connection error``,
+            ``timed out``, ``HTTP 500``, ``rate limited``, ``malformed response``,
+            ``endpoint down``, ``missing key``, ... (``API error`` where nothing more is known).
+    """
+
+    kind = "API error"
+
+    def __init__(self, message: str = "", kind: str | None = None):
+        super().__init__(message)
+        if kind:
+            self.kind = kind
 
 
 class MissingApiKey(ApiError):
     """The environment variable that should hold the endpoint's key is unset or empty."""
 
+    kind = "missing key"
+
 
 class MalformedResponse(ApiError):
     """The endpoint answered 200 with something that is not the expected response."""
+
+    kind = "malformed response"
+
+
+class EndpointDown(ApiError):
+    """The request was not sent: the endpoint did not answer the client's first check
+    (:func:`probe_endpoint`), or its circuit breaker opened (``max_consecutive_failures``). The
+    message is one line naming ``api.endpoints.<name>`` and its ``base_url``."""
+
+    kind = "endpoint down"
 
 
 #: Key used for endpoints that need none (local vLLM/Ollama); the SDK insists on a value.
 NO_KEY = "not-needed"
 #: The response cache's folder when the config names none (endpoints and in-process models).
 DEFAULT_CACHE_DIR = "api_cache"
+#: Seconds the first check of an endpoint waits for any answer (:func:`probe_endpoint`).
+PROBE_TIMEOUT_S = 5.0
+#: Settings of ``api.endpoints.<name>`` that change how answers are fetched, never which: a
+#: workflow keeps them out of what decides whether a job must run again
+#: (:func:`without_transport`, :func:`with_transport`).
+TRANSPORT_KEYS = ("timeout_s", "max_retries", "backoff_s", "max_backoff_s", "concurrency",
+                  "max_consecutive_failures")
 
 
 @dataclass(frozen=True)
@@ -75,6 +121,12 @@ class Endpoint:
         max_backoff_s: cap of the backoff and of an honored ``Retry-After``.
         concurrency: requests in flight at once, per process.
         cache_dir: folder of the response cache (shared by all endpoints; keys include the model).
+        max_consecutive_failures: the circuit breaker: after this many requests in a row (in
+            the order they were first sent) got no answer at all (connection error, timeout),
+            or failed after all their attempts (or at once, on a 4xx), the client sends nothing
+            more (:class:`EndpointDown`). A request sent after one that got an HTTP answer (or
+            a good one) starts the count again, so a few items that fail on every attempt and
+            retry late, one after the other, never open it; 0 turns the breaker off.
     """
     name: str
     base_url: str
@@ -85,11 +137,17 @@ class Endpoint:
     max_backoff_s: float = 60.0
     concurrency: int = 4
     cache_dir: str = DEFAULT_CACHE_DIR
+    max_consecutive_failures: int = 10
 
     @classmethod
     def from_config(cls, name: str, spec: dict) -> "Endpoint":
         """From ``api.endpoints.<name>`` (unknown keys raise ``TypeError``)."""
         return cls(name=name, **{k: v for k, v in spec.items() if k != "name"})
+
+    @property
+    def label(self) -> str:
+        """``api.endpoints.<name> (<base_url>)``: how messages name the endpoint."""
+        return f"api.endpoints.{self.name} ({self.base_url})"
 
     def api_key(self) -> str:
         """The key from the environment.
@@ -109,19 +167,62 @@ class Endpoint:
         return key
 
 
+def without_transport(spec: dict | None) -> dict | None:
+    """A copy of a use's spec (a reader, the judge: a dict whose ``endpoint`` is resolved) whose
+    endpoint lacks the :data:`TRANSPORT_KEYS`: what a rule's tracked parameters may hold, so that
+    changing ``concurrency`` or a timeout reruns no job. ``None`` and specs without a resolved
+    endpoint come back as they are."""
+    if not spec or not isinstance(spec.get("endpoint"), dict):
+        return spec
+    endpoint = {k: v for k, v in spec["endpoint"].items() if k not in TRANSPORT_KEYS}
+    return {**spec, "endpoint": endpoint}
+
+
+def with_transport(spec: dict | None, endpoints: dict) -> dict | None:
+    """:func:`without_transport` undone: the spec with its endpoint's :data:`TRANSPORT_KEYS` from
+    ``endpoints`` (``api.endpoints`` of the run's config: a job reads them from the config,
+    which Snakemake does not track, instead of from its parameters).
+
+    Raises:
+        KeyError: the endpoint is not in ``endpoints``.
+    """
+    if not spec or not isinstance(spec.get("endpoint"), dict):
+        return spec
+    ep = spec["endpoint"]
+    settings = endpoints[ep["name"]]
+    return {**spec, "endpoint": {**ep, **{k: settings[k] for k in TRANSPORT_KEYS
+                                          if k in settings}}}
+
+
 @dataclass
 class Usage:
-    """What a client (or an in-process model) spent: ``requests`` answered by the endpoint
-    (what is billed; in process: answers generated), answers served from the cache
-    (``cache_hits``), ``retries`` (failed attempts that were retried), ``failures`` (requests
-    given up on), tokens of answered requests, images received, and ``seconds``: wall-clock
-    seconds spent on answered requests (retries and waits included; in process: generation)."""
+    """What a client (or an in-process model) spent. Counts:
+
+    - ``attempts``: HTTP requests sent to the endpoint, every retry included: what the server
+      received (0 for a model run in process);
+    - ``requests``: requests answered (what is billed; in process: answers generated);
+    - ``failures``: requests given up on: after all their attempts, on a non-retryable error
+      (a 4xx), or because the endpoint was found down (:class:`EndpointDown`: before their
+      first attempt, ``not_sent`` of them, or before a retry);
+    - ``not_sent``: requests never sent because the endpoint was found down;
+    - ``retries``: attempts after a request's first (``attempts`` = ``requests`` +
+      ``failures`` - ``not_sent`` + ``retries``);
+    - ``cache_hits``: answers served from the response cache, never sent;
+    - ``input_tokens``, ``output_tokens``: of answered requests, as the endpoint reports them;
+    - ``images_sent``: images carried by the attempts sent (chat image parts, edit inputs);
+    - ``images``: images received (image generation and edits);
+    - ``seconds``: wall-clock seconds the attempts took (backoff waits excluded; in process:
+      generation).
+    """
+    attempts: int = 0
     requests: int = 0
-    cache_hits: int = 0
-    retries: int = 0
     failures: int = 0
+    not_sent: int = 0
+    retries: int = 0
+    cache_hits: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    images_sent: int = 0
     images: int = 0
     seconds: float = 0.0
 
@@ -249,18 +350,201 @@ def retry_after_s(headers) -> float | None:
         return max(0.0, when.timestamp() - time.time()) if when else None
 
 
+def _as_endpoint(endpoint: "Endpoint | dict") -> Endpoint:
+    if isinstance(endpoint, Endpoint):
+        return endpoint
+    return Endpoint.from_config(endpoint["name"], endpoint)
+
+
+def probe_endpoint(endpoint: "Endpoint | dict", timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """Whether an endpoint answers at all: one ``GET {base_url}/models`` (the OpenAI API's model
+    list, which vLLM and Ollama serve too) with ``timeout_s``, no retry.
+
+    Any HTTP answer counts, whatever its status (a server that wants another key or has no
+    ``/models`` route still answers), and so does a connection accepted whose answer is slow (a
+    server that hangs is the circuit breaker's to find, :class:`ApiClient`); only a connection
+    that cannot be made (refused, unknown host, no connection within ``timeout_s``) makes the
+    endpoint unreachable. The endpoint's key is sent where its variable is set (as every
+    request sends it), never written anywhere.
+
+    Args:
+        endpoint: an :class:`Endpoint` or a resolved ``api.endpoints`` entry (a dict with
+            ``name``).
+        timeout_s: seconds to wait for the connection and the answer (> 0).
+
+    Returns:
+        None when the endpoint answered; else one line naming the config key and the URL:
+        ``"api.endpoints.local_vllm (http://localhost:8000/v1) is unreachable: connection
+        refused (GET http://localhost:8000/v1/models, 5 s timeout)"``.
+
+    Raises:
+        TypeError: an ``api.endpoints`` entry with unknown keys.
+    """
+    import openai
+
+    ep = _as_endpoint(endpoint)
+    url = f"{ep.base_url.rstrip('/')}/models"
+    try:
+        key = ep.api_key()
+    except MissingApiKey:
+        key = NO_KEY  # reachability needs no key: a 401 is an answer
+    try:
+        sdk = openai.OpenAI(api_key=key, base_url=ep.base_url, timeout=timeout_s, max_retries=0)
+        try:
+            sdk.models.with_raw_response.list()
+        finally:
+            sdk.close()
+    except openai.APITimeoutError as exc:
+        if type(exc.__cause__).__name__ != "ConnectTimeout":
+            return None  # connected; the answer is slow
+        why = f"no connection within {timeout_s:g} s"
+    except openai.APIConnectionError as exc:
+        why = _why(exc)
+    except openai.APIError:  # an HTTP answer of any status: the endpoint is there
+        return None
+    except ValueError as exc:  # a base_url the HTTP client cannot use
+        why = f"bad base_url: {_short(exc)}"
+    else:
+        return None
+    return f"{ep.label} is unreachable: {why} (GET {url}, {timeout_s:g} s timeout)"
+
+
+class _RetryLater(BaseException):
+    """Raised out of a request made inside :func:`pool_map`'s workers instead of waiting for its
+    retry: the pool calls the item's function again after ``delay_s``. A ``BaseException``, so
+    that no ``except Exception`` of the item's function takes it for a failure."""
+
+    def __init__(self, delay_s: float, client: "ApiClient"):
+        super().__init__(delay_s)
+        self.delay_s, self.client = delay_s, client
+
+
+@dataclass
+class _Task:
+    """One item of :func:`pool_map` and what its requests carry over from one call to the next:
+    per request key, the attempts made and the request's number (``(attempts, seq)``: a retry
+    goes on counting), keys ``answered`` while the item was being done (served again from the
+    cache without counting a cache hit), and the ``client`` that put it aside (its breaker can
+    wake it early)."""
+    item: Any
+    attempts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    answered: set[str] = field(default_factory=set)
+    client: "ApiClient | None" = None
+
+
+_WORKER = threading.local()
+
+
+def _current_task() -> _Task | None:
+    """The :func:`pool_map` item the calling thread is working on, or None outside a pool."""
+    return getattr(_WORKER, "task", None)
+
+
+def pool_map(fn: Callable[[Any], Any], items, workers: int,
+             on_call: Callable[[bool], None] | None = None) -> list:
+    """``fn`` over ``items`` on ``workers`` threads; results in the items' order, an exception
+    raised by ``fn`` becoming its item's result (one failure does not stop the others).
+
+    A request of an :class:`ApiClient` made inside ``fn`` that has to wait before its retry does
+    not wait in its worker: the item is put aside, and ``fn`` is called on it again once the
+    backoff (or the server's ``Retry-After``) has passed, the request going on with its next
+    attempt, while the worker takes the next item. The workers stay busy with the items that
+    get answers; only the failing ones wait. Items put aside by a client whose endpoint has
+    been found down (:attr:`ApiClient.down`) are called again at once, and fail without a
+    request. ``fn`` must therefore be safe to call again on an item; a request it already got
+    answered is served from the response cache (and not counted as a cache hit).
+
+    Args:
+        fn: called with one item; returns its result.
+        items: the items (any iterable; read once).
+        workers: threads (at least 1, at most one per item).
+        on_call: called after each call of ``fn``, from its worker, with ``True`` when the item
+            was put aside for a retry (one more call to come) and ``False`` when it is done;
+            e.g. a job's progress.
+
+    Returns:
+        list: one result (or exception) per item, in order.
+    """
+    items = list(items)
+    results: list = [None] * len(items)
+    if not items:
+        return results
+    tasks = [_Task(item) for item in items]
+    ready = [(0.0, i) for i in range(len(items))]  # a heap of (time it may run, index)
+    left = [len(items)]
+    cond = threading.Condition()
+
+    def take() -> int | None:  # called with cond held
+        while left[0]:
+            now = time.monotonic()
+            if ready and ready[0][0] <= now:
+                return heapq.heappop(ready)[1]
+            for k, (_, i) in enumerate(ready):  # put aside by a client now down: at once
+                if tasks[i].client is not None and tasks[i].client.down is not None:
+                    ready[k] = ready[-1]
+                    ready.pop()
+                    heapq.heapify(ready)
+                    return i
+            cond.wait(ready[0][0] - now if ready else None)
+        return None
+
+    def work() -> None:
+        while True:
+            with cond:
+                i = take()
+            if i is None:
+                return
+            task, later = tasks[i], None
+            _WORKER.task = task
+            try:
+                out = fn(task.item)
+            except _RetryLater as exc:
+                later = exc
+            except Exception as exc:  # noqa: BLE001 - the item's result, recorded by the caller
+                out = exc
+            finally:
+                _WORKER.task = None
+            with cond:
+                if later is not None:
+                    task.client = later.client
+                    heapq.heappush(ready, (time.monotonic() + later.delay_s, i))
+                else:
+                    results[i] = out
+                    left[0] -= 1
+                cond.notify_all()
+            if on_call is not None:
+                on_call(later is not None)
+
+    threads = [threading.Thread(target=work, name=f"roundtrip pool {k}", daemon=True)
+               for k in range(max(1, min(int(workers), len(items))))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
 class ApiClient:
-    """Requests to one endpoint with retries, a concurrency limit, the disk cache and usage.
+    """Requests to one endpoint with retries, a concurrency limit, the disk cache, the circuit
+    breaker and usage.
 
     Args:
         endpoint: the endpoint settings.
-        sleep: the function used to wait between attempts (tests pass a recorder).
+        sleep: the function used to wait between attempts outside :meth:`map` (tests pass a
+            recorder).
+        probe: check the endpoint once (:func:`probe_endpoint`) before the first request sent.
+
+    Attributes:
+        down: why no request is sent any more (the first check found the endpoint unreachable,
+            or the breaker opened), one line naming ``api.endpoints.<name>`` and its
+            ``base_url``; None while requests are sent.
 
     Raises:
         MissingApiKey: at construction, before any request.
     """
 
-    def __init__(self, endpoint: Endpoint, sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, endpoint: Endpoint, sleep: Callable[[float], None] = time.sleep,
+                 probe: bool = True):
         import openai
 
         self.endpoint = endpoint
@@ -268,16 +552,24 @@ class ApiClient:
                                   timeout=endpoint.timeout_s, max_retries=0)
         self.cache = ResponseCache(endpoint.cache_dir)
         self.usage = Usage()
+        self.down: str | None = None
         self._sleep = sleep
         self._slots = threading.Semaphore(max(1, endpoint.concurrency))
         self._lock = threading.Lock()
+        self._probe_lock = threading.Lock()
+        self._probed = not probe
+        # the breaker: requests are numbered as first sent; those sent after the last one that
+        # got an HTTP answer (a good answer) and got none (failed) are the ones "in a row"
+        self._seq = self._answered_seq = self._ok_seq = 0
+        self._silent: set[int] = set()
+        self._failed: set[int] = set()
 
     # -- public requests ---------------------------------------------------------------------
     def chat(self, model: str, messages: list[dict], **params) -> Reply:
         """``chat.completions.create``; ``messages`` may hold image parts with data URLs."""
         request = {"kind": "chat", "model": model, "messages": messages, "params": params}
         return self._request(request, lambda: self._sdk.chat.completions.create(
-            model=model, messages=messages, **params))
+            model=model, messages=messages, **params), images_sent=_image_parts(messages))
 
     def generate_image(self, model: str, prompt: str, **params) -> Reply:
         """``images.generate`` asking for base64 output (``b64_json``)."""
@@ -293,44 +585,54 @@ class ApiClient:
                    "params": params}
         return self._request(request, lambda: self._sdk.images.edit(
             model=model, image=("image.png", image_png, "image/png"), prompt=prompt, **params),
-            images=1)
+            images=1, images_sent=1)
 
     def map(self, fn: Callable[[Any], Any], items: list) -> list:
-        """``fn`` over ``items`` with ``concurrency`` threads; an exception becomes the item's
-        result (never raised), so one failure does not stop the others."""
-        def safe(item):
-            try:
-                return fn(item)
-            except Exception as exc:  # noqa: BLE001 - recorded per item by the caller
-                return exc
-        with ThreadPoolExecutor(max_workers=max(1, self.endpoint.concurrency)) as pool:
-            return list(pool.map(safe, items))
+        """``fn`` over ``items`` on ``concurrency`` workers (:func:`pool_map`: a request waiting
+        for its retry does not hold a worker); an exception becomes the item's result (never
+        raised), so one failure does not stop the others."""
+        return pool_map(fn, items, self.endpoint.concurrency)
 
     # -- machinery ---------------------------------------------------------------------------
-    def _request(self, request: dict, send: Callable[[], Any], images: int = 0) -> Reply:
+    def _request(self, request: dict, send: Callable[[], Any], images: int = 0,
+                 images_sent: int = 0) -> Reply:
         """The cached answer, else ``send()`` with retries; answers are validated (text or
         image present) before they are cached, so a cached answer needs no second check."""
         canonical = _canonical(request)  # hashes image payloads once, for key and entry
         key = ResponseCache.key(canonical)
+        task = _current_task()
         cached = self.cache.get(key)
         if cached is not None:
-            with self._lock:
-                self.usage.cache_hits += 1
+            if task is None or key not in task.answered:  # not an answer of this very item
+                with self._lock:
+                    self.usage.cache_hits += 1
             return Reply(cached, cached=True)
-        started = time.monotonic()
-        response, attempts = self._with_retries(send, request)
+        response, attempts = self._with_retries(send, request, key, task, images_sent)
         self.cache.put(key, canonical, response)  # before anything can go wrong downstream
+        if task is not None:
+            task.answered.add(key)
         with self._lock:
-            self.usage.add_response(response, images=images, seconds=time.monotonic() - started)
+            self.usage.add_response(response, images=images)
         return Reply(response, cached=False, attempts=attempts)
 
-    def _with_retries(self, send: Callable[[], Any], request: dict) -> tuple[dict, int]:
+    def _with_retries(self, send: Callable[[], Any], request: dict, key: str,
+                      task: _Task | None, images_sent: int) -> tuple[dict, int]:
         import openai
 
         what = f"{request['kind']} {request['model']} at {self.endpoint.name}"
-        last = ""
-        for attempt in range(self.endpoint.max_retries + 1):
-            wait = None
+        attempt, seq = task.attempts.pop(key, (0, 0)) if task is not None else (0, 0)
+        while True:
+            self._check_up(attempted=attempt > 0)
+            wait, answered = None, True
+            if not seq:
+                with self._lock:
+                    self._seq += 1
+                    seq = self._seq
+            with self._lock:
+                self.usage.attempts += 1
+                self.usage.images_sent += images_sent
+                self.usage.retries += bool(attempt)
+            started = time.monotonic()
             try:
                 with self._slots:
                     response = send()
@@ -339,33 +641,108 @@ class ApiClient:
                 if not isinstance(data, dict):
                     raise MalformedResponse(f"unexpected response type {type(response).__name__}")
                 self._validate(request["kind"], data)
+                self._attempted(started, seq, answered=True, ok=True)
                 return data, attempt + 1
             except openai.RateLimitError as exc:
-                last = f"429 rate limited: {_short(exc)}"
+                kind, last = "rate limited", f"429 rate limited: {_short(exc)}"
                 wait = retry_after_s(exc.response.headers)
             except openai.APIStatusError as exc:
+                kind, last = f"HTTP {exc.status_code}", f"HTTP {exc.status_code}: {_short(exc)}"
                 if exc.status_code < 500 and exc.status_code not in (408, 409):
-                    raise ApiError(f"{what}: HTTP {exc.status_code}: {_short(exc)}") from exc
-                last = f"HTTP {exc.status_code}: {_short(exc)}"
+                    self._attempted(started, seq, answered=True, ok=False)
+                    self._given_up(seq, last)
+                    raise ApiError(f"{what}: {last}", kind=kind) from exc
             except openai.APITimeoutError:
-                last = f"timed out after {self.endpoint.timeout_s} s"
+                kind, last = "timed out", f"timed out after {self.endpoint.timeout_s} s"
+                answered = False
             except openai.APIConnectionError as exc:
-                last = f"connection error: {_short(exc)}"
+                kind, last = "connection error", f"connection error: {_why(exc)}"
+                answered = False
             except (MalformedResponse, json.JSONDecodeError, openai.APIResponseValidationError,
                     ValueError) as exc:
-                last = f"malformed response: {_short(exc)}"
+                kind, last = "malformed response", f"malformed response: {_short(exc)}"
+            self._attempted(started, seq, answered=answered, ok=False, last=last)
             if attempt == self.endpoint.max_retries:
-                break
+                self._given_up(seq, last)
+                raise ApiError(f"{what}: gave up after {attempt + 1} attempts; last error: "
+                               f"{last}", kind=kind)
             delay = self._delay(attempt, wait)
-            log.warning("%s: %s; retry %d/%d in %.2f s", what, last, attempt + 1,
+            attempt += 1
+            log.warning("%s: %s; retry %d/%d in %.2f s", what, last, attempt,
                         self.endpoint.max_retries, delay)
-            with self._lock:
-                self.usage.retries += 1
+            if task is not None:  # in a pool: wait outside the worker
+                task.attempts[key] = (attempt, seq)
+                raise _RetryLater(delay, self)
             self._sleep(delay)
+
+    def _check_up(self, attempted: bool = False) -> None:
+        """Check the endpoint once before the first request sent; refuse to send once it is
+        down.
+
+        Args:
+            attempted: the request has been sent before (a retry is refused).
+
+        Raises:
+            EndpointDown: :attr:`down` is set (counted as a failure; as not sent, unless
+                ``attempted``).
+        """
+        if not self._probed:
+            with self._probe_lock:
+                if not self._probed:
+                    why = probe_endpoint(self.endpoint, min(PROBE_TIMEOUT_S,
+                                                            self.endpoint.timeout_s))
+                    if why:
+                        self._stop(why)
+                    self._probed = True
+        if self.down is not None:
+            with self._lock:
+                self.usage.failures += 1
+                self.usage.not_sent += not attempted
+            raise EndpointDown(f"not sent: {self.down}")
+
+    def _attempted(self, started: float, seq: int, answered: bool, ok: bool,
+                   last: str = "") -> None:
+        """Count an attempt's seconds; the breaker's count of requests in a row (request
+        number ``seq``) whose last attempt got no answer."""
+        limit = self.endpoint.max_consecutive_failures
+        with self._lock:
+            self.usage.seconds += time.monotonic() - started
+            if answered:
+                self._silent.discard(seq)
+                if seq > self._answered_seq:
+                    self._answered_seq = seq
+                    self._silent = {q for q in self._silent if q > seq}
+            elif seq > self._answered_seq:
+                self._silent.add(seq)
+            if ok and seq > self._ok_seq:
+                self._ok_seq = seq
+                self._failed = {q for q in self._failed if q > seq}
+            silent = len(self._silent)
+        if limit and silent >= limit:
+            self._stop(f"{self.endpoint.label}: {silent} requests in a row got no answer (last: "
+                       f"{last}); nothing more is sent (circuit breaker, "
+                       f"api.endpoints.{self.endpoint.name}.max_consecutive_failures: {limit})")
+
+    def _given_up(self, seq: int, last: str) -> None:
+        """Count a request given up on; the breaker's count of requests in a row that failed."""
+        limit = self.endpoint.max_consecutive_failures
         with self._lock:
             self.usage.failures += 1
-        raise ApiError(f"{what}: gave up after {self.endpoint.max_retries + 1} attempts; "
-                       f"last error: {last}")
+            if seq > self._ok_seq:
+                self._failed.add(seq)
+            failed = len(self._failed)
+        if limit and failed >= limit:
+            self._stop(f"{self.endpoint.label}: {failed} requests in a row failed (last: "
+                       f"{last}); nothing more is sent (circuit breaker, "
+                       f"api.endpoints.{self.endpoint.name}.max_consecutive_failures: {limit})")
+
+    def _stop(self, why: str) -> None:
+        """Send nothing more (the first reason is kept and logged once)."""
+        with self._lock:
+            if self.down is not None:
+                return
+            self.down = why
+        log.error("%s", why)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:  # the server knows best; still capped
@@ -381,9 +758,26 @@ class ApiClient:
             Reply(data, cached=False).image_bytes()
 
 
+def _image_parts(messages: list[dict]) -> int:
+    """Images in chat messages (``image_url`` parts)."""
+    return sum(1 for m in messages if isinstance(m.get("content"), list)
+               for part in m["content"] if isinstance(part, dict)
+               and part.get("type") == "image_url")
+
+
 def _short(exc: Exception, limit: int = 200) -> str:
     text = str(exc).replace("\n", " ")
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _why(exc: Exception) -> str:
+    """The SDK's message with its cause (``Connection error. ([Errno 111] Connection
+    refused)``), shortened."""
+    cause = exc.__cause__
+    text = str(exc)
+    if cause is not None and str(cause) and str(cause) not in text:
+        text = f"{text} ({cause})"
+    return _short(Exception(text))
 
 
 # -- clients shared within a process, and the usage ledger ------------------------------------
@@ -449,6 +843,13 @@ def append_usage(ledger: str | Path, job: str) -> list[dict]:
     return lines
 
 
+def endpoints_down() -> list[str]:
+    """Why each endpoint of this process's clients sends nothing more (:attr:`ApiClient.down`),
+    one line each; empty while every endpoint answers (what a job prints before it ends)."""
+    with _CLIENTS_LOCK:
+        return [c.down for c in _CLIENTS.values() if c.down is not None]
+
+
 def image_data_url(png: bytes) -> str:
     """``data:image/png;base64,...`` for an image part of a chat message."""
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
@@ -481,6 +882,22 @@ def summarize_usage(ledger: str | Path, since: float = 0.0) -> list[dict]:
     for t in totals.values():
         t["seconds"] = round(t["seconds"], 3)
     return list(totals.values())
+
+
+def usage_line(row: dict) -> str:
+    """One row of :func:`summarize_usage` as the line printed at the end of a run:
+    ``"API usage (local_vllm) at http://localhost:8000/v1: 737 HTTP requests sent, 575 answered,
+    30 failed (12 not sent: endpoint down), 132 retries, 2,040 cache hits, 641 images sent, 0
+    received, 412,006 tokens in, 2,901 out, 412.3 s in 3 jobs"``."""
+    n = {k: int(row.get(k, 0) or 0) for k in USAGE_FIELDS if k != "seconds"}
+    failed = f"{n['failures']:,} failed" + (f" ({n['not_sent']:,} not sent: endpoint down)"
+                                             if n["not_sent"] else "")
+    return (f"API usage ({row['endpoint']}) at {row.get('base_url', '')}: "
+            f"{n['attempts']:,} HTTP requests sent, {n['requests']:,} answered, {failed}, "
+            f"{n['retries']:,} retries, {n['cache_hits']:,} cache hits, {n['images_sent']:,} "
+            f"images sent, {n['images']:,} received, {n['input_tokens']:,} tokens in, "
+            f"{n['output_tokens']:,} out, {float(row.get('seconds', 0) or 0):.1f} s in "
+            f"{int(row.get('jobs', 0) or 0)} jobs")
 
 
 def write_usage_summary(ledger: str | Path, out_csv: str | Path, since: float) -> list[dict]:

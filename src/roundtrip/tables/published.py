@@ -63,6 +63,9 @@ OPTIONAL = ("row_group", "column_group", "model", "in_zoo")
 IN_ZOO = ("yes", "no", "")
 #: The folder inside an evaluation package.
 FOLDER = "published"
+#: The column of a run's row beside the published rows that says what it is over
+#: (:func:`run_coverage`); published rows leave it empty.
+RUN_N_COLUMN = "n"
 
 
 class PublishedError(ValueError):
@@ -137,6 +140,27 @@ def parse_published(text: str, name: str) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(records, columns=list(COLUMNS))
     frame["value"] = frame["value"].astype(float)
     return frame
+
+
+def run_coverage(n: int, benchmark: int | None = None, unit: str = "questions") -> str:
+    """What a run's row set beside a paper's published rows is over, for its
+    :data:`RUN_N_COLUMN` cell: the published rows are over the whole benchmark, a run may be over
+    part of it.
+
+    Args:
+        n: the items the run's row is over (>= 0).
+        benchmark: the items of the paper's benchmark; None where unknown.
+        unit: what the items are.
+
+    Returns:
+        ``"1,500 questions (the whole benchmark)"``, ``"300 of 1,500 questions (a subset of the
+        benchmark)"``, or ``"300 questions"`` where ``benchmark`` is None.
+    """
+    if benchmark is None:
+        return f"{n:,} {unit}"
+    if n >= benchmark:
+        return f"{n:,} {unit} (the whole benchmark)"
+    return f"{n:,} of {benchmark:,} {unit} (a subset of the benchmark)"
 
 
 def read_published_file(path: str | Path | Traversable) -> pd.DataFrame:

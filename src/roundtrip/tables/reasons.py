@@ -43,3 +43,22 @@ def summarize_reasons(labels: Iterable[str], top: int = 3, counts: str = "repeat
         parts.append(f"{label} ({n}x)" if show else label)
     more = len(found) - top
     return "; ".join(parts) + (f"; and {more} other reasons" if tail and more > 0 else "")
+
+
+def counted(count: int, total: int, what: str, labels: Iterable[str] = (), top: int = 2,
+            counts: str = "always") -> str:
+    """A footnote that counts items of one kind: ``"3 of 20 answers are errors: connection error
+    (2x); timed out (1x)"``, the most common ``labels`` after a colon
+    (:func:`summarize_reasons` with ``top`` and ``counts``), the bare count without labels.
+
+    Args:
+        count: items of the kind (>= 0).
+        total: items the cell is over (>= ``count``).
+        what: what the items are, after the count (``"answers are errors"``).
+        labels: one label per item of the kind.
+
+    Raises:
+        ValueError: ``counts`` is not one of :data:`COUNTS`.
+    """
+    why = summarize_reasons(labels, top=top, counts=counts)
+    return f"{count} of {total} {what}" + (f": {why}" if why else "")

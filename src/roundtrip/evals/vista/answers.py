@@ -7,22 +7,34 @@ originals. Text-mode answers do not depend on the model; their rows are repeated
 model's file (API answers come from the cache).
 
 Every manifest item gets a VT row and every question a text row, with ``status`` and ``reason``:
-``ok`` (answered; the answer may still be invalid), ``error`` (the reader failed: an API error
-after retries; counted wrong, as VISTA-Bench does) or ``not_scored`` (the render or its
-reconstruction does not exist, or the question is outside what the reader answers at all,
-``reason`` starting with :data:`OUT_OF_SCOPE`; left out of accuracies, counted in footnotes).
+``ok`` (answered; the answer may still be invalid: counted wrong, as the release counts it),
+``error`` (no answer: the request or the generation failed, ``reason`` starting with what went
+wrong, e.g. ``connection error: ...``, ``endpoint down: ...``; ``hit`` empty: an error is not an
+answer, so it is left out of the accuracies and counted in footnotes, and the next run asks it
+again) or ``not_scored`` (the render or its reconstruction does not exist, or the question is
+outside what the reader answers at all, ``reason`` starting with :data:`OUT_OF_SCOPE`; left out
+of accuracies, counted in footnotes).
 
 A reader with ``answer_many`` (run in process, batched) is asked its questions a batch at a
 time, requests with as many images together; the others one question at a time on
-``concurrency`` threads. The job logs its progress (:class:`roundtrip.core.progress.Progress`).
+``concurrency`` workers (:func:`roundtrip.api.client.pool_map`: a request waiting for its retry
+does not hold a worker). The job logs its progress (:class:`roundtrip.core.progress.Progress`;
+on an endpoint every retry is one more request to make, so the time left counts them).
+
+Errors are asked again by the next run of the job: failed requests are not cached, and
+:func:`write_answers` keeps a record beside ``answers.csv`` (:data:`REASK_FILE`) that changes
+whenever a run leaves errors; the workflow passes it to the job as a parameter
+(:func:`reask_marker`), so Snakemake runs the job again, which sends only the requests whose
+answers are not cached.
 """
 from __future__ import annotations
 
 import json
 import logging
 import math
+import threading
+import time
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -30,7 +42,6 @@ import pandas as pd
 from roundtrip.core.imaging import ImageReadError, read_image
 from roundtrip.core.progress import Progress
 from roundtrip.evals.vista.extract import (
-    INVALID,
     JUDGE,
     JUDGE_PROMPT_DEFAULT,
     OPEN,
@@ -55,6 +66,60 @@ OK, ERROR, NOT_SCORED = "ok", "error", "not_scored"
 OUT_OF_SCOPE = "outside the reader's scope"
 #: Questions whose pictures are kept in memory at once (a request reads them again after).
 IMAGE_CACHE_QUESTIONS = 64
+#: Beside ``answers.csv``: the record of the last run of the job that left errors
+#: (:func:`write_answers`, :func:`reask_marker`).
+REASK_FILE = "reask.json"
+#: :func:`reask_marker` of a job none of whose runs left an error.
+NO_ERRORS = "no errors to ask again"
+
+
+def error_reason(exc: BaseException) -> str:
+    """The ``reason`` of an error row: what went wrong first (an API error's ``kind``, e.g.
+    ``connection error``, ``endpoint down``; else the exception's type), then the message;
+    at most 300 characters."""
+    kind = getattr(exc, "kind", None) or type(exc).__name__
+    return f"{kind}: {exc}"[:300]
+
+
+def write_answers(rows: pd.DataFrame, path: str | Path) -> int:
+    """Write an answer job's rows to ``path`` (``answers.csv``) and, where some are errors,
+    a new :data:`REASK_FILE` beside it, so that the next run of the workflow runs the job again
+    (:func:`reask_marker`); a run without errors leaves the record as it is (a run after it
+    then has nothing to do).
+
+    Returns:
+        The number of error rows.
+    """
+    path = Path(path)
+    rows.to_csv(path, index=False)
+    errors = int((rows["status"] == ERROR).sum())
+    if errors:
+        record = path.with_name(REASK_FILE)
+        try:
+            before = int(json.loads(record.read_text()).get("round", 0))
+        except (OSError, ValueError, AttributeError, TypeError):
+            before = 0
+        tmp = record.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"round": before + 1, "errors": errors, "rows": len(rows),
+                                   "written": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                            time.gmtime())}))
+        tmp.replace(record)
+    return errors
+
+
+def reask_marker(answers_csv: str | Path) -> str:
+    """What the workflow passes to an answer job as its ``reask`` parameter: one line from the
+    :data:`REASK_FILE` beside ``answers_csv`` (``"round 2: 283 of 600 answers were errors;
+    asked again"``), :data:`NO_ERRORS` where there is none. It changes only when a run of the
+    job leaves errors, so Snakemake (whose default rerun triggers include parameters) runs the
+    job again once after each such run, and a run after one without errors is a no-op."""
+    record = Path(answers_csv).with_name(REASK_FILE)
+    try:
+        r = json.loads(record.read_text())
+        return f"round {int(r['round'])}: {int(r['errors'])} of {int(r['rows'])} answers were " \
+               "errors; asked again"
+    except (OSError, ValueError, KeyError, TypeError):
+        return NO_ERRORS
 
 
 def out_of_scope(rows: pd.DataFrame) -> pd.Series:
@@ -172,21 +237,37 @@ def answer_set(manifest_path: str | Path, reader, model: str = "original",
         if rows[i] is None:
             pending.append(i)
     label = getattr(reader, "config_key", "") or reader.name
-    progress = Progress(len(pending), f"VISTA answers of {label} ({model}) on "
-                        f"{manifest_path.parent.name}", unit="answers", logger=log)
+    what = f"VISTA answers of {label} ({model}) on {manifest_path.parent.name}"
     if hasattr(reader, "answer_many"):
-        _ask_in_batches(ask, jobs, pending, rows, progress)
+        with Progress(len(pending), what, unit="answers", logger=log) as progress:
+            _ask_in_batches(ask, jobs, pending, rows, progress)
     else:
-        def one(i):
-            out = ask.one(*jobs[i])
-            progress.add()
-            return out
-
-        with ThreadPoolExecutor(max_workers=max(1, int(getattr(reader, "concurrency", 1)))) as pool:
-            for i, out in zip(pending, pool.map(one, pending)):
-                rows[i] = out
-    progress.finish()
+        with Progress(len(pending), what, unit="requests", logger=log) as progress:
+            _ask_one_by_one(ask, jobs, pending, rows, progress)
     return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
+
+
+def _ask_one_by_one(ask: "_Asking", jobs: list, pending: list[int], rows: list,
+                    progress: Progress) -> None:
+    """Ask a reader without ``answer_many`` the ``pending`` jobs on ``concurrency`` workers
+    (:func:`roundtrip.api.client.pool_map`): a request that waits for its retry puts its job
+    aside instead of holding a worker, and is one more request in the progress's total."""
+    from roundtrip.api.client import pool_map
+
+    lock = threading.Lock()
+
+    def counted(retry: bool) -> None:
+        if retry:
+            with lock:
+                progress.total += 1
+        progress.add()
+
+    workers = max(1, int(getattr(ask.reader, "concurrency", 1)))
+    outs = pool_map(lambda i: ask.one(*jobs[i]), pending, workers, on_call=counted)
+    for i, out in zip(pending, outs):
+        if isinstance(out, Exception):  # not a reader's failure (ask.one records those): a bug
+            raise out
+        rows[i] = out
 
 
 def _ask_in_batches(ask: "_Asking", jobs: list, pending: list[int], rows: list,
@@ -260,12 +341,13 @@ class _Asking:
         return q
 
     def scored(self, mode: str, row: dict, q: Question, raw: str | Exception) -> dict:
-        """The row of one answer (an exception: the reader failed, counted wrong)."""
+        """The row of one answer; an exception (the request or the generation failed) is an
+        error row: its reason (:func:`error_reason`), no answer, no score (``hit`` and
+        ``exact_match`` empty: left out of the accuracies, never counted wrong)."""
         out = _base(mode, row)
         if isinstance(raw, Exception):
             log.warning("%s %s: %s", mode, out["item_id"], raw)
-            return out | {"status": ERROR, "reason": str(raw)[:300], "extracted_by": INVALID,
-                          "hit": 0.0, "exact_match": 0.0 if not q.options else math.nan}
+            return out | {"status": ERROR, "reason": error_reason(raw)}
         return out | score(raw, q.options, row.get("answer", ""), row.get("question_text", ""),
                            self.how["judge"], self.how["extraction"])
 

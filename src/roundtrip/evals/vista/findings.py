@@ -4,12 +4,21 @@ The paper's headline comparison (VISTA-Bench Table 1, Sec. 4.2) is each reader's
 visualized text (VT: the question rendered as an image) against pure text, and the modality
 gap ``Acc_Text - Acc_VT`` in points (App. D.1; positive when the reader does worse on pixels).
 Everything here is read from the run's tables (:mod:`roundtrip.evals.vista.tables`), except the
-paired comparison of the two best readers, which needs their per-question answers
+paired comparison of the two best readers and the count of each reader's errors and invalid
+answers, which need their per-question answers
 (``results/vista/{reader}/original/{dataset}/answers.csv``).
+
+An error (the request or the generation failed) is not an answer: the tables leave it out. Page 1
+says, per reader, how many of its answers are errors and how many invalid where either is more
+than :data:`MENTION_SHARE` of them, and states no finding for a reader more than
+``vista.max_error_share`` (:data:`MAX_ERROR_SHARE`) of whose answers are errors: no gap, no
+ranking, no bar in the headline figure, no row beside the published Table 1; only the sentence
+that says so.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +33,14 @@ TOKENIZERS = "vista_tokenizers"
 VT_METRIC = "VT accuracy (%)"
 WHERE = "(one render per question)"
 IN_SCOPE = "overall.in_scope"  # questions a reader answers at all (vista_accuracy)
+#: A reader's share of errors, or of invalid answers, above which page 1 names the count (below
+#: it, the tables' footnotes count them).
+MENTION_SHARE = 0.02
+#: ``vista.max_error_share``'s default: a reader with a larger share of errors gets no finding.
+MAX_ERROR_SHARE = 0.1
+#: Questions in the benchmark (VISTA-Bench Sec. 1, Sec. 3: 1,500 instances): what a run's row
+#: beside the published Table 1 says it covers.
+BENCHMARK_QUESTIONS = 1500
 
 
 # -- reading the tables -------------------------------------------------------------------------
@@ -88,22 +105,125 @@ def per_question_vt(results: RunResults) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+@dataclass(frozen=True)
+class AnswerCounts:
+    """What a reader's answers on the original renders hold, over its Table 1 rows (one render
+    per question and the text rows; renders that failed the render audit left out as the
+    tables leave them, questions outside its scope and unusable renders not counted).
+
+    Attributes:
+        label: the ``vista_accuracy`` row label (``reader``, ``reader (dataset)``).
+        questions: questions of the set in Table 1 (text rows).
+        asked: answers the reader was asked, both modes.
+        errors: of them, errors (no answer: the request or the generation failed).
+        invalid: of them, answers with no option to read (counted wrong).
+        reasons: the errors' most common causes with counts (``connection error (283x)``).
+    """
+    label: str
+    questions: int
+    asked: int
+    errors: int
+    invalid: int
+    reasons: str
+
+    @property
+    def error_share(self) -> float:
+        """Errors over answers asked, in [0, 1] (0 with none asked)."""
+        return self.errors / self.asked if self.asked else 0.0
+
+    @property
+    def invalid_share(self) -> float:
+        """Invalid answers over answers asked, in [0, 1]."""
+        return self.invalid / self.asked if self.asked else 0.0
+
+
+def answer_counts(results: RunResults) -> dict[str, AnswerCounts]:
+    """:class:`AnswerCounts` per ``vista_accuracy`` row label, from the declared answer files of
+    the original renders; empty without files."""
+    from roundtrip.evals.vista.answers import NOT_SCORED, out_of_scope
+    from roundtrip.evals.vista.tables import admitted, is_error, read_answers, table1_rows
+    from roundtrip.tables.reasons import summarize_reasons
+
+    files = [Path(f) for f in results.files if Path(f).name == "answers.csv"
+             and _file_parts(Path(f))[1] == ORIGINAL]
+    many = len({_file_parts(f)[2] for f in files}) > 1
+    out = {}
+    for f in files:
+        reader, _, dataset = _file_parts(f)
+        df = table1_rows(admitted(read_answers(f), _include_failed_audit(results))[0])
+        asked = df[~out_of_scope(df) & (df["status"] != NOT_SCORED)]
+        errors = asked[is_error(asked)]
+        label = f"{reader} ({dataset})" if many else reader
+        out[label] = AnswerCounts(
+            label, int((df["mode"] == "text").sum()), len(asked), len(errors),
+            int(((asked["extracted_by"] == "invalid") & ~is_error(asked)).sum()),
+            summarize_reasons((str(r).split(":")[0] for r in errors["reason"]), top=2,
+                              counts="always"))
+    return out
+
+
+def max_error_share(results: RunResults) -> float:
+    """``vista.max_error_share`` of the run's config (:data:`MAX_ERROR_SHARE` where it has
+    none)."""
+    config = getattr(results, "config", None) or {}
+    value = (config.get("vista") or {}).get("max_error_share")
+    return MAX_ERROR_SHARE if value is None else float(value)
+
+
+def too_many_errors(results: RunResults) -> set[str]:
+    """Row labels of the readers more than ``vista.max_error_share`` of whose answers are
+    errors: page 1 states no finding for them."""
+    limit = max_error_share(results)
+    return {label for label, c in answer_counts(results).items() if c.error_share > limit}
+
+
+def _pct(share: float) -> str:
+    return f"{100 * share:.1f} %"
+
+
+def answers_sentence(results: RunResults) -> str | None:
+    """Per reader whose errors or invalid answers are more than :data:`MENTION_SHARE` of its
+    answers, how many; for a reader over ``vista.max_error_share``, that it gets no finding;
+    None where no reader has enough of either to mention."""
+    limit = max_error_share(results)
+    parts = []
+    for label, c in answer_counts(results).items():
+        said = []
+        if c.errors and c.error_share > MENTION_SHARE:
+            said.append(f"{c.errors} of {c.asked} answers ({_pct(c.error_share)}) are errors "
+                        f"({c.reasons}): left out of its accuracies, not counted wrong, and "
+                        "asked again by the next run")
+            if c.error_share > limit:
+                said.append(f"more than vista.max_error_share ({100 * limit:g} %), so no "
+                            "finding is reported for it")
+        if c.invalid and c.invalid_share > MENTION_SHARE:
+            said.append(f"{c.invalid} of {c.asked} ({_pct(c.invalid_share)}) are invalid (no "
+                        "option could be read: counted wrong, as the release counts them)")
+        if said:
+            parts.append(f"{label}: " + "; ".join(said))
+    return ". ".join(parts) + "." if parts else None
+
+
 # -- sentences ----------------------------------------------------------------------------------
 def _signed(s: Summary) -> str:
     """A difference in points with its sign and CI: ``+40.0 [10.0, 70.0]``."""
     return f"{'+' if s.mean > 0 else ''}{with_ci(s, 1)}"
 
 
-def gap_sentence(rows, confidence: float = 0.95) -> str:
+def gap_sentence(rows, confidence: float = 0.95, left_out: int = 0) -> str:
     """The paper's comparison (Table 1): VT against Text accuracy and the modality gap, for the
     one reader, or for the readers with the largest and smallest gap and how many readers' gap
-    interval (at the run's bootstrap ``confidence``) lies above 0."""
+    interval (at the run's bootstrap ``confidence``) lies above 0; ``left_out``: readers with
+    no finding (too many errors), named in :func:`answers_sentence`."""
     if len(rows) == 1:
         name, vt, text, gap = rows[0]
+        only = ("it is the run's only reader" if not left_out else
+                f"it is the only reader reported ({left_out} other{'s' * (left_out > 1)} with "
+                "too many errors)")
         return (f"{name} answers {with_ci(vt, 1)} % of {vt.n} questions right as visualized "
                 f"text (one render per question) and {with_ci(text, 1)} % as pure text: a "
-                f"modality gap (Text - VT) of {_signed(gap)} points; it is the run's only "
-                "reader, so readers are not ranked.")
+                f"modality gap (Text - VT) of {_signed(gap)} points; {only}, so readers are not "
+                "ranked.")
     known = [r for r in rows if not math.isnan(r[3].mean)]
     if not known:
         return f"No modality gap could be computed for the {len(rows)} readers (no question " \
@@ -185,11 +305,27 @@ def scope_sentence(results: RunResults) -> str | None:
             "published VLMs of Table 1.")
 
 
-def tokenizer_sentence(results: RunResults) -> str | None:
+def _reader_of(label: str) -> tuple[str, str | None]:
+    """``(reader, dataset or None)`` of a row label: ``reader``, ``reader (dataset)``, ``reader
+    / model``, ``reader / model (dataset)``."""
+    dataset = label.rsplit(" (", 1)[1].rstrip(")") if label.endswith(")") else None
+    return label.split(" (")[0].split(" / ")[0], dataset
+
+
+def _left_out(label: str, failing: set[str]) -> bool:
+    """Whether a row label belongs to a reader with no finding (``failing``: row labels of
+    ``vista_accuracy``)."""
+    reader, dataset = _reader_of(label)
+    return any(r == reader and (d is None or dataset is None or d == dataset)
+               for r, d in map(_reader_of, failing))
+
+
+def tokenizer_sentence(results: RunResults, failing: set[str] = frozenset()) -> str | None:
     """The tokenizer axis (``vista_tokenizers``): the (reader, model) rows whose reconstructions
     cost the least and the most VT accuracy against the original renders (paired per render,
-    points, with CIs); that the axis is off where the table has no rows; None where the table
-    is missing or has no such value."""
+    points, with CIs), leaving out the readers in ``failing`` (too many errors); that the axis
+    is off where the table has no rows; None where the table is missing or has no such
+    value."""
     from roundtrip.evals.vista.tables import NO_TOKENIZER_AXIS
 
     table = results.table(TOKENIZERS)
@@ -197,7 +333,8 @@ def tokenizer_sentence(results: RunResults) -> str | None:
         return f"The tokenizer axis is not reported: {NO_TOKENIZER_AXIS}."
     if table is None or "recon.delta_vt" not in table:
         return None
-    deltas = [(str(row.iloc[0]), table_summary(row, "recon.delta_vt")) for _, row in table.iterrows()]
+    deltas = [(str(row.iloc[0]), table_summary(row, "recon.delta_vt")) for _, row in table.iterrows()
+              if not _left_out(str(row.iloc[0]), failing)]
     deltas = sorted((d for d in deltas if not math.isnan(d[1].mean)), key=lambda d: -d[1].mean)
     if not deltas:
         return None
@@ -212,23 +349,35 @@ def tokenizer_sentence(results: RunResults) -> str | None:
 
 def findings(results: RunResults) -> list[str]:
     """Two to five sentences: VT against Text accuracy and the modality gap per reader
-    (VISTA-Bench Table 1), the best and worst reader on VT accuracy with the best against the
-    runner-up over their shared questions, the readers that cannot answer every question
-    (:func:`scope_sentence`), and the tokenizer axis (or that it is off). Says what is missing
-    where ``vista_accuracy`` was not written or holds no reader with an accuracy."""
+    (VISTA-Bench Table 1), how many answers are errors or invalid where more than
+    :data:`MENTION_SHARE` (:func:`answers_sentence`), the best and worst reader on VT accuracy
+    with the best against the runner-up over their shared questions, the readers that cannot
+    answer every question (:func:`scope_sentence`), and the tokenizer axis (or that it is off).
+    A reader more than ``vista.max_error_share`` of whose answers are errors is in none of
+    them but the count of its errors. Says what is missing where ``vista_accuracy`` was not
+    written or holds no reader with an accuracy."""
     rows = reader_rows(results)
     scope = scope_sentence(results)
+    counts = answers_sentence(results)
+    failing = too_many_errors(results)
     if not rows:
         if results.table(ACCURACY) is None:
             return ["VISTA-Bench's accuracies could not be reported: the run wrote no "
                     "vista_accuracy table."]
         out = ["VISTA-Bench's accuracies could not be reported: vista_accuracy holds no reader "
                "with an overall VT accuracy."]
-        return out + [s for s in (scope, tokenizer_sentence(results)) if s]
-    out = [gap_sentence(rows, float((results.bootstrap or {}).get("confidence", 0.95)))]
-    if len(rows) > 1:
-        out += vt_ranking(results, rows)
-    out += [s for s in (scope, tokenizer_sentence(results)) if s]
+        return out + [s for s in (counts, scope, tokenizer_sentence(results, failing)) if s]
+    shown = [r for r in rows if r[0] not in failing]
+    if not shown:
+        out = [f"No modality gap is reported: every reader's answers are more than "
+               f"{100 * max_error_share(results):g} % errors (vista.max_error_share)."]
+        return out + [s for s in (counts, scope) if s]
+    out = [gap_sentence(shown, float((results.bootstrap or {}).get("confidence", 0.95)),
+                        left_out=len(rows) - len(shown))]
+    out += [counts] if counts else []
+    if len(shown) > 1:
+        out += vt_ranking(results, shown)
+    out += [s for s in (scope, tokenizer_sentence(results, failing)) if s]
     return out[:5]
 
 
@@ -303,10 +452,13 @@ def headline_figure(results: RunResults, path: Path) -> str | None:
     ``vista_accuracy`` holds no reader."""
     from roundtrip.report import style
 
-    rows = reader_rows(results)
+    failing = too_many_errors(results)
+    rows = [r for r in reader_rows(results) if r[0] not in failing]
     if not rows:
         return None
     tok = results.table(TOKENIZERS)
+    if failing and tok is not None and not tok.empty:
+        tok = tok[[not _left_out(str(label), failing) for label in tok.iloc[:, 0]]]
     has_tok = (tok is not None and not tok.empty
                and {"recon.vt_accuracy", "original.vt_accuracy"} <= set(tok.columns))
     fig, axes = style.figure(1, 2 if has_tok else 1, height_in=2.8)
@@ -317,6 +469,10 @@ def headline_figure(results: RunResults, path: Path) -> str | None:
     caption = ("Overall accuracy (%) of each reader on visualized text (VT, one render per "
                "question; filled) and on pure text (outlined), 95 % bootstrap CIs; above each "
                "pair the modality gap Text - VT in points (VISTA-Bench Table 1).")
+    if failing:
+        caption += (f" Not drawn: {', '.join(sorted(failing))} (more than "
+                    f"{100 * max_error_share(results):g} % of the answers are errors, "
+                    "vista.max_error_share).")
     if has_tok:
         caption += (" Right: VT accuracy over every render, on the original renders (grey) and "
                     "on each model's reconstructions of them (vista_tokenizers).")
@@ -339,7 +495,12 @@ def table1_cells(results: RunResults) -> pd.DataFrame | None:
     ``vista_accuracy`` holds Text - VT), so one sign runs down the column beside the published
     rows. Run categories are matched to the paper's column groups by name (case-insensitive);
     others are left out, and so is a reader that leaves questions out of its scope
-    (:func:`scope_rows`: its numbers are not over the paper's questions).
+    (:func:`scope_rows`: its numbers are not over the paper's questions) or more than
+    ``vista.max_error_share`` of whose answers are errors (:func:`too_many_errors`). Each row
+    also gets a cell ``n`` (:data:`roundtrip.tables.published.RUN_N_COLUMN`): the questions it
+    is over, against the benchmark's :data:`BENCHMARK_QUESTIONS`, saying where that is a subset
+    (:func:`roundtrip.tables.published.run_coverage`), and how many answers of each mode were
+    scored where errors left some out.
 
     Returns:
         ``table, row_group, row, column_group, column, printed`` rows, or None.
@@ -353,13 +514,19 @@ def table1_cells(results: RunResults) -> pd.DataFrame | None:
     table = results.table(ACCURACY)
     if table is None or table.empty:
         return None
-    partial = {label for label, _, _ in scope_rows(results)}
+    from roundtrip.tables.published import RUN_N_COLUMN, run_coverage
+
+    partial = {label for label, _, _ in scope_rows(results)} | too_many_errors(results)
+    counts = answer_counts(results)
     groups = {"multimodal perception", "multimodal reasoning", "multimodal knowledge",
               "unimodal knowledge", "overall"}
     rows = []
     for _, r in table.iterrows():
         if str(r.iloc[0]) in partial:
             continue
+        vt, text = table_summary(r, "overall.vt_accuracy"), table_summary(r, "overall.text_accuracy")
+        questions = counts[str(r.iloc[0])].questions if str(r.iloc[0]) in counts \
+            else max(vt.n, text.n)
 
         def cell(group, column, printed):
             rows.append({"table": "Table 1", "row_group": "This run", "row": str(r["reader"]),
@@ -374,4 +541,8 @@ def table1_cells(results: RunResults) -> pd.DataFrame | None:
         gap = r.get("overall.modality_gap")
         if pd.notna(gap):
             cell("Overall", "Gap", paper_gap(gap))
+        if questions:
+            scored = ("" if vt.n == text.n == questions else
+                      f"; scored {vt.n:,} VT, {text.n:,} Text")
+            cell("", RUN_N_COLUMN, run_coverage(questions, BENCHMARK_QUESTIONS) + scored)
     return pd.DataFrame(rows) if rows else None

@@ -84,6 +84,32 @@ class VistaPlan:
         answered = answered_sets(self.plan.config)
         return [d for d in self.plan.datasets if d in answered]
 
+    def reader_params(self, reader: str) -> dict:
+        """The reader's spec as its answer job's tracked parameter: its endpoint without the
+        transport settings (:data:`roundtrip.api.client.TRANSPORT_KEYS`: ``concurrency``,
+        timeouts, retries, backoff, the circuit breaker), which change how answers are fetched,
+        never which, and so rerun no job; the job reads them from the config
+        (:func:`roundtrip.api.client.with_transport`)."""
+        from roundtrip.api.client import without_transport
+
+        return without_transport(self.readers[reader])
+
+    def judge_params(self) -> dict | None:
+        """``vista.judge`` as the answer jobs' tracked parameter, its endpoint without the
+        transport settings (as :meth:`reader_params`); None without a judge."""
+        from roundtrip.api.client import without_transport
+
+        return without_transport(self.section.get("judge"))
+
+    def reask(self, reader: str, model: str, dataset: str) -> str:
+        """The answer job's ``reask`` parameter (:func:`roundtrip.evals.vista.answers.
+        reask_marker`): it changes when a run of the job leaves errors, so that the next run of
+        the workflow runs the job again and asks the failed items (their answers are not
+        cached), without anything named on the command line."""
+        from roundtrip.evals.vista.answers import reask_marker
+
+        return reask_marker(self.answer_file(reader, model, dataset))
+
     def answer_rules(self) -> list[tuple[str, list[str], bool]]:
         """``(rule name, readers, in process)`` of the answer rules: ``vista_answers`` for the
         readers on an endpoint and the offline ones, ``vista_answers_in_process`` for those that

@@ -21,8 +21,11 @@
 The gap is Acc_Text - Acc_VT in points (App. D.1, Figs. 8 and 11) in every table of this
 module: positive when the reader does worse on pixels (Table 1 prints VT - Text; the run's rows
 beside the published ones take the paper's sign, :func:`roundtrip.evals.vista.findings.
-table1_cells`). Invalid answers count as wrong; every cell with some says how many in a
-footnote. A question whose Table 1 render failed the render audit (judge score below 2, App.
+table1_cells`). Invalid answers count as wrong, as the release counts them; every cell with
+some says how many in a footnote. An error (the request or the generation failed: ``status``
+``error``) is not an answer: it is left out of every cell, never counted wrong, and every cell
+with some counts them, with their most common reasons, in a footnote of its own. A question
+whose Table 1 render failed the render audit (judge score below 2, App.
 B.3) is left out of Table 1 in both modes, and every failed render of the sweeps too, unless
 ``include_failed_audit`` is set; each table's note counts them. A question outside what a
 reader answers at all (the offline solver on questions not of its family: reason
@@ -38,11 +41,11 @@ import numpy as np
 import pandas as pd
 
 from roundtrip.core.manifest import ORIGINAL
-from roundtrip.evals.vista.answers import OUT_OF_SCOPE, out_of_scope
+from roundtrip.evals.vista.answers import ERROR, OUT_OF_SCOPE, out_of_scope
 from roundtrip.metrics.accuracy import accuracy_values, paired_gaps
 from roundtrip.metrics.stats import Summary, bootstrap_mean
 from roundtrip.tables import Cell, Column, Table
-from roundtrip.tables.reasons import summarize_reasons
+from roundtrip.tables.reasons import counted, summarize_reasons
 
 TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
           "vista_source", "vista_tokenizers"]
@@ -189,32 +192,57 @@ class Scorer:
         return bootstrap_mean(values, self.b["samples"], self.b["confidence"], self.b["seed"])
 
     def accuracy(self, rows: pd.DataFrame, why_empty: str = "no answers") -> Cell:
-        """Accuracy (%) over ``rows``; footnotes count invalid and unscored answers."""
+        """Accuracy (%) over ``rows``, errors left out; footnotes count the errors
+        (:func:`error_notes`), then the invalid and unscored answers among the others."""
         if rows.empty:
             return Cell(Summary(math.nan, math.nan, math.nan, 0), [why_empty])
         if out_of_scope(rows).all():
             return Cell(Summary(math.nan, math.nan, math.nan, 0), [ALL_OUT_OF_SCOPE])
-        s = self.summary(accuracy_values(rows["hit"].astype(float)))
-        return Cell(s, _notes(rows))
+        errors = is_error(rows)
+        s = self.summary(accuracy_values(rows.loc[~errors, "hit"].astype(float)))
+        return Cell(s, error_notes(rows) + (_notes(rows[~errors]) if (~errors).any() else []))
 
     def gap(self, vt: pd.DataFrame, text: pd.DataFrame) -> Cell:
         """Modality gap Acc_Text - Acc_VT (points, :func:`question_gaps`) over the questions
-        present in both frames."""
-        values = question_gaps(vt, text)
+        present in both frames; errors are left out (footnote)."""
+        values = question_gaps(vt[~is_error(vt)], text[~is_error(text)])
+        notes = error_notes(pd.concat([vt, text]))
         if not len(values):
             return Cell(Summary(math.nan, math.nan, math.nan, 0),
-                        [_why_none(text, "no question scored in both modes")])
-        return Cell(self.summary(values))
+                        [_why_none(text, "no question scored in both modes")] + notes)
+        return Cell(self.summary(values), notes)
 
     def rendering_errors(self, vt: pd.DataFrame, text: pd.DataFrame) -> Cell:
-        """% of VT answers wrong whose question the same reader answers right as Text."""
+        """% of VT answers wrong whose question the same reader answers right as Text; errors
+        are left out (footnote)."""
         right = right_as_text(text)
-        v = vt[vt["hit"].notna()]
+        v = vt[vt["hit"].notna() & ~is_error(vt)]
+        notes = error_notes(vt)
         if v.empty:
             return Cell(Summary(math.nan, math.nan, math.nan, 0),
-                        [_why_none(vt, "no VT answer scored")])
+                        [_why_none(vt, "no VT answer scored")] + notes)
         values = 100.0 * ((v["hit"].astype(float) == 0) & v["question_id"].isin(right))
-        return Cell(self.summary(values.to_numpy(dtype=float)))
+        return Cell(self.summary(values.to_numpy(dtype=float)), notes)
+
+
+def is_error(rows: pd.DataFrame) -> pd.Series:
+    """Which rows are errors (``status`` ``error``: the request or the generation failed, no
+    answer): a bool Series on ``rows``' index."""
+    if "status" not in rows.columns:
+        return pd.Series(False, index=rows.index)
+    return rows["status"].astype(str) == ERROR
+
+
+def error_notes(rows: pd.DataFrame) -> list[str]:
+    """The footnote of the errors among ``rows`` (none without): ``"3 of 20 answers are errors
+    (no answer: left out, not counted wrong): connection error (2x); endpoint down (1x)"``, the
+    reasons by what went wrong (:func:`roundtrip.evals.vista.answers.error_reason`)."""
+    errors = rows[is_error(rows)]
+    if errors.empty:
+        return []
+    labels = (str(r).split(":")[0] for r in errors["reason"])
+    return [counted(len(errors), len(rows), "answers are errors (no answer: left out, not "
+                    "counted wrong)", labels)]
 
 
 def scope_reason(rows: pd.DataFrame) -> str:
@@ -256,11 +284,17 @@ def _notes(rows: pd.DataFrame) -> list[str]:
 def read_answers(path) -> pd.DataFrame:
     """An ``answers.csv``: text columns as strings, ``hit`` and ``exact_match`` as float (NaN =
     not scored; ``exact_match`` NaN for multiple-choice questions and in files written before
-    it existed)."""
+    it existed). An error row is never scored, also in files written when errors were scored
+    wrong (``hit`` 0, ``extracted_by`` invalid): its ``hit`` and ``exact_match`` read NaN and
+    its ``extracted_by`` empty."""
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
     df["hit"] = pd.to_numeric(df["hit"], errors="coerce")
     df["exact_match"] = pd.to_numeric(df.get("exact_match", pd.Series(math.nan, df.index)),
                                       errors="coerce")
+    errors = is_error(df)
+    if errors.any():
+        df.loc[errors, ["hit", "exact_match"]] = math.nan
+        df.loc[errors, "extracted_by"] = ""
     return df
 
 
@@ -558,13 +592,16 @@ def tokenizer_table(answers, scorer) -> Table:
 
 
 def _delta(scorer: Scorer, vt: pd.DataFrame, ovt: pd.DataFrame) -> Cell:
-    """Paired per-render difference of VT hits, reconstruction minus original (points)."""
-    a = vt.set_index("item_id")["hit"].astype(float)
-    b = ovt.set_index("item_id")["hit"].astype(float)
+    """Paired per-render difference of VT hits, reconstruction minus original (points); errors
+    on either side are left out (footnote)."""
+    a = vt[~is_error(vt)].set_index("item_id")["hit"].astype(float)
+    b = ovt[~is_error(ovt)].set_index("item_id")["hit"].astype(float)
     both = pd.concat([a, b], axis=1, join="inner").dropna()
+    notes = error_notes(pd.concat([vt, ovt]))
     if both.empty:
-        return Cell(Summary(math.nan, math.nan, math.nan, 0), ["no render scored in both"])
-    return Cell(scorer.summary(100.0 * (both.iloc[:, 0] - both.iloc[:, 1]).to_numpy()))
+        return Cell(Summary(math.nan, math.nan, math.nan, 0),
+                    ["no render scored in both"] + notes)
+    return Cell(scorer.summary(100.0 * (both.iloc[:, 0] - both.iloc[:, 1]).to_numpy()), notes)
 
 
 def gap_curves(answers: dict[Key, pd.DataFrame], sweeps: dict) -> pd.DataFrame:

@@ -1,0 +1,454 @@
+"""An error is never an answer: an endpoint that goes down, items that fail on every attempt,
+and what the answer job, the tables, page 1 and the usage ledger make of them, against the
+loopback server (tests/fake_openai.py) through the production client path.
+
+- the first request checks the endpoint once (``probe_endpoint``) and names the one that is down;
+- an endpoint killed mid-run: the circuit breaker stops the job in a fraction of the time that
+  retrying every item takes; the answers received are cached; the failed items are errors with
+  their reason, left out of the accuracies and counted apart, page 1 says so and states no gap;
+- the next run asks exactly the failed items (counted at the server), and the answer job's
+  re-ask record changes only when a run leaves errors;
+- 4 % of items malformed on every attempt keep the pool busy (their backoff waits outside it);
+- the usage ledger counts what a counting server saw;
+- transport settings are out of what Snakemake tracks.
+"""
+import json
+import logging
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from fake_openai import FakeOpenAI
+from PIL import Image
+
+from roundtrip.api.client import (
+    ApiClient,
+    Endpoint,
+    EndpointDown,
+    TRANSPORT_KEYS,
+    USAGE_FIELDS,
+    append_usage,
+    clear_clients,
+    client_for,
+    endpoints_down,
+    pool_map,
+    probe_endpoint,
+    with_transport,
+    without_transport,
+    write_usage_summary,
+)
+from roundtrip.evals.vista import tables
+from roundtrip.evals.vista.answers import (
+    ANSWER_COLUMNS,
+    NO_ERRORS,
+    REASK_FILE,
+    answer_set,
+    reask_marker,
+    write_answers,
+)
+from roundtrip.evals.vista.findings import findings
+from roundtrip.readers import build_answerer
+from roundtrip.report.findings import RunResults
+from roundtrip.tables import write_table
+
+KEY = "sk-endpoint-errors-0123"
+BOOT = {"samples": 100, "confidence": 0.95, "seed": 0}
+
+
+@pytest.fixture(scope="module")
+def server():
+    """One live server for the module: every chat answer is "A" (no reading), no delay."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RT_ERR_KEY", KEY)
+    with FakeOpenAI(key=KEY, answer="The answer is A.") as srv:
+        yield srv
+    mp.undo()
+
+
+@pytest.fixture(autouse=True)
+def fresh_clients():
+    clear_clients()
+    yield
+    clear_clients()
+
+
+def endpoint(srv, tmp_path, **kw) -> dict:
+    """A resolved api.endpoints entry for ``srv``; its own cache under ``tmp_path``."""
+    return {"name": "fake", "base_url": srv.base_url, "key_env": "RT_ERR_KEY",
+            "cache_dir": str(tmp_path / "cache"), "timeout_s": 5, "max_retries": 3,
+            "backoff_s": 0.01, "max_backoff_s": 5, "concurrency": 4} | kw
+
+
+def question_set(root, n: int, marked=(), hint_marker: str = "MALFORMED-ALWAYS"):
+    """``n`` unimodal questions (answer A) with one render each (Table 1): 2 n requests. The
+    questions whose index is in ``marked`` carry ``hint_marker`` in their hint, which both of
+    their requests send."""
+    ds = root / "ds"
+    (ds / "images").mkdir(parents=True)
+    rows = []
+    for k in range(n):
+        q, item = f"q{k:03d}", f"q{k:03d}__arial_16pt"
+        img = np.full((20, 40, 3), 255, np.uint8)
+        img[0, 0, :2] = k % 256, k // 256  # each render its own request
+        Image.fromarray(img).save(ds / "images" / f"{item}.png")
+        rows.append({"item_id": item, "path": f"images/{item}.png", "status": "ok", "reason": "",
+                     "font": "arial", "font_size_pt": 16, "question_id": q,
+                     "question_text": f"What is {k} + 1?\nA. {k + 1}\nB. {k + 2}",
+                     "question": f"What is {k} + 1?", "answer": "A",
+                     "category": "arithmetic", "subfield": "addition",
+                     "hint": hint_marker if k in marked else "",
+                     "options": json.dumps([["A", str(k + 1)], ["B", str(k + 2)]]),
+                     "item_images": "", "table1": "1"})
+    pd.DataFrame(rows).to_csv(ds / "manifest.csv", index=False)
+    return ds / "manifest.csv"
+
+
+def vlm(ep: dict):
+    return build_answerer("fakevlm", {"type": "vlm", "endpoint": ep, "model": "fake-vlm",
+                                      "prompt": "short", "max_tokens": 8})
+
+
+# -- the first check ------------------------------------------------------------------------------
+def test_probe_names_the_endpoint_that_is_down(server, tmp_path):
+    assert probe_endpoint(endpoint(server, tmp_path), 2.0) is None
+    # an answer of any status is an answer: a server without /models still answers
+    other = Endpoint("other", server.base_url.replace("/v1", "/nothing"), key_env=None)
+    assert probe_endpoint(other, 2.0) is None
+    # a connection accepted whose answer is slow: there (a hung server is the breaker's to find)
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as mute:
+        slow = {"name": "mute", "base_url": f"http://127.0.0.1:{mute.getsockname()[1]}/v1"}
+        assert probe_endpoint(slow | {"key_env": None}, 0.3) is None
+    with FakeOpenAI(key=KEY) as gone:
+        url = gone.base_url
+    down = probe_endpoint({"name": "local_vllm", "base_url": url, "key_env": None}, 2.0)
+    assert down.startswith(f"api.endpoints.local_vllm ({url}) is unreachable: ")
+    assert "Connection refused" in down and down.endswith(f"(GET {url}/models, 2 s timeout)")
+    assert "\n" not in down
+
+
+def test_a_client_checks_once_and_sends_nothing_to_an_endpoint_that_is_down(tmp_path):
+    with FakeOpenAI(key=KEY) as gone:
+        url = gone.base_url
+    ep = Endpoint("local_vllm", url, key_env=None, cache_dir=str(tmp_path / "c"),
+                  max_retries=5, backoff_s=10.0)
+    client = ApiClient(ep)
+    started = time.monotonic()
+    with pytest.raises(EndpointDown, match=r"not sent: api\.endpoints\.local_vllm \(http://"):
+        client.chat("m", [{"role": "user", "content": "hi"}])
+    out = client.map(lambda k: client.chat("m", [{"role": "user", "content": f"q{k}"}]), range(5))
+    assert time.monotonic() - started < 3  # no backoff of 10, 20, 40 ... s
+    assert all(isinstance(o, EndpointDown) and o.kind == "endpoint down" for o in out)
+    u = client.usage
+    assert (u.attempts, u.requests, u.failures, u.not_sent) == (0, 0, 6, 6)
+    assert client.down.startswith(f"api.endpoints.local_vllm ({url}) is unreachable")
+
+
+def test_requests_that_all_fail_open_the_breaker(server, tmp_path, monkeypatch):
+    """A wrong key: every request fails at once (401). After 5 in a row (the breaker's setting)
+    nothing more is sent; the answer of each item not sent names the breaker."""
+    monkeypatch.setenv("RT_ERR_KEY", "sk-wrong")
+    ep = Endpoint.from_config("fake", endpoint(server, tmp_path, max_consecutive_failures=5))
+    client, before = ApiClient(ep), server.total()
+    out = client.map(lambda k: client.chat("m", [{"role": "user", "content": f"q{k}"}]), range(30))
+    sent = server.total() - before
+    assert 5 <= sent <= 5 + 3 and client.usage.attempts == sent  # at most the others in flight
+    assert client.usage.not_sent == 30 - sent and client.usage.failures == 30
+    assert client.down.startswith(f"api.endpoints.fake ({server.base_url}): 5 requests in a row "
+                                  "failed (last: HTTP 401: ")
+    refused = [o for o in out if isinstance(o, EndpointDown)]
+    assert len(refused) == 30 - sent and str(refused[0]) == f"not sent: {client.down}"
+
+
+# -- an endpoint killed mid-run -------------------------------------------------------------------
+N_QUESTIONS = 40  # 80 requests
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory):
+    """The answer job of one VLM on 40 questions whose endpoint dies after 50 requests (the 40
+    text requests go first, then the renders'), then the next run of it against a live
+    endpoint (the same cache)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("RT_ERR_KEY", KEY)
+    root = tmp_path_factory.mktemp("killed")
+    manifest = question_set(root, N_QUESTIONS)
+    answers = root / "results/vista/fakevlm/original/qs/answers.csv"
+    answers.parent.mkdir(parents=True)
+    slow = {"max_retries": 3, "backoff_s": 0.5, "concurrency": 2, "max_consecutive_failures": 4}
+    clear_clients()
+    with FakeOpenAI(key=KEY, answer="The answer is A.", die_after=50) as srv:
+        ep = endpoint(srv, root, **slow)
+        started = time.monotonic()
+        rows = answer_set(manifest, vlm(ep))
+        seconds = time.monotonic() - started
+        down = endpoints_down()
+        usage = client_for(ep).usage
+        append_usage(root / "usage.jsonl", "vista/fakevlm/original/qs")
+    cached = len(list((root / "cache").rglob("*.json")))
+    marker_before = reask_marker(answers)
+    write_answers(rows, answers)
+    marker_after = reask_marker(answers)
+    clear_clients()
+    with FakeOpenAI(key=KEY, answer="The answer is A.") as again:
+        rows2 = answer_set(manifest, vlm(endpoint(again, root, **slow)))
+        second = dict(again.counts), again.total()
+    clear_clients()
+    mp.undo()
+    yield {"rows": rows, "seconds": seconds, "down": down, "usage": usage, "srv": srv,
+           "rows2": rows2, "second": second, "answers": answers, "root": root,
+           "markers": (marker_before, marker_after), "ep": ep, "cached": cached}
+
+
+def test_a_killed_endpoint_stops_the_job_early_with_the_answers_received(killed):
+    rows, srv, usage = killed["rows"], killed["srv"], killed["usage"]
+    assert list(rows.columns) == ANSWER_COLUMNS and len(rows) == 2 * N_QUESTIONS
+    ok, err = rows[rows["status"] == "ok"], rows[rows["status"] == "error"]
+    answered = srv.outcomes["ok"]
+    assert 50 <= answered <= 51 and len(ok) == answered and len(err) == 80 - answered
+    assert (ok["hit"] == 1.0).all()  # the answers received are scored
+    # errors are not answers: no score, no extraction, a reason that says what went wrong
+    assert err["hit"].isna().all() and err["exact_match"].isna().all()
+    assert (err["extracted_by"] == "").all() and (err["raw"] == "").all()
+    kinds = err["reason"].str.split(":").str[0]
+    assert set(kinds) <= {"connection error", "endpoint down"} and (kinds == "endpoint down").any()
+    # the breaker opened after 4 requests without an answer: most items were never sent
+    assert usage.not_sent >= len(err) - 8 and usage.attempts <= answered + 8
+    assert usage.requests == answered and usage.failures == len(err)
+    assert usage.attempts == usage.requests + usage.failures - usage.not_sent + usage.retries
+    (line,) = killed["down"]
+    assert line.startswith(f"api.endpoints.fake ({srv.base_url}): 4 requests in a row got no "
+                           "answer (last: connection error")
+    assert line.endswith("(circuit breaker, api.endpoints.fake.max_consecutive_failures: 4)")
+    # retrying every failed item: 3 retries waiting 0.5 + 1 + 2 s, on 2 workers
+    every_item = len(err) * (0.5 + 1 + 2) / 2
+    print(f"killed endpoint: {killed['seconds']:.2f} s for {len(rows)} answers; retrying every "
+          f"failed item would take at least {every_item:.0f} s")
+    assert killed["seconds"] < min(5.0, every_item / 10)
+    # the answers received are cached: one file each
+    assert killed["cached"] == answered
+
+
+def test_the_next_run_asks_exactly_the_failed_items(killed):
+    rows, rows2 = killed["rows"], killed["rows2"]
+    counts, total = killed["second"]
+    failed = int((rows["status"] == "error").sum())
+    assert total == failed and counts == {"/v1/chat/completions": failed}
+    assert (rows2["status"] == "ok").all() and (rows2["hit"] == 1.0).all()
+    # the re-ask record: none before, a new one after a run that left errors ...
+    before, after = killed["markers"]
+    assert before == NO_ERRORS
+    assert after == f"round 1: {failed} of 80 answers were errors; asked again"
+    # ... and the same after a run without errors: the run after it has nothing to do
+    write_answers(rows2, killed["answers"])
+    assert reask_marker(killed["answers"]) == after
+    assert json.loads(killed["answers"].with_name(REASK_FILE).read_text())["round"] == 1
+
+
+def test_tables_count_errors_apart_and_page_one_states_no_gap(killed, tmp_path):
+    rows = killed["rows"]
+    failed = int((rows["status"] == "error").sum())
+    f = killed["answers"]
+    write_answers(rows, f)
+    answers, notes = tables.prepare({("fakevlm", "original", "qs"): tables.read_answers(f)})
+    scorer = tables.Scorer(BOOT)
+    out = tmp_path / "tables"
+    out.mkdir()
+    for table in (tables.accuracy_table(answers, scorer), tables.tokenizer_table(answers, scorer)):
+        write_table(table, out)
+    acc = pd.read_csv(out / "vista_accuracy.csv").iloc[0]
+    vt_err = int(((rows["mode"] == "vt") & (rows["status"] == "error")).sum())
+    assert vt_err == failed  # the text requests went first
+    # the accuracies are over the answers received (all right here): not VT 25 % with the
+    # errors counted wrong, and no gap of 75 points made of them
+    assert acc["overall.vt_accuracy"] == 100.0 and acc["overall.vt_accuracy.n"] == 40 - vt_err
+    assert acc["overall.text_accuracy"] == 100.0 and acc["overall.modality_gap"] == 0.0
+    md = (out / "vista_accuracy.md").read_text()
+    assert (f"{vt_err} of 40 answers are errors (no answer: left out, not counted wrong): "
+            f"endpoint down ({vt_err}x)") in md
+    assert f"{vt_err} of 80 answers are errors" in md and "invalid" not in md
+    results = RunResults({p.stem: p for p in out.glob("*.csv")}, files=[f], bootstrap=BOOT,
+                         config={"vista": {"max_error_share": 0.1}})
+    page = findings(results)
+    assert page[0] == ("No modality gap is reported: every reader's answers are more than 10 % "
+                       "errors (vista.max_error_share).")
+    share = f"{100 * failed / 80:.1f} %"
+    assert page[1].startswith(f"fakevlm: {failed} of 80 answers ({share}) are errors (")
+    assert "more than vista.max_error_share (10 %), so no finding is reported for it" in page[1]
+    assert not any("largest for" in s or "answers" in s and "right as visualized" in s
+                   for s in page)
+
+
+def test_a_few_errors_are_counted_and_the_gap_stays(tmp_path):
+    """One error in 40 answers (2.5 %): page 1 names it, the gap sentence stays; an invalid
+    answer is counted wrong, in its own count."""
+    rows = []
+    for k in range(20):
+        q = f"q{k:02d}"
+        base = {"question_id": q, "category": "c", "subfield": "", "source": "",
+                "modality": "unimodal", "table1": "1", "audit": "", "status": "ok",
+                "reason": "", "extracted_by": "letter", "raw": "A"}
+        rows.append(base | {"item_id": q, "mode": "text", "hit": 1.0})
+        rows.append(base | {"item_id": f"{q}_16", "mode": "vt", "font": "arial", "size": "16",
+                            "hit": 1.0 if k < 15 else 0.0})
+    rows[1] |= {"status": "error", "reason": "timed out: chat m at fake: gave up", "hit": np.nan,
+                "extracted_by": "", "raw": ""}
+    rows[3] |= {"extracted_by": "invalid", "hit": 0.0, "raw": "I think so"}
+    f = tmp_path / "results/vista/fakevlm/original/qs/answers.csv"
+    f.parent.mkdir(parents=True)
+    pd.DataFrame(rows).reindex(columns=ANSWER_COLUMNS).to_csv(f, index=False)
+    answers, _ = tables.prepare({("fakevlm", "original", "qs"): tables.read_answers(f)})
+    out = tmp_path / "tables"
+    out.mkdir()
+    write_table(tables.accuracy_table(answers, tables.Scorer(BOOT)), out)
+    md = (out / "vista_accuracy.md").read_text()
+    assert "1 of 20 answers are errors (no answer: left out, not counted wrong): timed out (1x)" \
+        in md
+    assert "1 of 19 answers invalid (counted wrong)" in md
+    acc = pd.read_csv(out / "vista_accuracy.csv").iloc[0]
+    assert acc["overall.vt_accuracy.n"] == 19
+    assert acc["overall.vt_accuracy"] == pytest.approx(100 * 13 / 19)  # q01 left out, q01 wrong
+    page = findings(RunResults({"vista_accuracy": out / "vista_accuracy.csv"}, files=[f],
+                               bootstrap=BOOT, config={"vista": {}}))
+    assert page[0].startswith("fakevlm answers ") and "modality gap (Text - VT)" in page[0]
+    assert page[1] == ("fakevlm: 1 of 40 answers (2.5 %) are errors (timed out (1x)): left out "
+                       "of its accuracies, not counted wrong, and asked again by the next run; "
+                       "1 of 40 (2.5 %) are invalid (no option could be read: counted wrong, as "
+                       "the release counts them).")
+
+
+# -- the pool stays busy --------------------------------------------------------------------------
+def test_items_malformed_on_every_attempt_do_not_hold_the_workers(tmp_path):
+    """400 requests taking 20 ms each on 4 workers; 4 % of the items are malformed on every
+    attempt (4 attempts, backoff 0.07 + 0.14 + 0.28 s). Waiting in the workers, their 16
+    items would hold them for about 2 s more (twice the clean run); outside, the run takes
+    within 1.5 times the clean one, with about as many requests in flight at the server."""
+    n, marked = 200, {k for k in range(200) if k % 25 == 3}  # 8 questions, 16 requests (4 %)
+    assert len(marked) * 2 / (2 * n) == 0.04
+    timings, flight = {}, {}
+    for name, marks in (("clean", ()), ("malformed", marked)):
+        root = tmp_path / name
+        manifest = question_set(root, n, marks)
+        clear_clients()
+        with FakeOpenAI(key=KEY, answer="The answer is A.", delay_s=0.02) as srv:
+            ep = endpoint(srv, root, backoff_s=0.07, max_retries=3, concurrency=4)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("RT_ERR_KEY", KEY)
+                started = time.monotonic()
+                rows = answer_set(manifest, vlm(ep))
+                timings[name] = time.monotonic() - started
+            flight[name] = srv.mean_in_flight()
+            if name == "malformed":
+                assert srv.outcomes["malformed"] == 4 * 2 * len(marked)
+        errors = rows[rows["status"] == "error"]
+        assert len(errors) == 2 * len(marks)
+        assert errors["reason"].str.startswith("malformed response: ").all()
+    ratio = timings["malformed"] / timings["clean"]
+    print(f"400 requests at concurrency 4: clean {timings['clean']:.2f} s, 4 % malformed "
+          f"{timings['malformed']:.2f} s (x{ratio:.2f}); mean in flight {flight['clean']:.2f} "
+          f"and {flight['malformed']:.2f}")
+    assert ratio < 1.5
+    assert flight["malformed"] > 0.75 * flight["clean"]
+
+
+def test_the_pool_keeps_order_and_calls_a_deferred_item_again(server, tmp_path):
+    client = ApiClient(Endpoint.from_config("fake", endpoint(server, tmp_path, concurrency=2)))
+    server.inject("500", "malformed")
+    calls = []
+    out = pool_map(lambda k: client.chat("m", [{"role": "user", "content": f"q{k}"}]).text,
+                   range(6), 2, on_call=calls.append)
+    assert out == ["The answer is A."] * 6
+    assert sorted(calls) == [False] * 6 + [True] * 2  # two items put aside once each
+    assert client.usage.retries == 2 and client.usage.cache_hits == 0
+    assert pool_map(lambda k: 1 / k, [1, 0, 2], 2)[1].__class__ is ZeroDivisionError
+
+
+def test_the_progress_counts_retries(server, tmp_path, caplog):
+    manifest = question_set(tmp_path, 3)
+    server.inject("500", "malformed")
+    with caplog.at_level(logging.INFO, logger="roundtrip.evals.vista.answers"):
+        rows = answer_set(manifest, vlm(endpoint(server, tmp_path)))
+    assert (rows["status"] == "ok").all()
+    last = [r.getMessage() for r in caplog.records if "VISTA answers of" in r.getMessage()][-1]
+    # 6 answers, two of them asked twice: 8 requests
+    assert last.startswith("VISTA answers of vlm (original) on ds: 8 of 8 requests done in ")
+
+
+# -- the ledger -----------------------------------------------------------------------------------
+def test_usage_summary_counts_what_the_server_saw(tmp_path, monkeypatch):
+    """429, 500 and malformed answers retried, one question failing on every attempt (500),
+    one with a picture of its own, cache hits on a second pass: the ledger's HTTP requests,
+    answers, images sent and tokens are the server's counts."""
+    monkeypatch.setenv("RT_ERR_KEY", KEY)
+    manifest = question_set(tmp_path, 12, marked={5}, hint_marker="FAIL-ALWAYS")
+    m = pd.read_csv(manifest, dtype=str, keep_default_na=False)
+    (tmp_path / "ds/item_images").mkdir()
+    Image.new("RGB", (8, 8), "red").save(tmp_path / "ds/item_images/p.png")
+    m.loc[0, "item_images"] = "item_images/p.png"
+    m.to_csv(manifest, index=False)
+    ledger = tmp_path / "usage.jsonl"
+    with FakeOpenAI(key=KEY, answer="The answer is A.") as srv:
+        srv.inject("429", "500", "malformed", "ok", "500")
+        ep = endpoint(srv, tmp_path, max_retries=2, backoff_s=0.01)
+        answer_set(manifest, vlm(ep))
+        append_usage(ledger, "job/first")
+        clear_clients()
+        answer_set(manifest, vlm(ep))  # the second job: cache hits, and the failing item again
+        append_usage(ledger, "job/second")
+        seen = {"attempts": srv.total(), "answered": srv.outcomes["ok"],
+                "images": srv.images_seen, "tokens": dict(srv.tokens)}
+    (row,) = write_usage_summary(ledger, tmp_path / "usage_summary.csv", 0)
+    csv = pd.read_csv(tmp_path / "usage_summary.csv").iloc[0]
+    assert list(csv.index) == ["endpoint", "base_url", "jobs", *USAGE_FIELDS]
+    assert csv["attempts"] == seen["attempts"] and csv["requests"] == seen["answered"]
+    assert csv["images_sent"] == seen["images"]
+    # 12 VT requests with the question image, 2 more with the picture (its text and VT)
+    assert seen["images"] >= 14
+    assert csv["input_tokens"] == seen["tokens"]["prompt_tokens"]
+    assert csv["output_tokens"] == seen["tokens"]["completion_tokens"]
+    # the failing question's two requests, 3 attempts each, in both jobs; 22 answers cached
+    assert csv["failures"] == 4 and csv["not_sent"] == 0 and csv["cache_hits"] == 22
+    assert csv["retries"] == csv["attempts"] - csv["requests"] - csv["failures"]
+    assert csv["jobs"] == 2 and csv["images"] == 0
+
+
+# -- transport settings rerun nothing -------------------------------------------------------------
+def test_transport_settings_are_not_tracked_parameters():
+    from types import SimpleNamespace
+
+    from roundtrip.evals.vista.plan import VistaPlan
+
+    def plan(**transport):
+        ep = {"name": "local", "base_url": "http://localhost:8000/v1", "key_env": None,
+              "cache_dir": "api_cache"} | transport
+        config = {"vista": {"readers": {"r": {"type": "vlm", "endpoint": dict(ep), "model": "m"}},
+                            "judge": {"endpoint": dict(ep), "model": "j"}},
+                  "datasets": {}, "api": {"endpoints": {"local": ep}}}
+        return VistaPlan(SimpleNamespace(config=config)), config
+
+    a, _ = plan(concurrency=4, timeout_s=120)
+    b, config = plan(concurrency=16, timeout_s=30, max_retries=2, backoff_s=0.5, max_backoff_s=9,
+                     max_consecutive_failures=3)
+    assert a.reader_params("r") == b.reader_params("r") and a.judge_params() == b.judge_params()
+    assert not set(TRANSPORT_KEYS) & set(b.reader_params("r")["endpoint"])
+    # the job gets them back from the config
+    back = with_transport(b.reader_params("r"), config["api"]["endpoints"])
+    assert back == config["vista"]["readers"]["r"]
+    assert with_transport(None, {}) is None and without_transport({"type": "ocr_solver"}) == {
+        "type": "ocr_solver"}
+    assert build_answerer("r", back).concurrency == 16
+
+
+def test_usage_line_reads_as_counts():
+    from roundtrip.api.client import usage_line
+
+    row = {"endpoint": "v", "base_url": "http://x/v1", "jobs": 3, "attempts": 737,
+           "requests": 575, "failures": 30, "not_sent": 12, "retries": 132, "cache_hits": 2040,
+           "input_tokens": 412006, "output_tokens": 2901, "images_sent": 641, "images": 0,
+           "seconds": 412.34}
+    assert usage_line(row) == (
+        "API usage (v) at http://x/v1: 737 HTTP requests sent, 575 answered, 30 failed (12 not "
+        "sent: endpoint down), 132 retries, 2,040 cache hits, 641 images sent, 0 received, "
+        "412,006 tokens in, 2,901 out, 412.3 s in 3 jobs")
