@@ -335,7 +335,8 @@ def test_check_config_on_a_paper_preset_names_all_that_is_missing(preset, tmp_pa
     paths = dataset_paths(resolve_data_root(copy.deepcopy(config)))
     assert lines[0].startswith(f"datasets: {len(paths)} paths do not exist")
     assert lines[0].endswith(f"or fix the keys in {tmp_path / 'p.yaml'}:")
-    listed = [line.split(":")[0].strip() for line in lines[1:]]
+    block = [line for line in lines[1:] if line.startswith("  ")]
+    listed = [line.split(":")[0].strip() for line in block]
     assert listed[:len(paths)] == [key for key, _ in paths]
     # Hub ids and weight files of the preset's models are not on this machine either, nor the
     # metrics' weights: all in the same message, not one kind per attempt.
@@ -343,8 +344,20 @@ def test_check_config_on_a_paper_preset_names_all_that_is_missing(preset, tmp_pa
         assert listed[len(paths):] == ["models.sd35l", "models.flux1_dev", "metrics.lpips",
                                        "metrics.fid"]
         assert "2 models lack their weights and 2 metrics lack their weights" in lines[0]
-        assert "alexnet-owt-7be5be79.pth" in lines[-2] and "inception" in lines[-1]
+        assert "alexnet-owt-7be5be79.pth" in block[-2] and "inception" in block[-1]
     assert all(key.startswith(("models.", "metrics.")) for key in listed[len(paths):])
+    # then, a line each, the models its readers, judge and pairs run in process (not here
+    # either), the API keys not set and the endpoints that do not answer
+    after = [line.split(": ")[0] for line in lines[1 + len(block):]]
+    assert after == {
+        "vtbench": ["ocr.engines.gemma3.model"],
+        "vista": [f"vista.readers.{r}.model" for r in ("qwen3vl_8b", "qwen25vl_7b",
+                                                        "internvl35_8b", "llava15_7b")],
+        "telephone": ["telephone.pairs.janus_pro_7b.model", "telephone.pairs.llava_sdxl.t2i",
+                      "telephone.pairs.llava_sdxl.i2t", "api.endpoints.telephone_server",
+                      # check-config asks each endpoint in use once: nothing listens here
+                      "api.endpoints.telephone_server (http://localhost:8000/v1) is unreachable"],
+    }.get(preset, [])
 
 
 def test_a_model_file_missing_names_the_config_file_being_read(tmp_path, capsys):

@@ -247,7 +247,7 @@ def _stand_ins(root, models):
     for name, marker in (("sdxl", "model_index.json"), ("llava", "config.json"),
                          ("janus-pro-7b", "config.json")):
         (models / name).mkdir()
-        (models / name / marker).write_text('{"model_type": "janus"}' if "janus" in name else "{}")
+        (models / name / marker).write_text('{"model_type": "janus"}' if "janus" in name else '{"model_type": "llava"}' if name == "llava" else "{}")
 
 
 @pytest.mark.workflow

@@ -322,7 +322,7 @@ def _hub_stand_ins(root, preset) -> dict:
             (repo / "refs").mkdir(parents=True)
             (repo / "refs/main").write_text("0" * 40)
             (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
-            (repo / "snapshots" / ("0" * 40) / "config.json").write_text("{}")
+            (repo / "snapshots" / ("0" * 40) / "config.json").write_text('{"model_type": "%s"}' % IN_PROCESS_ARCHITECTURES[spec["model"]])
     return dict(os.environ, HF_HUB_CACHE=str(root), VISTA_API_KEY="sk-stand-in")
 
 

@@ -355,7 +355,7 @@ def _stand_ins(root: Path, preset: dict) -> dict:
         (repo / "refs/main").write_text("0" * 40)
         snap = repo / "snapshots" / ("0" * 40) / subfolder
         snap.mkdir(parents=True)
-        (snap / "config.json").write_text('{"_class_name": "AutoencoderKL"}')
+        (snap / "config.json").write_text('{"model_type": "gemma3"}' if "gemma" in hub_id else '{"_class_name": "AutoencoderKL"}')
     (root / "weights").mkdir()
     for name in ("alexnet-owt-7be5be79.pth", "weights-inception-2015-12-05-6726825d.pth"):
         (root / "weights" / name).write_bytes(b"")

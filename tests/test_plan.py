@@ -200,6 +200,10 @@ def test_dataset_spec_holds_only_keys_that_change_the_files(plan, shipped):
     rendered = plan.builds.spec("abstracts")
     assert rendered["render"] == shipped["render"] and "models" not in rendered
     assert rendered["normalization"] == shipped["ocr"]["normalization"]
+    # how many renders the judge may leave without a verdict changes page 1, not the renders
+    strict = copy.deepcopy(plan.config)
+    strict["audit"]["max_no_verdict"] = 0.1
+    assert Plan(strict).builds.spec("abstracts") == rendered
 
 
 def test_threads_claim_no_idle_core(plan):
@@ -523,3 +527,23 @@ def test_batch_size_and_kept_reconstructions(plan, shipped):
     config["vista"]["readers"]["vlm"] = {"type": "vlm", "endpoint": "openai", "model": "m"}
     assert Plan(config).recon_jobs.keep("vista_questions") is None
     assert Plan(config).recon_jobs.keep("natural") == 2
+
+
+@pytest.mark.parametrize("device, run_device, gpu", [
+    ("cuda", "cpu", 1),      # the reader's own device asks for the GPU, whatever run.device
+    ("cuda:1", "cpu", 1),
+    ("cpu", "cuda", 0),      # a reader kept on the CPU asks for none
+    ("mps", "cuda", 0),
+    ("auto", "cuda", 1),     # auto: the run's request
+    ("auto", "cpu", 0),
+])
+def test_a_readers_own_device_decides_its_jobs_gpu(shipped, device, run_device, gpu):
+    config = copy.deepcopy(shipped)
+    config["run"]["device"] = run_device
+    engine = {"type": "transformers", "model": "/models/gemma3", "device": device}
+    config["ocr"]["engines"] = {"gemma3": engine}
+    config["audit"]["judge"] = dict(engine)
+    plan = Plan(config, cores=2)
+    assert plan.ocr_gpu(["abstracts"]) == gpu
+    assert plan.judge_gpu(["abstracts"]) == gpu
+    assert plan.reader_gpu({"type": "tesseract"}) == 0  # not in process: no GPU

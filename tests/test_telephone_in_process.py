@@ -373,7 +373,10 @@ def test_the_docs_example_is_a_valid_config_whose_pairs_run(folders, tmp_path):
     janus = example["telephone"]["pairs"]["janus_pro_7b"] | prompts["janus_pro_7b"]
     big = build_pair("llava_sdxl", llava, "cpu")
     assert (big.generator.steps, big.generator.size, big.max_new_tokens) == (30, 1024, 300)
-    assert build_pair("janus_pro_7b", janus, "cpu").generator.batch_size == 8
+    assert big.chat().attn_implementation == "sdpa"
+    unified = build_pair("janus_pro_7b", janus, "cpu")
+    assert unified.generator.batch_size == 8
+    assert (unified.vlm.cache_implementation, unified.vlm.prefetch) == ("static", True)
     tiny = {"llava_sdxl": llava | {"t2i": str(folders["sd"]), "i2t": str(folders["gemma"]),
                                    "steps": 2, "size": 64, "max_new_tokens": 4},
             "janus_pro_7b": janus | {"model": str(folders["janus"]), "max_new_tokens": 4}}
@@ -382,3 +385,124 @@ def test_the_docs_example_is_a_valid_config_whose_pairs_run(folders, tmp_path):
         pair.check()
         (caption,) = pair.i2t(pair.t2i(["a red bus"], [0]))
         assert isinstance(caption, str) and caption
+
+
+# -- the encoder-decoder captioner -----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def captioners(tmp_path_factory):
+    """Tiny VisionEncoderDecoder captioners: one that writes ``max_new_tokens`` tokens, and the
+    random one, which ends every caption at its first token (an empty caption)."""
+    root = tmp_path_factory.mktemp("tiny-captioners")
+    return {"writes": tiny_models.tiny_captioner_that_writes(root / "writes"),
+            "empty": tiny_models.tiny_captioner(root / "empty")}
+
+
+@pytest.fixture()
+def captions_generated(monkeypatch) -> list[int]:
+    """The batch size of every ``generate`` call of a VisionEncoderDecoder captioner."""
+    from transformers import VisionEncoderDecoderModel
+
+    calls = []
+    real = VisionEncoderDecoderModel.generate
+
+    def counted(self, pixel_values, *args, **kwargs):
+        calls.append(int(pixel_values.shape[0]))
+        return real(self, pixel_values, *args, **kwargs)
+
+    monkeypatch.setattr(VisionEncoderDecoderModel, "generate", counted)
+    return calls
+
+
+def captioner_pair(folders, captioner: Path, cache: Path, **kw):
+    spec = {"type": "diffusers", "t2i": str(folders["sd"]), "i2t": str(captioner),
+            "max_new_tokens": 6, "cache_dir": str(cache)} | kw
+    return build_pair("p", spec, "cpu")
+
+
+def test_the_encoder_decoder_captioner_is_cached_and_counted(folders, captioners, tmp_path,
+                                                             captions_generated):
+    """Three images in batches of 2: two generate calls, three captions of 6 tokens each, in
+    the cache and on the ledger's transformers:<i2t> line; one by one, the same captions. A
+    new job with the cache kept generates none: 3 cache hits, 0 requests."""
+    images = [np.random.default_rng(k).integers(0, 256, (40, 48, 3), dtype=np.uint8)
+              for k in range(3)]
+    first = captioner_pair(folders, captioners["writes"], tmp_path / "c", batch_size=2)
+    captions = first.i2t(images)
+    assert captions_generated == [2, 1]
+    assert all(isinstance(c, str) and c and "\n" not in c for c in captions), captions
+    assert len(list((tmp_path / "c").rglob("*.json"))) == 3
+    line = {x["endpoint"]: x for x in append_usage(tmp_path / "u1.jsonl", "job")}[
+        f"transformers:{captioners['writes']}"]
+    assert (line["requests"], line["cache_hits"], line["output_tokens"], line["failures"]) == \
+        (3, 0, 18, 0)
+    assert line["base_url"] == str(captioners["writes"]) and line["seconds"] > 0
+    unload_all(), clear_clients()  # a new job, another cache: one by one
+    alone = captioner_pair(folders, captioners["writes"], tmp_path / "c1", batch_size=1)
+    assert alone.i2t(images) == captions and captions_generated == [2, 1, 1, 1, 1]
+    unload_all(), clear_clients()  # a new job, the first cache
+    again = captioner_pair(folders, captioners["writes"], tmp_path / "c", batch_size=2)
+    assert again.i2t(images) == captions and captions_generated == [2, 1, 1, 1, 1]
+    line = {x["endpoint"]: x for x in append_usage(tmp_path / "u2.jsonl", "job")}[
+        f"transformers:{captioners['writes']}"]
+    assert (line["requests"], line["cache_hits"], line["output_tokens"]) == (0, 3, 0)
+
+
+def test_an_empty_caption_is_the_items_error_not_a_caption(folders, captioners, tmp_path):
+    """The random captioner ends each caption at its first token: an image-first chain's
+    generation 1 has no text for the items, each with its reason; the answers are still
+    counted (the model answered) and cached (a rerun gives the same error, generating none)."""
+    from roundtrip.evals.telephone.unified import EmptyCaption, caption_of
+
+    pair = captioner_pair(folders, captioners["empty"], tmp_path / "c")
+    seeds = seeds_of(tmp_path)[:2]
+    assert run_chain(pair, seeds, tmp_path / "chains", layout.IMAGE_FIRST, 1) == 1
+    status = layout.read_status(tmp_path / "chains", layout.IMAGE_FIRST, 1)
+    reason = ("generation 1: telephone.pairs.p.i2t: the captioner wrote no text for this image "
+              "(an empty caption is not scored)")
+    assert list(status["status"]) == ["error", "error"] and list(status["reason"]) == [reason] * 2
+    assert layout.read_outputs(tmp_path / "chains", layout.IMAGE_FIRST, 1, ["item0", "item1"]) == {}
+    line = {x["endpoint"]: x for x in append_usage(tmp_path / "u.jsonl", "job")}[
+        f"transformers:{captioners['empty']}"]
+    assert (line["requests"], line["output_tokens"]) == (2, 2)  # one token each: end of sequence
+    assert isinstance(caption_of(" \n\t", "k"), EmptyCaption)
+    assert caption_of("a red\n bus ", "k") == "a red bus"
+    error = RuntimeError("out of memory")
+    assert caption_of(error, "k") is error
+
+
+# -- the decoding-speed settings --------------------------------------------------------------------
+SPEED = {"cache_implementation": "dynamic", "compile": False, "attn_implementation": "eager",
+         "sort_by_length": False, "prefetch": False}
+
+
+def test_the_decoding_speed_settings_reach_the_pairs_chat_models(folders, tmp_path):
+    """A diffusers pair's chat captioner and a unified pair's model take the in-process
+    readers' decoding-speed settings (the eager path here: the same captions as the defaults,
+    which take it on the CPU too); the schema takes them and refuses a bad one by its key; a
+    compiled decoding step without a static cache is refused when the pair is built."""
+    from roundtrip.workflow.checks import schema_problem
+
+    image = np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8)
+    for kind, chat in (("diffusers", lambda p: p.chat()), ("transformers", lambda p: p.vlm)):
+        fast = build_pair("p", spec_of(kind, folders, tmp_path / f"{kind}-a", **SPEED), "cpu")
+        vlm = chat(fast)
+        assert (vlm.cache_implementation, vlm.compile, vlm.attn_implementation,
+                vlm.sort_by_length, vlm.prefetch) == tuple(SPEED.values())
+        plain = build_pair("p", spec_of(kind, folders, tmp_path / f"{kind}-b"), "cpu")
+        assert (chat(plain).cache_implementation, chat(plain).attn_implementation) == ("auto",
+                                                                                      "auto")
+        assert fast.i2t([image]) == plain.i2t([image])
+        unload_all()
+        with pytest.raises(ValueError, match=r"telephone.pairs.p: compile: compiling the decoding "
+                                             r"step needs a static cache"):
+            build_pair("p", spec_of(kind, folders, tmp_path, compile=True,
+                                    cache_implementation="dynamic"), "cpu")
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    config["telephone"]["pairs"]["j"] = {"type": "transformers", "model": "m", **SPEED}
+    config["telephone"]["pairs"]["d"] = {"type": "diffusers", "t2i": "a", "i2t": "b",
+                                         "compile": {"mode": "max-autotune"}, "prefetch": "auto"}
+    assert schema_problem(config, str(REPO / "config.schema.yaml")) is None
+    config["telephone"]["pairs"]["j"]["cache_implementation"] = "hybrid"
+    assert schema_problem(config, str(REPO / "config.schema.yaml")).startswith(
+        "telephone.pairs.j.cache_implementation: 'hybrid' is not one of ['auto', 'static', "
+        "'dynamic']")

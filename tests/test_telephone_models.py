@@ -113,7 +113,7 @@ def test_owlv2_detector_feeds_the_released_rules_and_clip_colour_genevals(folder
 
 def test_diffusers_pair_from_folders_is_seeded_per_item_and_generation(tmp_path):
     sd = tiny_models.tiny_stable_diffusion(tmp_path / "sd")
-    cap = tiny_models.tiny_captioner(tmp_path / "cap")
+    cap = tiny_models.tiny_captioner_that_writes(tmp_path / "cap")
     spec = {"type": "diffusers", "t2i": str(sd), "i2t": str(cap), "steps": 2, "size": 64,
             "max_new_tokens": 6}
     pair = build_pair("sdxl_llava", spec | {"cache_dir": str(tmp_path / "cache")}, "cpu")

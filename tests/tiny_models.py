@@ -262,3 +262,28 @@ def tiny_janus(folder: Path) -> Path:
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
+
+
+def tiny_captioner_that_writes(folder: Path) -> Path:
+    """:func:`tiny_captioner` whose ``generation_config.json`` suppresses the end-of-sequence
+    token, so that greedy decoding writes ``max_new_tokens`` tokens (the random captioner
+    otherwise ends every caption at its first token: an empty caption)."""
+    from transformers import GenerationConfig
+
+    tiny_captioner(folder)
+    config = GenerationConfig.from_pretrained(folder)
+    config.suppress_tokens = [config.eos_token_id]
+    config.save_pretrained(folder)
+    return folder
+
+
+def tiny_gpt2(folder: Path) -> Path:
+    """A text-only ``GPT2LMHeadModel`` (2 layers of width 32, a byte-level vocabulary) saved with
+    ``save_pretrained``: a model folder that holds no image-text model."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    GPT2LMHeadModel(GPT2Config(vocab_size=257, n_embd=32, n_layer=2, n_head=4, n_positions=64,
+                               bos_token_id=256, eos_token_id=256)).save_pretrained(folder)
+    return folder

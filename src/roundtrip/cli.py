@@ -52,7 +52,7 @@ SCHEMA = Path(__file__).resolve().parents[2] / "config.schema.yaml"
 def _check_config(args) -> int:
     from roundtrip.workflow.checks import check_file
 
-    problem = check_file(args.file, args.schema)
+    problem = check_file(args.file, args.schema, probe_endpoints=True)
     if problem:
         print(problem, file=sys.stderr)
         return 1

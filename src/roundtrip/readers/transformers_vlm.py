@@ -101,6 +101,78 @@ def runs_in_process(spec: dict | None) -> bool:
     return bool(spec) and spec.get("type") == TYPE
 
 
+class NotImageText(ValueError):
+    """A model folder that holds no image-text model (the message names the folder and what it
+    holds)."""
+
+
+def image_text_architecture(folder: str | Path) -> str:
+    """The architecture of the model saved in ``folder`` when it reads images and writes text,
+    decided from its ``config.json`` alone (no weights loaded).
+
+    A model is image-text when its ``model_type`` is one that transformers loads with
+    ``AutoModelForImageTextToText`` (transformers' ``MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES``:
+    the chat VLMs, ``gemma3``, ``llava``, ``qwen2_5_vl``, ``janus``, ..., and
+    ``vision-encoder-decoder`` captioners), the class :class:`ChatVLM` loads. Neither a
+    ``vision_config`` (CLIP and SigLIP have one and write no text) nor an image processor (ViT
+    has one) makes a model image-text.
+
+    Args:
+        folder: a saved model folder (``config.json``; a hub snapshot folder included).
+
+    Returns:
+        The architecture: ``config.json``'s first ``architectures`` entry, else its
+        ``model_type`` (``Gemma3ForConditionalGeneration``, ``VisionEncoderDecoderModel``).
+
+    Raises:
+        NotImageText: the folder holds another kind of model, a diffusers pipeline, or a
+            ``config.json`` that names no model type or one transformers does not know; the
+            message starts with the folder and names what it holds (``/models/gpt2 holds
+            GPT2LMHeadModel, a text-only model: a reader needs an image-text model (...)``).
+    """
+    import json
+
+    import transformers
+    from transformers.models.auto import configuration_auto, image_processing_auto
+    from transformers.models.auto import modeling_auto as auto
+
+    folder = Path(folder)
+    need = (f"a reader needs an image-text model (a model_type transformers "
+            f"{transformers.__version__} loads with AutoModelForImageTextToText: a chat VLM such "
+            "as gemma3, llava or qwen2_5_vl, or a vision-encoder-decoder captioner)")
+    path = folder / "config.json"
+    if not path.is_file():
+        held = ("a diffusers pipeline (model_index.json)" if (folder / "model_index.json").is_file()
+                else "a sentence-transformers model (modules.json)"
+                if (folder / "modules.json").is_file() else "no config.json")
+        raise NotImageText(f"{folder} holds {held}: {need}")
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise NotImageText(f"{path} cannot be read: {exc}") from exc
+    kind = config.get("model_type") if isinstance(config, dict) else None
+    if not kind:
+        raise NotImageText(f"{path} names no model_type: {need}")
+    names = config.get("architectures") or [kind]
+    arch = str(names[0])
+    if kind in auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
+        return arch
+    if kind not in configuration_auto.CONFIG_MAPPING_NAMES:
+        what = (f"a model_type ({kind}) transformers {transformers.__version__} does not know "
+                "(roundtrip runs no model code of its own, trust_remote_code)")
+    elif "vision_config" in config or kind in image_processing_auto.IMAGE_PROCESSOR_MAPPING_NAMES \
+            or kind in auto.MODEL_FOR_IMAGE_MAPPING_NAMES:
+        what = "an image model that writes no text"
+    elif any(kind in mapping for mapping in (
+            auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+            auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+            auto.MODEL_FOR_TEXT_ENCODING_MAPPING_NAMES)):
+        what = "a text-only model"
+    else:
+        what = "a model that does not read images"
+    raise NotImageText(f"{folder} holds {arch}, {what}: {need}")
+
+
 # -- the model folder ---------------------------------------------------------------------------
 def folder_fingerprint(folder: str | Path) -> str:
     """SHA-256 over every file of a model folder: its relative path, size and content digest.
@@ -917,6 +989,7 @@ def _verdict(text: str) -> JudgeVerdict | Exception:
 
 
 __all__ = ["CACHE_IMPLEMENTATIONS", "COMPILE_KEYS", "ChatVLM", "DECODING_KEYS",
-           "GenerationFailed", "PREPROCESSING_ERRORS", "TYPE", "TransformersJudge",
+           "GenerationFailed", "NotImageText", "PREPROCESSING_ERRORS", "TYPE", "TransformersJudge",
            "TransformersOCR", "check_decoding_path", "decoding_path", "folder_fingerprint",
-           "pick_device", "pick_dtype", "prepared_image", "runs_in_process", "unload_all"]
+           "image_text_architecture", "pick_device", "pick_dtype", "prepared_image",
+           "runs_in_process", "unload_all"]

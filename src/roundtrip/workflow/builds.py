@@ -34,7 +34,8 @@ class DatasetBuilds:
     def spec(self, dataset: str) -> dict:
         """The keys of ``datasets.<name>`` that change its built files (a change of
         ``protocol`` or ``models`` must not rebuild it); rendered sets also depend on the
-        ``render`` and ``audit`` sections and the OCR normalization."""
+        ``render`` and ``audit`` sections (but ``audit.max_no_verdict``) and the OCR
+        normalization."""
         spec = self.config["datasets"][dataset]
         out = {k: spec[k] for k in file_keys(spec) if k in spec}
         # limits other than the defaults are part of what a dataset is built from (a default
@@ -44,7 +45,9 @@ class DatasetBuilds:
         if limits:
             out["limits"] = limits
         if spec["type"] in SYNTHETIC_TYPES:
-            out |= {"render": self.config["render"], "audit": self.config["audit"],
+            # max_no_verdict decides what page 1 says of the audit, not what is built
+            audit = {k: v for k, v in self.config["audit"].items() if k != "max_no_verdict"}
+            out |= {"render": self.config["render"], "audit": audit,
                     "normalization": self.config["ocr"]["normalization"]}
         return out
 

@@ -1,13 +1,22 @@
 """Config checks that JSON schema cannot express, run before any job starts.
 
-``config.schema.yaml`` checks types, ranges and required keys; :func:`check_config` then builds
-every model and OCR engine once (without loading weights) and checks that every model's weights
-can be found and every API endpoint in use has its key in the environment, so a bad parameter,
-a missing checkpoint or a missing key fails at DAG-build time with the key named, not an hour
-into a cluster run.
+``config.schema.yaml`` checks types, ranges and required keys (:func:`schema_problems`: every
+violation at once, each naming its key); :func:`check_config` then builds every model, OCR
+engine and render judge once (without loading weights) and checks that every model's weights
+can be found, every model a reader, judge or pair runs in process is on this machine and of its
+kind (an image-text model where it reads images), and every API endpoint in use has its key in
+the environment, so a bad parameter, a missing checkpoint or a missing key fails at DAG-build
+time with the key named, not an hour into a cluster run. ``roundtrip check-config``
+(:func:`check_file` with ``probe_endpoints``) also asks each endpoint in use whether it answers.
+
+A config with several problems gets them all in one message, one per line (a line that starts
+with two spaces continues the one above), in the order: the schema; missing data, weights and
+in-process models; the API uses; then the checks that need the models built.
 """
 from __future__ import annotations
 
+import copy
+from contextlib import contextmanager
 from pathlib import Path
 
 from roundtrip.core import weights
@@ -18,6 +27,31 @@ from roundtrip.models import ORIGINAL, TRAINED_TYPES, build_model
 from roundtrip.readers import build_ocr
 from roundtrip.workflow.metric_weights import metric_weight_names
 from roundtrip.workflow.plan import Plan, registered
+
+#: Schema violations one message lists at most (a config of another program would list many).
+MAX_SCHEMA_PROBLEMS = 20
+
+
+class Problems(list):
+    """The problems a check found, one message each (the first line of a message names its
+    key); :meth:`collect` turns a :class:`ConfigError` into one more of them."""
+
+    @contextmanager
+    def collect(self):
+        """Run the block; a :class:`ConfigError` it raises is appended instead of raised."""
+        try:
+            yield
+        except ConfigError as exc:
+            self.append(str(exc))
+
+    def raise_any(self) -> None:
+        """Raise one :class:`ConfigError` with every problem, one after the other (none: return).
+
+        Raises:
+            ConfigError: the problems joined by line breaks.
+        """
+        if self:
+            raise ConfigError("\n".join(self))
 
 
 def evaluation_schemas(config: dict, schema: dict) -> dict[str, dict]:
@@ -60,14 +94,165 @@ def composed_schema(config: dict, schema_path: str) -> dict:
 
 
 def schema_problem(config: dict, schema_path: str) -> str | None:
-    """The short message of the first schema violation of ``config`` (first line: the key),
-    or None (:func:`roundtrip.core.config.schema_error`), against :func:`composed_schema`."""
+    """Every schema violation of ``config`` in one message (:func:`schema_problems`, one after
+    the other; the first line names the first key), or None."""
+    problems = schema_problems(config, schema_path)
+    return "\n".join(problems) if problems else None
+
+
+def schema_problems(config: dict, schema_path: str) -> list[str]:
+    """The short message of each schema violation of ``config`` against
+    :func:`composed_schema`, in the order :func:`roundtrip.core.config.schema_error` picks them
+    (first line: the key, ``audit.judge: Additional properties are not allowed ('modle' was
+    unexpected); did you mean 'model'?``), at most :data:`MAX_SCHEMA_PROBLEMS`; empty when the
+    config is valid.
+
+    Each message is the most relevant violation of a copy of the config from which the parts
+    already reported were taken out: the unknown keys of an entry, else the key whose value is
+    wrong, else (a required key missing, an entry without ``type``) the entry. An entry that
+    lacks a required key and has unknown ones gets both messages (a misspelt ``model`` is
+    missing, and its misspelling is unknown, with the key it is close to). ``config`` is not
+    modified.
+    """
+    from jsonschema import Draft202012Validator
+
     from roundtrip.core.config import schema_error
 
     try:
-        return schema_error(config, composed_schema(config, schema_path))
+        schema = composed_schema(config, schema_path)
     except ConfigError as exc:
-        return str(exc)
+        return [str(exc)]
+    validator = Draft202012Validator(schema)
+    work = copy.deepcopy(config)
+    found: list[str] = []
+    stand_ins: dict[str, list] = {}  # key of a value put in for a missing one -> its entry
+    for _ in range(4 * MAX_SCHEMA_PROBLEMS):  # each turn takes a part out of `work`
+        problem = schema_error(work, schema)
+        if problem is None or problem in found or len(found) == MAX_SCHEMA_PROBLEMS:
+            break
+        key = problem.split("\n", 1)[0].split(": ", 1)[0]
+        if key in stand_ins:  # a stand-in's own violation: the entry was reported, take it out
+            _take_out_path(validator, work, stand_ins.pop(key))
+            continue
+        found.append(problem)
+        error = _error_at(validator, work, key, _validator_of(problem))
+        if error is None:
+            break
+        if error.validator == "required" and error.absolute_path \
+                and _error_at(validator, work, key, ("additionalProperties", None)).validator \
+                == "additionalProperties":
+            # stand-ins for the missing keys let the entry's unknown keys be reported next
+            entry, node = list(error.absolute_path), _node(work, list(error.absolute_path))
+            for missing in (k for k in error.validator_value if k not in node):
+                if not _stand_in(validator, work, entry, missing):
+                    stand_ins[f"{key}.{missing}"] = entry
+        elif not _take_out(validator, work, error):
+            break
+    return found
+
+
+def _errors(validator, instance) -> list:
+    """Every violation of ``instance``, those inside ``anyOf``/``oneOf`` branches included."""
+    out, todo = [], list(validator.iter_errors(instance))
+    while todo:
+        error = todo.pop()
+        out.append(error)
+        todo += list(error.context or ())
+    return out
+
+
+def _stand_in(validator, instance: dict, entry: list, name: str) -> bool:
+    """Put a value the schema takes (an empty string, 0, false, an empty list or mapping, the
+    first of an ``enum``) under the missing key ``name`` of the entry at ``entry``; where none
+    is taken (or ``name`` is ``type``, which decides what else the entry needs), None. Returns
+    whether the value put there is taken."""
+    node = _node(instance, entry)
+    path = [*entry, name]
+    candidates = [] if name == "type" else [None, "", 0, False, [], {}]
+    for value in candidates:
+        node[name] = value
+        wrong = [e for e in _errors(validator, instance) if list(e.absolute_path) == path]
+        if not wrong:
+            return True
+        enum = next((e.validator_value for e in wrong if e.validator == "enum"), None)
+        if enum and enum[0] not in candidates:
+            candidates.append(enum[0])
+    node[name] = None
+    return False
+
+
+def _validator_of(problem: str) -> tuple[str | None, str | None]:
+    """``(schema keyword, property)`` a message of :func:`roundtrip.core.config.schema_error`
+    reports, where its words say: unknown keys (``additionalProperties``), a required key or
+    ``type`` missing (``required`` and the key), an unknown type (``enum``)."""
+    import re
+
+    first = problem.split("\n", 1)[0]
+    if "Additional properties are not allowed" in first:
+        return "additionalProperties", None
+    if "'type' is missing" in first:
+        return "required", "type"
+    if m := re.search(r"'([^']+)' is a required property", first):
+        return "required", m.group(1)
+    if "is not a type here" in first:
+        return "enum", None
+    return None, None
+
+
+def _error_at(validator, instance, key: str,
+              keyword: tuple[str | None, str | None] = (None, None)):
+    """The violation of ``instance`` at config key ``key`` (``config``: the root), one of schema
+    keyword ``keyword[0]`` (a ``required`` one of property ``keyword[1]``) first; None where
+    there is none."""
+    at = [e for e in _errors(validator, instance)
+          if (".".join(str(p) for p in e.absolute_path) or "config") == key]
+    name, prop = keyword
+    if name:
+        at = [e for e in at if e.validator == name
+              and (prop is None or prop in e.validator_value)] or at
+    return at[0] if at else None
+
+
+def _take_out(validator, instance: dict, error) -> bool:
+    """Remove from ``instance`` what ``error`` is about (:func:`schema_problems`); False where
+    nothing can be removed (the root)."""
+    import re
+
+    path = list(error.absolute_path)
+    node = _node(instance, path)
+    if error.validator == "additionalProperties" and isinstance(node, dict):
+        schema = error.schema if isinstance(error.schema, dict) else {}
+        known, patterns = schema.get("properties", {}), schema.get("patternProperties", {})
+        extra = [k for k in node if k not in known and not any(re.search(p, str(k))
+                                                                for p in patterns)]
+        for k in extra:
+            del node[k]
+        return bool(extra)
+    return _take_out_path(validator, instance, path)
+
+
+def _take_out_path(validator, instance: dict, path: list) -> bool:
+    """Remove the value at ``path`` from ``instance``, or, where its entry requires it, that
+    entry (and so on up); False where that would be the root."""
+    while path:
+        parent, leaf = _node(instance, path[:-1]), path[-1]
+        value = parent.pop(leaf)
+        if not any(e.validator == "required" and list(e.absolute_path) == path[:-1]
+                   and leaf in e.validator_value for e in _errors(validator, instance)):
+            return True
+        # the parent requires it: put it back and take out the parent entry instead
+        if isinstance(parent, list):
+            parent.insert(leaf, value)
+        else:
+            parent[leaf] = value
+        path = path[:-1]
+    return False
+
+
+def _node(instance, path: list):
+    for part in path:
+        instance = instance[part]
+    return instance
 
 
 def validate_config(config: dict, schema_path: str) -> dict:
@@ -89,10 +274,22 @@ def validate_config(config: dict, schema_path: str) -> dict:
     return config
 
 
-def check_file(path: str, schema_path: str) -> str | None:
+def check_file(path: str, schema_path: str, probe_endpoints: bool = False) -> str | None:
     """Every check of a config file, as ``roundtrip check-config`` runs them: YAML syntax (with
-    the line) and duplicate keys (with both lines), the schema, then :func:`check_config`,
-    whose messages name ``path`` as the file to fix. Returns the problem, or None.
+    the line) and duplicate keys (with both lines), the schema (every violation), then
+    :func:`check_config`, whose messages name ``path`` as the file to fix. Returns every
+    problem found, one after the other (the first line names a key), or None.
+
+    A config the schema refuses is not filled in with its defaults, so :func:`check_config`
+    does not run on it; what can be checked without the defaults is listed after the schema's
+    violations (missing data paths and weights, the models run in process: two missing model
+    folders and a misspelt key of the judge come in one message).
+
+    Args:
+        probe_endpoints: ask every API endpoint the config uses whether it answers
+            (:func:`roundtrip.api.client.probe_endpoint`, once each, with its short timeout);
+            an endpoint that does not is a problem that names it. ``roundtrip check-config``
+            asks them; a check of a config written for another machine does not.
 
     Snakemake's ``--configfile`` loader reports a YAML error without its line; this does not.
     """
@@ -108,70 +305,230 @@ def check_file(path: str, schema_path: str) -> str | None:
     config = load_yaml(text) or {}
     if not isinstance(config, dict):
         return f"{path}: a config is a mapping of sections (datasets, models, ...)"
-    if problem := schema_problem(config, schema_path):
-        return problem
+    source = config_names([path])
+    if problems := schema_problems(config, schema_path):
+        return "\n".join(problems + _unvalidated_problems(config, source, problems))
     validate_config(config, schema_path)  # fills the defaults check_config relies on
     resolve_data_root(config)
     try:
-        check_config(config, source=config_names([path]))
+        check_config(config, source=source, probe_endpoints=probe_endpoints)
     except ConfigError as exc:
         return str(exc)
     return None
 
 
-def check_config(config: dict, source: str = DEFAULT_CONFIG) -> None:
-    """Validate cross-key constraints of a schema-validated config.
+def _unvalidated_problems(config: dict, source: str, reported: list[str]) -> list[str]:
+    """What :func:`check_config` finds first (missing data paths and weights, the models run in
+    process) of a config the schema refused (its problems ``reported``), as far as a config
+    without its defaults can be checked: a part that cannot be checked, or an entry the schema
+    already reported, is left to the check after the schema's problems are fixed."""
+    from roundtrip.core.config import resolve_data_root
+
+    config = resolve_data_root(copy.deepcopy(config))
+    found = []
+    try:
+        if missing := missing_paths_message(config, _missing_weights(config, source), (), source):
+            found.append(missing)
+    except (AttributeError, KeyError, TypeError, ValueError):  # a section of the wrong shape
+        pass
+    keys = tuple(p.split(": ", 1)[0] for p in reported)
+    try:
+        found += [line for line in _in_process_problems(_uses(config))[0]
+                  if not line.split(": ", 1)[0].startswith(keys)]
+    except (AttributeError, KeyError, TypeError, ValueError, ConfigError):
+        pass
+    return found
+
+
+def check_config(config: dict, source: str = DEFAULT_CONFIG,
+                 probe_endpoints: bool = False) -> None:
+    """Validate cross-key constraints of a schema-validated config, every problem at once.
+
+    First what needs nothing built: every missing data path, model weight and metric weight
+    (one message), every model a reader, judge or pair runs in process that is not on this
+    machine or (where it reads images) is no image-text model
+    (:func:`roundtrip.workflow.probes.in_process_problems`), every API use (endpoints, prompts,
+    keys; with ``probe_endpoints``, whether each endpoint answers). Then, when those are clean,
+    what builds on them: the models built and probed, the render judge and the OCR engines
+    built, the datasets' own checks and each evaluation's (one problem per evaluation).
 
     Args:
-        config: the config, defaults filled in and dataset paths resolved.
+        config: the config, defaults filled in and dataset paths resolved. Its API uses are
+            resolved in place (:func:`roundtrip.api.settings.resolve_api`).
         source: the config file(s) it was read from, as the messages name the file to fix
             (:func:`roundtrip.core.config.config_names`: ``my.yaml`` for ``--configfile
             my.yaml``).
+        probe_endpoints: ask each endpoint in use whether it answers (``roundtrip
+            check-config``; the workflow does not, as every job of a cluster run reads the
+            Snakefile again).
 
     Raises:
-        ConfigError: naming the key, e.g. ``models.jpeg_q10.quality: quality must be in 1..100``.
+        ConfigError: every problem, one after the other, each starting with its key, e.g.
+            ``models.jpeg_q10.quality: quality must be in 1..100``.
     """
-    # Every missing data path, model weight and metric weight at once, before the rest.
-    if problem := missing_paths_message(config, _missing_weights(config, source),
+    problems = Problems()
+    uses = _uses(config)
+    if missing := missing_paths_message(config, _missing_weights(config, source),
                                         _missing_metric_weights(config), source):
-        raise ConfigError(problem)
-    _check_api(config)
-    if ORIGINAL in config.get("models", {}):
-        raise ConfigError(f"models.{ORIGINAL}: the name '{ORIGINAL}' is reserved for the unmodified "
-                          "originals; rename the model")
+        problems.append(missing)
+    located, failed = _in_process_problems(uses)
+    problems += located
+    problems += _api_problems(config, [u for u in uses if u[0] not in failed], probe_endpoints)
+    problems.raise_any()
+
+    with problems.collect():
+        if ORIGINAL in config.get("models", {}):
+            raise ConfigError(f"models.{ORIGINAL}: the name '{ORIGINAL}' is reserved for the "
+                              "unmodified originals; rename the model")
     datasets = config.get("datasets", {})
     for name, spec in config.get("models", {}).items():
-        try:
-            model = build_model(name, spec)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from exc
-        if spec["type"] in TRAINED_TYPES:
-            unknown = [d for d in spec.get("train", {}).get("datasets", []) if d not in datasets]
+        with problems.collect():
+            try:
+                build_model(name, spec)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from exc
+            unknown = [d for d in spec.get("train", {}).get("datasets", []) if d not in datasets] \
+                if spec["type"] in TRAINED_TYPES else []
             if unknown:
                 raise ConfigError(f"models.{name}.train.datasets: unknown datasets {unknown}")
-    _probe_models(config)
+    if not problems:  # every model builds: each is loaded and run once
+        with problems.collect():
+            _probe_models(config)
+    with problems.collect():
+        _check_judge(config)
+    engines = config.get("ocr", {}).get("engines", {})
     ocr_engines = {}
-    for name, spec in config.get("ocr", {}).get("engines", {}).items():
-        try:
-            ocr_engines[name] = build_ocr(name, spec)
-        except ValueError as exc:  # the message names ocr.engines.<name>
-            raise ConfigError(str(exc)) from exc
-    for name, spec in config.get("datasets", {}).items():
-        if spec.get("text_eval") and not config.get("ocr", {}).get("engines"):
-            raise ConfigError(f"datasets.{name}.text_eval: needs at least one engine in ocr.engines")
-        unknown = [m for m in spec.get("models", []) if m not in config.get("models", {})]
-        if unknown:
-            raise ConfigError(f"datasets.{name}.models: unknown models {unknown}")
-        _check_synthetic(name, spec)
-        _check_path(name, spec)
-        _check_bundled_names(name, spec)
-    _check_ocr_datasets(config, ocr_engines)
+    for name, spec in engines.items():
+        with problems.collect():
+            try:
+                ocr_engines[name] = build_ocr(name, spec)
+            except ValueError as exc:  # the message names ocr.engines.<name>
+                raise ConfigError(str(exc)) from exc
+    for name, spec in datasets.items():
+        with problems.collect():
+            if spec.get("text_eval") and not engines:
+                raise ConfigError(f"datasets.{name}.text_eval: needs at least one engine in "
+                                  "ocr.engines")
+        with problems.collect():
+            unknown = [m for m in spec.get("models", []) if m not in config.get("models", {})]
+            if unknown:
+                raise ConfigError(f"datasets.{name}.models: unknown models {unknown}")
+        for check in (_check_synthetic, _check_path, _check_bundled_names):
+            with problems.collect():
+                check(name, spec)
+    if len(ocr_engines) == len(engines):
+        with problems.collect():
+            _check_ocr_datasets(config, ocr_engines)
+    _check_evaluations(config, problems)
+    problems.raise_any()
+
+
+def _check_evaluations(config: dict, problems: Problems) -> None:
+    """Each registered evaluation's own check (``Evaluation.check``), its first problem added to
+    ``problems``. Where other problems were found already, an evaluation whose check cannot run
+    on the config as it is (the plan does not build, the check fails on what they are about)
+    adds nothing: those problems come first."""
+    earlier = bool(problems)
     try:
         plan = Plan(config)  # registers the evaluations
     except RegistryError as exc:  # a plugin that does not load stops here
-        raise ConfigError(f"evaluations.plugins: {exc}") from exc
+        problems.append(f"evaluations.plugins: {exc}")
+        return
+    except (KeyError, TypeError, ValueError):
+        if earlier:
+            return
+        raise
     for evaluation in plan.evaluations.values():
-        evaluation.check(plan)
+        with problems.collect():
+            try:
+                evaluation.check(plan)
+            except (KeyError, TypeError, ValueError, AttributeError):
+                if not earlier:
+                    raise
+
+
+def _check_judge(config: dict) -> None:
+    """The render judge (``audit.judge``) builds with its settings (nothing is loaded).
+
+    Raises:
+        ConfigError: naming ``audit.judge``.
+    """
+    from roundtrip.datasets.rendered.audit import build_judge
+
+    try:
+        build_judge((config.get("audit") or {}).get("judge"))
+    except ValueError as exc:  # the message names audit.judge
+        raise ConfigError(str(exc)) from exc
+
+
+def _uses(config: dict) -> list[tuple[str, dict, dict[str, str]]]:
+    """Every API use of ``config``: the shared sections' (:func:`roundtrip.api.settings
+    .api_uses`) and the registered evaluations' (``Evaluation.api_uses``).
+
+    Raises:
+        ConfigError: an evaluation named in ``evaluations.plugins`` cannot be loaded.
+    """
+    from roundtrip.api.settings import api_uses
+
+    try:
+        evaluations = registered(config)
+    except RegistryError as exc:
+        raise ConfigError(f"evaluations.plugins: {exc}") from exc
+    return [*api_uses(config), *(use for ev in evaluations.values() for use in ev.api_uses(config))]
+
+
+def _in_process_problems(uses: list) -> tuple[list[str], set[str]]:
+    """``(problems, paths)``: the problems of the models run in process
+    (:func:`roundtrip.workflow.probes.in_process_problems`) and the config paths of the uses
+    that have some."""
+    from roundtrip.workflow.probes import in_process_problems
+
+    problems, failed = [], set()
+    for use in uses:
+        if found := in_process_problems([use]):
+            problems += found
+            failed.add(use[0])
+    return problems, failed
+
+
+def _api_problems(config: dict, uses: list, probe_endpoints: bool = False) -> list[str]:
+    """Resolve each API use in place (:func:`roundtrip.api.settings.resolve_api`: endpoints
+    and default prompts; the models of in-process uses located) and require the keys of the
+    endpoints in use; with ``probe_endpoints``, each endpoint in use is asked once whether it
+    answers (:func:`roundtrip.api.client.probe_endpoint`, all at once). One problem per use,
+    per missing key and per endpoint that does not answer."""
+    from roundtrip.api.settings import (ApiConfigError, MissingApiKey, check_api_keys,
+                                        resolve_api)
+
+    api = config.get("api") or {}
+    problems, used = [], []
+    for use in uses:
+        try:  # one use at a time: a bad one does not hide the next
+            used += resolve_api({"api": api}, [use])
+        except ApiConfigError as exc:
+            problems.append(str(exc))
+    names = sorted(set(used))
+    for name in names:
+        try:
+            check_api_keys(config, [name])
+        except MissingApiKey as exc:
+            problems.append(str(exc))
+    if probe_endpoints and names:
+        problems += _unreachable(api.get("endpoints") or {}, names)
+    return problems
+
+
+def _unreachable(endpoints: dict, names: list[str]) -> list[str]:
+    """One line per endpoint of ``names`` (``api.endpoints`` entries) that does not answer
+    :func:`roundtrip.api.client.probe_endpoint` (one ``GET /models`` each, with its short
+    timeout, all at once), naming its config key and URL."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from roundtrip.api.client import probe_endpoint
+
+    with ThreadPoolExecutor(max_workers=min(8, len(names))) as pool:
+        found = pool.map(lambda n: probe_endpoint({"name": n, **endpoints[n]}), names)
+        return [line for line in found if line]
 
 
 def _probe_models(config: dict) -> None:
@@ -301,22 +658,6 @@ def _check_plain_path(name: str, kind: str, path: str) -> None:
                               f"{_FOLDER_TYPES[kind]})")
     elif not p.exists():
         raise ConfigError(f"datasets.{name}.path: {path} does not exist")
-
-
-def _check_api(config: dict) -> None:
-    """Resolve API endpoints and prompts in place (:func:`roundtrip.api.settings.resolve_api`)
-    and require the keys of the endpoints in use, before any work."""
-    from roundtrip.api.settings import ApiConfigError, MissingApiKey, check_api_keys, resolve_api
-
-    try:
-        evaluations = registered(config)
-    except RegistryError as exc:
-        raise ConfigError(f"evaluations.plugins: {exc}") from exc
-    uses = [use for ev in evaluations.values() for use in ev.api_uses(config)]
-    try:
-        check_api_keys(config, resolve_api(config, uses))
-    except (ApiConfigError, MissingApiKey) as exc:
-        raise ConfigError(str(exc)) from exc
 
 
 def _check_synthetic(name: str, spec: dict) -> None:

@@ -266,10 +266,15 @@ class Plan:
         return int(torch.cuda.is_available())
 
     def reader_gpu(self, *specs: dict | None) -> int:
-        """The run's GPU request (:meth:`gpu_for_device`) for a job that runs one of the readers
-        ``specs`` (OCR engines, a render judge: their config entries) in its own process
-        (``type: transformers``), else 0."""
-        return self.gpu_for_device() if any(runs_in_process(s) for s in specs) else 0
+        """The GPU request of a job that runs the readers ``specs`` (OCR engines, a render
+        judge: their config entries): 1 where one runs in the job's process (``type:
+        transformers``) with its own ``device`` naming CUDA, the run's request
+        (:meth:`gpu_for_device`) where one's ``device`` is ``auto``, else 0 (``cpu``, ``mps``,
+        or no reader in process)."""
+        devices = {str(s.get("device") or "auto") for s in specs if runs_in_process(s)}
+        if any(d.startswith("cuda") for d in devices):
+            return 1
+        return self.gpu_for_device() if "auto" in devices else 0
 
     def ocr_gpu(self, datasets: list[str]) -> int:
         """:meth:`reader_gpu` of the OCR engines that read ``datasets`` (text sets only)."""

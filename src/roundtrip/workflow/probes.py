@@ -17,6 +17,11 @@ The cache, ``.snakemake/roundtrip/probes/{model}.json`` under the working direct
 fingerprint (the model's config entry, the sizes, the size and time of every file the entry names
 and of the module of ``import_path``) and the result: a rerun with nothing changed does not load
 the model again.
+
+The models that readers, judges and pairs run in process (OCR engines, the render judge, VISTA
+readers, Telephone pairs) are checked without loading them (:func:`in_process_problems`): each
+is on this machine, and one that reads images holds an image-text model, as its ``config.json``
+says.
 """
 from __future__ import annotations
 
@@ -170,3 +175,87 @@ def _module_file(spec: dict) -> Path | None:
     finally:
         sys.path[:] = saved
     return Path(found.origin) if found and found.origin else None
+
+
+# -- models run in process by the readers, judges and pairs ---------------------------------------
+#: Keys of an in-process use (:data:`roundtrip.api.settings.IN_PROCESS_MODELS`: a ``type`` ->
+#: the keys that name its models) whose model reads images and writes text: a chat VLM or a
+#: unified model (``transformers``: ``model``), the captioner of a text-to-image pipeline
+#: (``diffusers``: ``i2t``). Every other key names a text-to-image pipeline (``diffusers``:
+#: ``t2i``).
+READER_KEYS: dict[str, tuple[str, ...]] = {"transformers": ("model",), "diffusers": ("i2t",)}
+#: What to fetch, by what a slot holds, for the message of a folder that holds no model.
+FETCH_EXAMPLES = {
+    True: "an image-text model (a chat VLM such as google/gemma-3-12b-it or "
+          "llava-hf/llava-1.5-7b-hf, or a VisionEncoderDecoder captioner)",
+    False: "a diffusers text-to-image pipeline (such as stabilityai/stable-diffusion-xl-base-1.0)",
+}
+
+
+def in_process_problems(uses) -> list[str]:
+    """One line per problem of the models that readers, judges and pairs run in process, found
+    from their folders and ``config.json`` alone (no weights loaded), before any job.
+
+    Each model key of an in-process use (:data:`roundtrip.api.settings.IN_PROCESS_MODELS`) must
+    name a model on this machine (:func:`roundtrip.core.weights.local_model`: a registered
+    folder, a saved folder, or a hub id whose snapshot is in the Hugging Face cache); a key that
+    reads images (:data:`READER_KEYS`) must hold an image-text model
+    (:func:`roundtrip.readers.transformers_vlm.image_text_architecture`). Every slot is checked,
+    so a config with several missing folders names all of them.
+
+    Args:
+        uses: ``(config path, spec, prompt fields)`` of the config's API uses
+            (:func:`roundtrip.api.settings.api_uses` and the evaluations' ``api_uses``); uses
+            that name an endpoint are skipped.
+
+    Returns:
+        Lines such as ``vista.readers.my_vlm.model: /models/gpt2 holds GPT2LMHeadModel, a
+        text-only model: a reader needs an image-text model (...)``, in the order of ``uses``;
+        empty when every model is there and of its kind.
+    """
+    from roundtrip.api.settings import IN_PROCESS_MODELS
+    from roundtrip.core.weights import ChecksumMismatch, local_model
+    from roundtrip.readers.transformers_vlm import NotImageText, image_text_architecture
+
+    problems = []
+    for path, spec, _ in uses:
+        keys = IN_PROCESS_MODELS.get(spec.get("type")) if isinstance(spec, dict) else None
+        for key in keys or ():
+            where, value = f"{path}.{key}", spec.get(key)
+            reads = key in READER_KEYS.get(spec["type"], ())
+            if not value or not isinstance(value, str):
+                problems.append(f"{where}: required (a model folder or a hub id of "
+                                f"{FETCH_EXAMPLES[reads]})")
+                continue
+            try:
+                folder = local_model(value, where)
+            except WeightsMissing as exc:
+                problems.append(_missing_note(value, where, exc, reads))
+                continue
+            except ChecksumMismatch as exc:
+                problems.append(f"{where}: {' '.join(str(exc).split())}")
+                continue
+            if reads:
+                try:
+                    image_text_architecture(folder)
+                except NotImageText as exc:
+                    problems.append(f"{where}: {exc}")
+    return problems
+
+
+def _missing_note(value: str, where: str, exc: WeightsMissing, reads: bool) -> str:
+    """The message of a model slot ``where`` whose model ``value`` is not here: a registered
+    folder's or a hub id's as :func:`~roundtrip.core.weights.local_model` words it; a folder
+    path's names the kind of model the slot takes (an image-text model, a text-to-image
+    pipeline), not the registry's folders (CLIP, DINO, ...), which no such slot can use."""
+    from roundtrip.core.weights import registered_folders, resolve_folder
+
+    text = " ".join(str(exc).split())
+    if value in registered_folders() or text.startswith(f"{where}: {value} is not a saved model "
+                                                         "folder here"):
+        return text  # a registered name, or a hub id not in the Hugging Face cache
+    folder = resolve_folder(value)
+    return (f"{where}: {folder} holds no saved model (config.json). On a machine with internet "
+            f"run `hf download <hub id> --local-dir {folder}` with the hub id of "
+            f"{FETCH_EXAMPLES[reads]} and copy the folder here, or set {where} to the hub id "
+            "when its snapshot is in the Hugging Face cache")

@@ -9,12 +9,19 @@ A VLM judge (VISTA-Bench Appendix B.3) scores renders 0 (misaligned), 1 (accepta
 2 (flawless); :class:`RenderJudge` is the interface and :data:`JUDGES` the registry that an API
 backend adds itself to. Without a judge, the judge columns say so. Only score 2 is admitted
 (:func:`judge_verdict`); the VISTA tables leave the other renders out by default.
+
+A judge that gives no verdict (its answer fails, or is no JSON verdict) leaves the render "not
+judged". Where that is so for more than ``audit.max_no_verdict`` of a set's renders (default
+:data:`MAX_NO_VERDICT`), the audit did not run: :func:`judge_coverage` counts it from
+``audit.csv``, the build logs it, and :func:`audit_findings` says it on the report's first page
+("the judge gave no verdict on 21 of 21 renders: the render audit did not run").
 """
 from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -197,6 +204,96 @@ def judge_verdict(score) -> str:
     if np.isnan(value):
         return NOT_JUDGED
     return PASSED if int(value) == ADMITTED_SCORE else FAILED
+
+
+#: Default of ``audit.max_no_verdict``: the share of a set's renders the judge may give no
+#: verdict on before its audit counts as not run (:meth:`JudgeCoverage.ran`).
+MAX_NO_VERDICT = 0.5
+
+
+@dataclass(frozen=True)
+class JudgeCoverage:
+    """What the judge of one set's audit answered.
+
+    Attributes:
+        judge: the judge's name (``transformers:<model>``, ``vlm:<model>``).
+        renders: renders the judge was asked about (the rendered items whose OCR read-back
+            worked; the others are not judged).
+        no_verdict: of them, those without a verdict (no answer, or no JSON verdict).
+        reason: the ``judge_explanation`` of the first of those (``failed: ...``), or "".
+    """
+    judge: str
+    renders: int
+    no_verdict: int
+    reason: str = ""
+
+    def ran(self, max_no_verdict: float = MAX_NO_VERDICT) -> bool:
+        """Whether the audit ran: no more than ``max_no_verdict`` (a share in [0, 1]) of the
+        renders went without a verdict (a set with no render asked counts as run)."""
+        return self.no_verdict <= max_no_verdict * self.renders
+
+
+def judge_coverage(audit: pd.DataFrame | str | Path) -> JudgeCoverage | None:
+    """:class:`JudgeCoverage` of an audit (its frame, or ``audit.csv``), None where no judge
+    was configured (the ``judge`` column is empty on every row)."""
+    if not isinstance(audit, pd.DataFrame):
+        audit = pd.read_csv(audit, keep_default_na=False, dtype=str)
+    judge = audit["judge"].fillna("").astype(str)
+    asked = audit[judge != ""]
+    if asked.empty:
+        return None
+    scores = pd.to_numeric(asked["judge_score"], errors="coerce")
+    missing = asked[scores.isna()]
+    reason = str(missing["judge_explanation"].iloc[0]) if len(missing) else ""
+    return JudgeCoverage(str(asked["judge"].iloc[0]), len(asked), len(missing), reason)
+
+
+def no_verdict_sentence(coverages: dict[str, JudgeCoverage],
+                        max_no_verdict: float = MAX_NO_VERDICT) -> str | None:
+    """The report's sentence on the sets whose audit did not run (:meth:`JudgeCoverage.ran`),
+    e.g. ``The render judge (transformers:/models/tiny) gave no verdict on 21 of 21 renders
+    (vista_questions): the render audit did not run (audit.max_no_verdict: 0.5); first reason:
+    failed: no JSON object in the response.``; None where every audit ran.
+
+    Args:
+        coverages: dataset -> the coverage of its audit (sets without a judge left out).
+        max_no_verdict: ``audit.max_no_verdict``.
+    """
+    bad = {d: c for d, c in coverages.items() if not c.ran(max_no_verdict)}
+    if not bad:
+        return None
+    judges = sorted({c.judge for c in bad.values()})
+    n, total = sum(c.no_verdict for c in bad.values()), sum(c.renders for c in bad.values())
+    reason = next((" ".join(c.reason.split()) for c in bad.values() if c.reason), "")
+    reason = f"; first reason: {reason[:200]}" if reason else ""
+    return (f"The render judge ({', '.join(judges)}) gave no verdict on {n} of {total} renders "
+            f"({', '.join(bad)}): the render audit did not run (audit.max_no_verdict: "
+            f"{max_no_verdict:g}){reason}.")
+
+
+def audit_findings(config: dict, datasets: list[str] | None = None,
+                   root: str | Path = "results") -> list[str]:
+    """The report's first-page sentence on the render audit (:func:`no_verdict_sentence`) of a
+    run, read from each rendered set's ``{root}/datasets/{dataset}/audit.csv``; none where
+    ``audit.judge`` is unset or every audit ran.
+
+    Args:
+        config: the run's config (``audit.judge``, ``audit.max_no_verdict``, the datasets).
+        datasets: the sets to look at (default every set of the config; those without an
+            ``audit.csv``, the sets that are not rendered, are passed over).
+        root: the results folder.
+    """
+    audit_cfg = config.get("audit") or {}
+    if not audit_cfg.get("judge"):
+        return []
+    names = list(config.get("datasets") or {}) if datasets is None else datasets
+    coverages = {}
+    for d in names:
+        path = Path(root) / "datasets" / d / "audit.csv"
+        if path.is_file() and (coverage := judge_coverage(path)) is not None:
+            coverages[d] = coverage
+    sentence = no_verdict_sentence(coverages, audit_cfg.get("max_no_verdict", MAX_NO_VERDICT))
+    return [sentence] if sentence else []
 
 
 def build_judge(spec: dict | None) -> RenderJudge | None:

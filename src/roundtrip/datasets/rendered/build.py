@@ -10,7 +10,8 @@ import logging
 from pathlib import Path
 
 from roundtrip.datasets.rendered.abstracts import AbstractsSpec, build_abstracts
-from roundtrip.datasets.rendered.audit import AuditSettings, audit_items, build_judge
+from roundtrip.datasets.rendered.audit import (MAX_NO_VERDICT, AuditSettings, audit_items,
+                                               build_judge, judge_coverage, no_verdict_sentence)
 from roundtrip.datasets.rendered.posters import PostersSpec, build_posters
 from roundtrip.datasets.rendered.questions import QuestionsSpec, build_questions
 from roundtrip.datasets.vista import write_item_images
@@ -92,4 +93,8 @@ def synthesize(name: str, spec: dict, out_dir: str | Path) -> list:
     n_flag = int(audit["flagged"].astype(bool).sum())
     log.info("dataset %s: %d items rendered, %d flagged by the audit (CER > %s)", name,
              len(items), n_flag, audit_cfg.get("max_cer", AuditSettings.max_cer))
+    coverage = judge_coverage(audit)
+    if coverage is not None and (sentence := no_verdict_sentence(
+            {name: coverage}, audit_cfg.get("max_no_verdict", MAX_NO_VERDICT))):
+        log.warning("dataset %s: %s", name, sentence)
     return items

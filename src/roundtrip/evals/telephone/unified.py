@@ -19,7 +19,13 @@ One registry, :data:`UNIFIED_TYPES` (config ``telephone.pairs.<name>.type``):
 The in-process pairs batch their requests, seed each image by its item and generation, and
 write every answer to the response cache as its batch returns (shared with the endpoint path,
 :mod:`.image_generators`, :mod:`roundtrip.readers.transformers_vlm`): a killed job resumes
-without generating what it had.
+without generating what it had. Every model they run counts its answers, cache hits and tokens
+in the run's usage ledger (:func:`roundtrip.api.client.local_usage`). Their captioners' chat
+models take the decoding-speed settings of the in-process readers (``cache_implementation``,
+``compile``, ``attn_implementation``, ``sort_by_length``, ``prefetch``:
+:class:`~roundtrip.readers.transformers_vlm.ChatVLM`). A caption with no text in it (the model
+ended its answer at once, or wrote only white space) is the item's error
+(:class:`EmptyCaption`), never a caption.
 
 Both methods return one result per input, in order: the image (``(H, W, 3)`` uint8) or text, or
 the exception that item raised, so that one failed item does not stop the others.
@@ -34,13 +40,32 @@ from pathlib import Path
 import numpy as np
 
 from roundtrip.api.client import DEFAULT_CACHE_DIR
+from roundtrip.readers.transformers_vlm import GenerationFailed
 
 _WS = re.compile(r"\s+")
+
+
+class EmptyCaption(GenerationFailed):
+    """A captioner answered an image with no text (the item's error: an empty caption is not a
+    caption)."""
 
 
 def one_paragraph(text: str) -> str:
     """Whitespace (line breaks included) collapsed to single spaces: a caption is one line."""
     return _WS.sub(" ", text).strip()
+
+
+def caption_of(answer, key: str):
+    """The caption of a captioner's ``answer``: the text as one line (:func:`one_paragraph`),
+    or the item's exception: the answer's own, or :class:`EmptyCaption` naming ``key`` (the
+    captioner's config key) where the text is empty once white space is collapsed."""
+    if isinstance(answer, Exception):
+        return answer
+    line = one_paragraph(answer)
+    if not line:
+        return EmptyCaption(f"{key}: the captioner wrote no text for this image (an empty "
+                            "caption is not scored)")
+    return line
 
 
 def item_seed(item_id: str, generation: int, seed: int = 0) -> int:
@@ -236,13 +261,16 @@ class DiffusersPair(UnifiedPair):
     item and generation, cached); I2T: a ``transformers`` captioner: a chat VLM such as LLaVA run
     in process by :class:`~roundtrip.readers.transformers_vlm.ChatVLM` (the model's chat template,
     ``i2t_prompt`` then the image as one user turn, as :class:`ApiPair` sends them; batched,
-    greedy, cached), or a ``VisionEncoderDecoderModel`` (no prompt). The paper's decoupled
-    "LLaVA 1.5 + SDXL" row is this pair.
+    greedy, cached), or a ``VisionEncoderDecoderModel`` (:class:`EncoderDecoderCaptioner`: no
+    prompt; batched, greedy, cached). Both captioners count their answers in the usage ledger
+    (``transformers:<i2t>``) and give an empty caption as the item's :class:`EmptyCaption`. The
+    paper's decoupled "LLaVA 1.5 + SDXL" row is this pair.
 
     Args:
         t2i: the pipeline: a folder (``save_pretrained`` layout) or a hub id in the Hugging Face
             cache (:func:`roundtrip.core.weights.local_model`).
-        i2t: the captioner: a folder or a hub id in the cache.
+        i2t: the captioner: a folder or a hub id in the cache of an image-text model
+            (:func:`roundtrip.readers.transformers_vlm.image_text_architecture`).
         steps, guidance, size: sampling settings (size: output side in px).
         i2t_prompt: instruction for chat captioners (``api.prompts.telephone_i2t`` by default;
             ignored by encoder-decoder captioners).
@@ -251,8 +279,12 @@ class DiffusersPair(UnifiedPair):
         dtype: ``auto`` (``bfloat16`` on a GPU, ``float32`` on the CPU) or a torch dtype name.
         device: ``auto``, ``cpu``, ``cuda``.
         cache_dir: the response cache (shared with the endpoint path).
+        cache_implementation, compile, attn_implementation, sort_by_length, prefetch: the chat
+            captioner's decoding-speed settings (:class:`~roundtrip.readers.transformers_vlm
+            .ChatVLM`; ``attn_implementation`` also loads an encoder-decoder captioner).
 
     Raises:
+        ValueError: a bad setting (the message names it).
         WeightsMissing: (on first use, and from :meth:`check`) a model is not on this machine;
             the message names the key and says what to fetch.
     """
@@ -260,13 +292,21 @@ class DiffusersPair(UnifiedPair):
     def __init__(self, t2i: str, i2t: str, steps: int = 30, guidance: float = 7.5,
                  size: int = 1024, i2t_prompt: str = "", max_new_tokens: int = 77,
                  batch_size: int = 4, dtype: str = "auto", device: str = "auto",
-                 cache_dir: str = DEFAULT_CACHE_DIR, name: str = ""):
+                 cache_dir: str = DEFAULT_CACHE_DIR, name: str = "", *,
+                 cache_implementation: str = "auto", compile: bool | str | dict = "auto",
+                 attn_implementation: str = "auto", sort_by_length: bool = True,
+                 prefetch: bool | str = "auto"):
         from roundtrip.evals.telephone.image_generators import DiffusersT2I
+        from roundtrip.readers.transformers_vlm import check_decoding_path
 
         self.name = name
         self.t2i_path, self.i2t_path = t2i, i2t
         self.i2t_prompt, self.max_new_tokens, self.device = i2t_prompt, int(max_new_tokens), device
         self.batch_size, self.dtype, self.cache_dir = int(batch_size), dtype, cache_dir
+        check_decoding_path(cache_implementation, compile, attn_implementation)
+        self.speed = {"cache_implementation": cache_implementation, "compile": compile,
+                      "attn_implementation": attn_implementation,
+                      "sort_by_length": sort_by_length, "prefetch": prefetch}
         self.generator = DiffusersT2I(t2i, self._key("t2i"), steps, guidance, size, batch_size,
                                       dtype, device, cache_dir)
         self._captioner = self._vlm = self._is_encoder_decoder = None
@@ -278,10 +318,21 @@ class DiffusersPair(UnifiedPair):
         return f"diffusers {Path(self.t2i_path).name} + transformers {Path(self.i2t_path).name}"
 
     def check(self) -> None:
+        """Both models are on this machine and the captioner reads images (from its
+        ``config.json``, nothing loaded).
+
+        Raises:
+            WeightsMissing: a model is not here. ValueError: the captioner is no image-text
+                model (the message starts with ``telephone.pairs.<name>.i2t``).
+        """
         from roundtrip.core.weights import local_model
+        from roundtrip.readers.transformers_vlm import NotImageText, image_text_architecture
 
         local_model(self.t2i_path, self._key("t2i"))
-        local_model(self.i2t_path, self._key("i2t"))
+        try:
+            image_text_architecture(local_model(self.i2t_path, self._key("i2t")))
+        except NotImageText as exc:
+            raise ValueError(f"{self._key('i2t')}: {exc}") from exc
 
     def t2i(self, texts: list[str], seeds: list[int]) -> list:
         return self.generator.generate(texts, seeds)
@@ -305,47 +356,216 @@ class DiffusersPair(UnifiedPair):
 
             self._vlm = ChatVLM(self.i2t_path, self._key("i2t"), self.max_new_tokens,
                                 batch_size=self.batch_size, dtype=self.dtype, device=self.device,
-                                cache_dir=self.cache_dir)
+                                cache_dir=self.cache_dir, **self.speed)
         return self._vlm
+
+    def captioner(self) -> EncoderDecoderCaptioner:
+        """The encoder-decoder captioner (:class:`EncoderDecoderCaptioner`)."""
+        if self._captioner is None:
+            self._captioner = EncoderDecoderCaptioner(
+                self.i2t_path, self._key("i2t"), self.max_new_tokens, self.batch_size,
+                self.dtype, self.device, self.cache_dir, self.speed["attn_implementation"])
+        return self._captioner
 
     def i2t(self, images: list[np.ndarray]) -> list:
         if self._encoder_decoder():
-            return self._encoder_decoder_captions(images)
-        if not self.i2t_prompt:
+            answers = self.captioner().caption_many(images)
+        elif not self.i2t_prompt:
             error = ValueError(f"{self._key('i2t_prompt')}: empty (set it, or "
                                "api.prompts.telephone_i2t)")
             return [error] * len(images)
-        answers = self.chat().answer_many([[self.i2t_prompt, im] for im in images])
-        return [a if isinstance(a, Exception) else one_paragraph(a) for a in answers]
+        else:
+            answers = self.chat().answer_many([[self.i2t_prompt, im] for im in images])
+        return [caption_of(a, self._key("i2t")) for a in answers]
 
-    def _load_encoder_decoder(self):
-        if self._captioner is None:
+
+class EncoderDecoderCaptioner:
+    """A ``VisionEncoderDecoderModel`` captioner run in process (no prompt: the folder's image
+    processor, then greedy decoding of at most ``max_new_tokens`` tokens), batched, with the
+    contract of :class:`~roundtrip.readers.transformers_vlm.ChatVLM`:
+
+    - every caption goes to the response cache (``cache_dir``) the moment its batch returns,
+      keyed by the model folder's fingerprint
+      (:func:`~roundtrip.readers.transformers_vlm.folder_fingerprint`), the bytes of the image
+      as the model is given it (8-bit RGB) and the generation settings; a cached caption is not
+      generated again;
+    - usage (captions generated, cache hits, failures, tokens out, seconds) goes to the run's
+      usage ledger as ``transformers:<model>``, the line a chat captioner of the same folder
+      writes (:func:`roundtrip.api.client.local_usage`).
+
+    Args:
+        model: a folder or a hub id in the Hugging Face cache
+            (:func:`roundtrip.core.weights.local_model`).
+        key: its config key, for messages (``telephone.pairs.<p>.i2t``).
+        max_new_tokens: caption length limit, in tokens (>= 1).
+        batch_size: images captioned at once (>= 1).
+        dtype: ``auto`` (``bfloat16`` on a GPU, ``float32`` on the CPU) or a torch dtype name.
+        device: ``auto``, ``cpu``, ``cuda``, ``cuda:N``.
+        cache_dir: the response cache.
+        attn_implementation: ``auto`` or a name ``from_pretrained`` takes.
+
+    Raises:
+        ValueError: a bad setting.
+    """
+
+    #: The request kind in every cache key.
+    KIND = "transformers.caption"
+
+    def __init__(self, model: str, key: str, max_new_tokens: int = 77, batch_size: int = 4,
+                 dtype: str = "auto", device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR,
+                 attn_implementation: str = "auto"):
+        from roundtrip.api.client import ResponseCache
+        from roundtrip.readers.transformers_vlm import DTYPES
+
+        if int(max_new_tokens) < 1 or int(batch_size) < 1:
+            raise ValueError("max_new_tokens and batch_size must be at least 1")
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype: {dtype!r} is not one of {list(DTYPES)}")
+        self.model, self.key = str(model), key
+        self.max_new_tokens, self.batch_size = int(max_new_tokens), int(batch_size)
+        self.dtype, self.device, self.attn_implementation = dtype, device, attn_implementation
+        self.cache = ResponseCache(cache_dir)
+        self._folder: str | None = None
+        self._fingerprint: str | None = None
+        self._loaded = None
+
+    @property
+    def folder(self) -> str:
+        """The model's folder on this machine (raises ``WeightsMissing`` naming :attr:`key`)."""
+        if self._folder is None:
+            from roundtrip.core.weights import local_model
+
+            self._folder = str(local_model(self.model, self.key))
+        return self._folder
+
+    @property
+    def fingerprint(self) -> str:
+        """:func:`~roundtrip.readers.transformers_vlm.folder_fingerprint` of :attr:`folder`,
+        computed once (a hex SHA-256)."""
+        if self._fingerprint is None:
+            from roundtrip.readers.transformers_vlm import folder_fingerprint
+
+            self._fingerprint = folder_fingerprint(self.folder)
+        return self._fingerprint
+
+    def runtime(self) -> tuple[str, str]:
+        """``(device, dtype)`` the model runs with."""
+        from roundtrip.readers.transformers_vlm import pick_device, pick_dtype
+
+        device = pick_device(self.device)
+        return device, pick_dtype(self.dtype, device)
+
+    @property
+    def usage(self):
+        """The process's usage record of this model (``transformers:<model>``)."""
+        from roundtrip.api.client import local_usage
+        from roundtrip.readers.transformers_vlm import TYPE
+
+        return local_usage(f"{TYPE}:{self.model}", self.folder)
+
+    def settings(self) -> dict:
+        """The generation settings in every cache key."""
+        return {"max_new_tokens": self.max_new_tokens, "decoding": "greedy",
+                "dtype": self.runtime()[1]}
+
+    def request_key(self, image: np.ndarray) -> tuple[str, dict, object]:
+        """``(cache key, canonical request, PIL image)`` of one image (``(H, W, 3)`` or
+        ``(H, W)`` uint8/uint16).
+
+        Raises:
+            ValueError: not such an image.
+        """
+        from roundtrip.api.client import ResponseCache
+        from roundtrip.readers.transformers_vlm import prepared_image
+
+        pil = prepared_image(image)
+        canonical = {"kind": self.KIND, "folder_fingerprint": self.fingerprint,
+                     "content": [{"type": "image", "size": list(pil.size),
+                                  "sha256": hashlib.sha256(pil.tobytes()).hexdigest()}],
+                     "params": self.settings()}
+        return ResponseCache.key(canonical), canonical, pil
+
+    def _load(self):
+        if self._loaded is None:
+            import torch
             import transformers
 
-            from roundtrip.core.weights import local_model
-            from roundtrip.stages.reconstruct import resolve_device
-
-            folder = local_model(self.i2t_path, self._key("i2t"))
+            device, dtype = self.runtime()
+            attn = {} if self.attn_implementation == "auto" else {
+                "attn_implementation": self.attn_implementation}
             model = transformers.VisionEncoderDecoderModel.from_pretrained(
-                folder, local_files_only=True)
+                self.folder, dtype=getattr(torch, dtype), local_files_only=True, **attn)
             processor = transformers.AutoImageProcessor.from_pretrained(
-                folder, local_files_only=True)
-            tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
-            self._captioner = (model.to(resolve_device(self.device)).eval(), processor, tokenizer)
-        return self._captioner
+                self.folder, local_files_only=True)
+            tokenizer = transformers.AutoTokenizer.from_pretrained(self.folder,
+                                                                   local_files_only=True)
+            self._loaded = (model.to(device).eval(), processor, tokenizer)
+        return self._loaded
 
-    def _encoder_decoder_captions(self, images: list[np.ndarray]) -> list:
+    def caption_many(self, images: list[np.ndarray]) -> list:
+        """The caption of each image, in order: the decoded text (special tokens skipped; it
+        may be empty, which :func:`caption_of` makes the item's error), or the item's exception
+        (``ValueError`` for what is not an image, :class:`GenerationFailed` for a batch that
+        failed). Cached captions come from the cache; the others are generated ``batch_size``
+        at a time and cached as each batch returns.
+
+        Raises:
+            WeightsMissing: the model is not on this machine.
+        """
+        from roundtrip.api.client import Reply
+
+        out: list = [None] * len(images)
+        todo = []
+        for i, image in enumerate(images):
+            try:
+                key, canonical, pil = self.request_key(image)
+            except ValueError as exc:
+                out[i] = exc
+                continue
+            cached = self.cache.get(key)
+            if cached is not None:
+                self.usage.cache_hits += 1
+                out[i] = Reply(cached, cached=True).text
+            else:
+                todo.append((i, key, canonical, pil))
+        for start in range(0, len(todo), self.batch_size):
+            for i, text in self._generate(todo[start:start + self.batch_size]):
+                out[i] = text
+        return out
+
+    def _generate(self, batch: list) -> list[tuple[int, str | Exception]]:
+        """Caption one batch, cache and count every caption; ``(index, caption or error)``."""
+        import time
+
         import torch
 
-        model, processor, tokenizer = self._load_encoder_decoder()
-
-        def one(image):
+        model, processor, tokenizer = self._load()
+        started = time.monotonic()
+        try:
             with torch.no_grad():
-                pixels = processor(images=image, return_tensors="pt").pixel_values
-                ids = model.generate(pixels.to(model.device), max_new_tokens=self.max_new_tokens,
-                                     do_sample=False)
-            return one_paragraph(tokenizer.decode(ids[0], skip_special_tokens=True))
-        return _per_item(one, images)
+                pixels = processor(images=[pil for *_, pil in batch], return_tensors="pt")
+                ids = model.generate(pixels.pixel_values.to(model.device, dtype=model.dtype),
+                                     max_new_tokens=self.max_new_tokens, do_sample=False)
+        except (RuntimeError, ValueError) as exc:  # out of memory, the model refusing the input
+            self.usage.failures += len(batch)
+            return [(i, GenerationFailed(f"{self.key}: {exc}")) for i, *_ in batch]
+        seconds = (time.monotonic() - started) / len(batch)
+        eos = model.generation_config.eos_token_id
+        eos = set() if eos is None else {eos} if isinstance(eos, int) else set(eos)
+        out = []
+        for (i, key, canonical, _), row in zip(batch, ids.cpu().tolist(), strict=True):
+            tokens = row[1:]  # the decoder's start token is not generated
+            stop = next((k for k, t in enumerate(tokens) if t in eos), None)
+            n_out = len(tokens) if stop is None else stop + 1  # the padding after it is not
+            text = tokenizer.decode(tokens[:n_out], skip_special_tokens=True)
+            response = {"choices": [{"message": {"role": "assistant", "content": text},
+                                     "finish_reason": "length" if stop is None else "stop"}],
+                        "usage": {"prompt_tokens": 0, "completion_tokens": n_out},
+                        "model": self.model, "seconds": round(seconds, 4)}
+            self.cache.put(key, canonical, response)  # at once: a killed job keeps it
+            self.usage.add_response(response, seconds=seconds)
+            out.append((i, text))
+        return out
 
 
 # -- one transformers model, both directions -------------------------------------------------------
@@ -369,6 +589,9 @@ class TransformersPair(UnifiedPair):
         dtype: ``auto`` (``bfloat16`` on a GPU, ``float32`` on the CPU) or a torch dtype name.
         device: ``auto``, ``cpu``, ``cuda``.
         cache_dir: the response cache (shared with the endpoint path).
+        cache_implementation, compile, sort_by_length, prefetch: the chat mode's decoding-speed
+            settings (:class:`~roundtrip.readers.transformers_vlm.ChatVLM`);
+            ``attn_implementation`` loads the model for both modes.
 
     Raises:
         ValueError: a bad setting; from :meth:`check`, a model transformers cannot generate
@@ -379,7 +602,10 @@ class TransformersPair(UnifiedPair):
     def __init__(self, model: str, t2i_prompt: str = "", i2t_prompt: str = "",
                  max_new_tokens: int = 300, guidance: float | None = None,
                  temperature: float | None = None, batch_size: int = 4, dtype: str = "auto",
-                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR, name: str = ""):
+                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR, name: str = "", *,
+                 cache_implementation: str = "auto", compile: bool | str | dict = "auto",
+                 attn_implementation: str = "auto", sort_by_length: bool = True,
+                 prefetch: bool | str = "auto"):
         from roundtrip.evals.telephone.image_generators import TransformersT2I
         from roundtrip.readers.transformers_vlm import ChatVLM
 
@@ -391,7 +617,10 @@ class TransformersPair(UnifiedPair):
         self.name, self.model = name, str(model)
         self.t2i_prompt, self.i2t_prompt = t2i_prompt, i2t_prompt
         self.vlm = ChatVLM(model, f"telephone.pairs.{name}.model", max_new_tokens,
-                           batch_size=batch_size, dtype=dtype, device=device, cache_dir=cache_dir)
+                           batch_size=batch_size, dtype=dtype, device=device, cache_dir=cache_dir,
+                           cache_implementation=cache_implementation, compile=compile,
+                           attn_implementation=attn_implementation,
+                           sort_by_length=sort_by_length, prefetch=prefetch)
         self.generator = TransformersT2I(self.vlm, guidance, temperature, batch_size)
 
     def describe(self) -> str:
@@ -410,7 +639,7 @@ class TransformersPair(UnifiedPair):
 
     def i2t(self, images: list[np.ndarray]) -> list:
         answers = self.vlm.answer_many([[self.i2t_prompt, im] for im in images])
-        return [a if isinstance(a, Exception) else one_paragraph(a) for a in answers]
+        return [caption_of(a, f"telephone.pairs.{self.name}.model") for a in answers]
 
 
 #: Pair types whose neural models run in the chain job's process (the job asks for the run's

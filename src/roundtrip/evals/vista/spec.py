@@ -72,9 +72,13 @@ class Vista(Evaluation):
         return [v.answer_file(r, m, d) for r, m, d in v.keys if m == ORIGINAL]
 
     def findings(self, results) -> list[str]:
+        """The modality-gap findings, then, where the render judge gave no verdict on too many
+        of the question renders, the sentence that the render audit did not run."""
+        from roundtrip.datasets.rendered.audit import audit_findings
         from roundtrip.evals.vista.findings import findings
+        from roundtrip.evals.vista.plan import answered_sets
 
-        return findings(results)
+        return findings(results) + audit_findings(results.config, answered_sets(results.config))
 
     def headline_figure(self, results, path: Path) -> str | None:
         from roundtrip.evals.vista.findings import headline_figure
