@@ -282,6 +282,34 @@ def test_schema_accepts_the_in_process_reader():
         build_answerer("bad", {"type": "transformers", "model": "m", "decoding": "beam"})
 
 
+def test_the_readers_take_the_decoding_speed_keys(gemma, tmp_path, generations):
+    """cache_implementation, compile, attn_implementation, sort_by_length and prefetch, as the
+    OCR engines take them (docs/api.md, Decoding speed): checked by the schema, handed to the
+    in-process component; a static cache without sorting gives the eager path's answers, and
+    answers cached on one path are served to the other (the keys are not in the cache key)."""
+    from roundtrip.workflow.checks import schema_problem
+
+    schema = str(REPO / "config.schema.yaml")
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+    speed = {"cache_implementation": "static", "compile": False, "attn_implementation": "eager",
+             "sort_by_length": False, "prefetch": True}
+    config["vista"]["readers"]["qwen"] = {"type": "transformers", "model": "m", **speed}
+    assert schema_problem(config, schema) is None
+    config["vista"]["readers"]["qwen"]["cache_implementation"] = "paged"
+    assert schema_problem(config, schema).startswith(
+        "vista.readers.qwen.cache_implementation: 'paged' is not one of")
+    fast = reader(gemma, tmp_path / "static", **speed)
+    assert {k: getattr(fast.vlm, k) for k in speed} == speed
+    manifest = question_set(tmp_path)
+    eager = answer_set(manifest, reader(gemma, tmp_path / "eager"))
+    calls = len(generations)
+    assert answer_set(manifest, fast)["raw"].tolist() == eager["raw"].tolist()
+    assert len(generations) > calls  # generated on the static path, not read from a cache
+    calls = len(generations)
+    served = answer_set(manifest, reader(gemma, tmp_path / "eager", **speed))
+    assert served["raw"].tolist() == eager["raw"].tolist() and len(generations) == calls
+
+
 def test_the_docs_example_is_a_valid_config_whose_reader_runs(gemma, tmp_path):
     """docs/evaluations/vista.md, "The release in process": the YAML block is valid against the
     schema, plans no reconstruction, and its reader builds with its settings and answers with

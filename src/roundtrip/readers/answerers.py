@@ -299,6 +299,9 @@ class TransformersAnswerer(_InProcessReader):
         decoding: ``greedy`` (default), ``model`` (the folder's ``generation_config.json``) or a
             mapping of :data:`roundtrip.readers.transformers_vlm.DECODING_KEYS`.
         seed, dtype, device, cache_dir: as :class:`~roundtrip.readers.transformers_vlm.ChatVLM`.
+        cache_implementation, compile, attn_implementation, sort_by_length, prefetch: the
+            decoding-speed settings of :class:`~roundtrip.readers.transformers_vlm.ChatVLM`
+            (how fast answers come, never which).
 
     Raises:
         ValueError: a bad setting (the message names it).
@@ -309,9 +312,15 @@ class TransformersAnswerer(_InProcessReader):
     def __init__(self, model: str, prompt: str | dict | None = None, max_new_tokens: int = 256,
                  batch_size: int = 8, image_size: list[int] | None = None,
                  decoding: str | dict = "greedy", seed: int = 0, dtype: str = "auto",
-                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR):
+                 device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR, *,
+                 cache_implementation: str = "auto", compile: bool | str | dict = "auto",
+                 attn_implementation: str = "auto", sort_by_length: bool = True,
+                 prefetch: bool | str = "auto"):
         super().__init__(ChatVLM(model, "model", max_new_tokens, decoding, seed, batch_size,
-                                 image_size, dtype, device, cache_dir))
+                                 image_size, dtype, device, cache_dir,
+                                 cache_implementation=cache_implementation, compile=compile,
+                                 attn_implementation=attn_implementation,
+                                 sort_by_length=sort_by_length, prefetch=prefetch))
         self.prompts = resolve_prompts(prompt)
 
     def check(self) -> str:
