@@ -11,7 +11,7 @@ min_version("8.0")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 
-from roundtrip.core.config import config_names, config_paths, resolve_data_root, yaml_file_error
+from roundtrip.core.config import config_names, config_paths, yaml_file_error
 
 # Snakemake's loader reports a YAML error without its line (docs/reproducibility.md) and keeps
 # the last of two equal keys: each config file is read again here, duplicate keys refused.
@@ -30,17 +30,16 @@ if not workflow.overwrite_configfiles:
 # its record (results/run.provenance.json, which `roundtrip verify` reads) name them.
 CONFIG_NAMES = config_names(workflow.overwrite_configfiles)
 
-from roundtrip.workflow.checks import schema_problem, validate_config
+from roundtrip.workflow.checks import config_problem
 
-# A bad config stops here, before any job, with a short message whose first line names the key
-# (Snakemake's own validation error prints the schema); then the defaults are filled in
-# (Snakemake's validate; plugin evaluations' sections by their own schemas).
+# A bad config stops here, before any job, with the message `roundtrip check-config` gives:
+# every problem, the first line naming its key (Snakemake's own validation error prints the
+# schema). A good one gets its defaults filled in (Snakemake's validate; plugin evaluations'
+# sections by their own schemas) and its relative dataset paths read under data_root (presets
+# name their data once), then the cross-key checks and the model probe run.
 _SCHEMA = str(Path(workflow.basedir) / "config.schema.yaml")
-if _problem := schema_problem(config, _SCHEMA):
+if _problem := config_problem(config, _SCHEMA, CONFIG_NAMES):
     sys.exit(_problem)
-validate_config(config, _SCHEMA)
-# Relative dataset paths are read under data_root from here on (presets name their data once).
-resolve_data_root(config)
 
 
 # The front page of `snakemake --report report.html`: the run's findings (results/summary.rst,

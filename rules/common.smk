@@ -1,19 +1,13 @@
 # The plan of the run (roundtrip.workflow.plan, unit-tested): every rule asks it what to do.
-# This file holds only the plan, the config check, wildcard constraints and thin input functions.
+# This file holds only the plan, wildcard constraints and thin input functions.
 import subprocess
 import sys
 import time
 
-from roundtrip.core.config import ConfigError
-from roundtrip.core.evaluation import RegistryError
-from roundtrip.workflow.checks import check_config
 from roundtrip.workflow.plan import Plan, regex_of, table_files
 
+# The config was checked by the Snakefile (roundtrip.workflow.checks.config_problem).
 RUN_STARTED = time.time()
-try:
-    check_config(config, source=CONFIG_NAMES)  # CONFIG_NAMES: set in the Snakefile
-except (ConfigError, RegistryError) as exc:  # the first line names the key; no traceback
-    sys.exit(str(exc))
 
 
 def run_cores():

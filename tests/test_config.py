@@ -8,8 +8,8 @@ import pytest
 import yaml
 from conftest import REPO
 
-from roundtrip.core.config import ConfigError
-from roundtrip.workflow.checks import check_config, validate_config
+from roundtrip.core.config import ConfigError, config_names
+from roundtrip.workflow.checks import check_config, config_problem, validate_config
 
 SCHEMA = str(REPO / "config.schema.yaml")
 
@@ -149,6 +149,13 @@ MINIMAL = {"datasets": {"n": {"type": "skimage", "images": ["astronaut"]}},
            "models": {"identity": {"type": "identity"}},
            "metrics": {"missing_weights": "n/a"}}
 
+#: The cases below that run Snakemake, one of each kind of message: a schema violation, an
+#: entry without its type, a cross-key check of the shared sections, an evaluation's own check.
+THROUGH_SNAKEMAKE = ("models.jpeg_bad.quality: 500 is greater than the maximum of 100",
+                     "models.b: 'type' is missing; set models.b.type to one of:",
+                     "datasets.f.path: /no/such/folder does not exist",
+                     "telephone.pairs.r.tokenizer: 'nope' is not an entry of models")
+
 
 @pytest.mark.parametrize("mutate,first", [
     (lambda c: c["models"].update(jpeg_bad={"type": "jpeg", "quality": 500}),
@@ -187,16 +194,29 @@ MINIMAL = {"datasets": {"n": {"type": "skimage", "images": ["astronaut"]}},
     (lambda c: c["datasets"].update(ch={"type": "chains", "path": "/tmp"}),
      "datasets.ch.path: /tmp: no text-first/gen-0.csv"),
 ])
-def test_bad_configs_fail_fast_with_the_key_first(tmp_path, mutate, first):
+def test_bad_configs_fail_fast_with_the_key_first(tmp_path, monkeypatch, mutate, first):
+    """The Snakefile stops with the message of ``config_problem``, the function it calls on the
+    config it loaded (``roundtrip check-config`` calls it too): one case of each kind of message
+    goes through Snakemake itself (``THROUGH_SNAKEMAKE``); the others call that function
+    on the file Snakemake would load, from the folder it would run in."""
     config = copy.deepcopy(MINIMAL)
     mutate(config)
-    proc = _snakemake_n(tmp_path, yaml.safe_dump(config))
-    lines = _message(proc)
-    assert proc.returncode != 0
+    if first in THROUGH_SNAKEMAKE:
+        proc = _snakemake_n(tmp_path, yaml.safe_dump(config))
+        lines = _message(proc)
+        assert proc.returncode != 0
+    else:
+        (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
+        monkeypatch.chdir(tmp_path)
+        loaded = yaml.safe_load((tmp_path / "c.yaml").read_text())
+        problem = config_problem(loaded, SCHEMA, config_names(["c.yaml"]))
+        assert problem is not None
+        lines = [line for line in problem.splitlines() if line.strip()]
     assert lines and lines[0].startswith(first), lines[:3]
     assert len(lines) < 15, lines
     assert not any("Building DAG" in line or "Traceback" in line for line in lines), lines
     assert not (tmp_path / "results").exists()
+
 
 
 def test_a_missing_type_names_type_and_lists_the_types_of_its_section():

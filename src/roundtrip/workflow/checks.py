@@ -65,10 +65,7 @@ def evaluation_schemas(config: dict, schema: dict) -> dict[str, dict]:
     """
     import yaml
 
-    try:
-        evaluations = registered(config)
-    except RegistryError as exc:
-        raise ConfigError(f"evaluations.plugins: {exc}") from exc
+    evaluations = _registered(config)
     known = schema.get("properties", {})
     out = {}
     for ev in evaluations.values():
@@ -293,7 +290,7 @@ def check_file(path: str, schema_path: str, probe_endpoints: bool = False) -> st
 
     Snakemake's ``--configfile`` loader reports a YAML error without its line; this does not.
     """
-    from roundtrip.core.config import config_names, load_yaml, resolve_data_root, yaml_error
+    from roundtrip.core.config import config_names, load_yaml, yaml_error
 
     try:
         with open(path) as fh:
@@ -305,14 +302,32 @@ def check_file(path: str, schema_path: str, probe_endpoints: bool = False) -> st
     config = load_yaml(text) or {}
     if not isinstance(config, dict):
         return f"{path}: a config is a mapping of sections (datasets, models, ...)"
-    source = config_names([path])
+    return config_problem(config, schema_path, config_names([path]), probe_endpoints)
+
+
+def config_problem(config: dict, schema_path: str, source: str = DEFAULT_CONFIG,
+                   probe_endpoints: bool = False) -> str | None:
+    """Every check of a loaded config, as the Snakefile and ``roundtrip check-config`` both run
+    them: the schema (every violation, then what can be checked without the defaults), else
+    the defaults filled in (:func:`validate_config`) and the dataset paths resolved under
+    ``data_root``, in place, then :func:`check_config`. Returns every problem found, one after
+    the other (the first line names a key), or None.
+
+    Args:
+        config: the config as read from its file(s); filled in and resolved when the schema
+            passes.
+        source: the config file(s) it was read from, as the messages name the file to fix.
+        probe_endpoints: as :func:`check_config`.
+    """
+    from roundtrip.core.config import resolve_data_root
+
     if problems := schema_problems(config, schema_path):
         return "\n".join(problems + _unvalidated_problems(config, source, problems))
     validate_config(config, schema_path)  # fills the defaults check_config relies on
     resolve_data_root(config)
     try:
         check_config(config, source=source, probe_endpoints=probe_endpoints)
-    except ConfigError as exc:
+    except (ConfigError, RegistryError) as exc:  # the first line names the key
         return str(exc)
     return None
 
@@ -470,11 +485,17 @@ def _uses(config: dict) -> list[tuple[str, dict, dict[str, str]]]:
     """
     from roundtrip.api.settings import api_uses
 
+    return [*api_uses(config),
+            *(use for ev in _registered(config).values() for use in ev.api_uses(config))]
+
+
+def _registered(config: dict) -> dict:
+    """:func:`roundtrip.workflow.plan.registered`, its failure a :class:`ConfigError` naming
+    ``evaluations.plugins``."""
     try:
-        evaluations = registered(config)
+        return registered(config)
     except RegistryError as exc:
         raise ConfigError(f"evaluations.plugins: {exc}") from exc
-    return [*api_uses(config), *(use for ev in evaluations.values() for use in ev.api_uses(config))]
 
 
 def _in_process_problems(uses: list) -> tuple[list[str], set[str]]:
