@@ -13,6 +13,17 @@ REPO = Path(__file__).resolve().parent.parent
 DURATIONS = REPO / "benchmarks" / "results" / "test_durations.json"
 
 
+def pytest_configure(config):
+    """In a test process of ``make test`` (pytest-xdist: ``PYTEST_XDIST_WORKER`` is set), PyTorch
+    computes on one thread: two processes each on every core would share the cores four ways,
+    and a network test slows down several times over. A test that sets its threads still does;
+    the jobs of a workflow test set their own."""
+    import os
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+        torch.set_num_threads(1)
+
+
 def pytest_collection_modifyitems(config, items):
     """Run the files longest first, as recorded in :data:`DURATIONS` (a file not recorded yet
     counts as one of a second): with test processes (pytest-xdist, ``--dist loadfile``) each
