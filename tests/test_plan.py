@@ -192,6 +192,15 @@ def test_model_specs_and_training(plan):
     assert p.train_settings("vq")["datasets"] == ["photos"]  # default: the first dataset
 
 
+def test_the_build_the_reference_tokenizer_trains_on_goes_first(plan):
+    """CHD's reference tokenizer (small_vq) trains on natural and textures, and CMMS waits for
+    it: their batched build gets the training's priority, the other builds the usual one."""
+    assert set(plan.train_settings("small_vq")["datasets"]) == {"natural", "textures"}
+    priorities = {rule: plan.builds.priority(sets) for rule, sets in plan.builds.batches()}
+    assert priorities == {"build_image_sets": 50, "build_rendered_sets": 20,
+                          "build_volume_sets": 20}
+
+
 def test_dataset_spec_holds_only_keys_that_change_the_files(plan, shipped):
     natural = plan.builds.spec("natural_256")
     assert natural["images"] == shipped["datasets"]["natural_256"]["images"]

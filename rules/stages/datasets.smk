@@ -51,7 +51,7 @@ for BUILD, BUILD_DATASETS in PLAN.builds.batches():
         benchmark:
             f"results/benchmarks/{BUILD}.tsv"
         threads: max(PLAN.builds.threads(d) for d in BUILD_DATASETS)
-        priority: 20
+        priority: PLAN.builds.priority(BUILD_DATASETS)
         group:
             "prepare"
         resources:

@@ -89,6 +89,14 @@ class DatasetBuilds:
                 groups.setdefault(group, []).append(d)
         return [(BUILD_RULES[g], sets) for g, sets in groups.items()]
 
+    def priority(self, datasets: list[str]) -> int:
+        """The priority of the batched build of ``datasets``: 50, the training's own, where one
+        is a training set of a model an evaluation needs first (CHD's reference tokenizer,
+        whose CMMS training waits for it: the run's longest chain), else 20."""
+        first = {d for m in self.plan.trained_first
+                 for d in self.plan.train_settings(m)["datasets"]}
+        return 50 if first & set(datasets) else 20
+
     def jobs(self, datasets: list[str]) -> list[dict]:
         """What a build job does, per dataset in order: ``dataset``, ``spec`` (:meth:`spec`)
         and ``manifest`` (the file it writes)."""
