@@ -120,8 +120,13 @@ def test_diffusers_pair_from_folders_is_seeded_per_item_and_generation(tmp_path)
     images = pair.t2i(["a red bus", "a red bus"], [7, 8])
     assert all(im.shape == (64, 64, 3) and im.dtype == np.uint8 for im in images)
     fresh = build_pair("sdxl_llava", spec | {"cache_dir": str(tmp_path / "cache2")}, "cpu")
-    again = fresh.t2i(["a red bus"], [7])
-    assert np.array_equal(images[0], again[0])  # same seed, same image
+    again = fresh.t2i(["a red bus", "a red bus"], [7, 8])
+    assert all(np.array_equal(a, b) for a, b in zip(images, again))  # same seeds, same bytes
+    alone = build_pair("sdxl_llava", spec | {"cache_dir": str(tmp_path / "cache3")}, "cpu")
+    single = alone.t2i(["a red bus"], [7])[0]
+    # alone, the same seed gives the same image up to the last float bits of batched kernels
+    # (docs/evaluations/telephone.md): at most one grey level apart
+    assert np.abs(single.astype(np.int16) - images[0]).max() <= 1
     assert not np.array_equal(images[0], images[1])  # another seed, another image
     assert np.array_equal(pair.t2i(["a red bus"], [7])[0], images[0])  # from the cache
     assert pair.generator.images.usage.cache_hits == 1
