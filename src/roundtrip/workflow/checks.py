@@ -16,6 +16,7 @@ in-process models; the API uses; then the checks that need the models built.
 from __future__ import annotations
 
 import copy
+import functools
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -63,8 +64,6 @@ def evaluation_schemas(config: dict, schema: dict) -> dict[str, dict]:
     Raises:
         ConfigError: an evaluation named in ``evaluations.plugins`` cannot be loaded.
     """
-    import yaml
-
     evaluations = _registered(config)
     known = schema.get("properties", {})
     out = {}
@@ -73,7 +72,7 @@ def evaluation_schemas(config: dict, schema: dict) -> dict[str, dict]:
             continue
         section = ev.schema or {"type": "object"}
         if not isinstance(section, dict):
-            section = yaml.safe_load(Path(section).read_text())
+            section = copy.deepcopy(_schema_file(str(section)))
             section.pop("$schema", None)
         out[ev.config_section] = section
     return out
@@ -82,12 +81,21 @@ def evaluation_schemas(config: dict, schema: dict) -> dict[str, dict]:
 def composed_schema(config: dict, schema_path: str) -> dict:
     """``config.schema.yaml`` with the sections of the registered evaluations added
     (:func:`evaluation_schemas`): the schema the config is checked and filled in with."""
-    import yaml
-
-    with open(schema_path) as fh:
-        schema = yaml.safe_load(fh)
+    schema = copy.deepcopy(_schema_file(str(schema_path)))
     schema["properties"] |= evaluation_schemas(config, schema)
     return schema
+
+
+@functools.lru_cache(maxsize=16)
+def _schema_file(path: str) -> dict:
+    """A schema file (YAML or JSON) read once per process, by libyaml's parser where PyYAML has
+    it: the pure-Python parser took 0.3 s per read of ``config.schema.yaml``, paid at every
+    Snakemake start-up. Callers copy before changing it."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    with open(path, encoding="utf-8") as fh:
+        return yaml.load(fh, Loader=loader)  # noqa: S506 - a safe loader
 
 
 def schema_problem(config: dict, schema_path: str) -> str | None:
