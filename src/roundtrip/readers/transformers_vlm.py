@@ -362,6 +362,41 @@ _LOAD_LOCK = threading.Lock()
 _USAGE_LOCK = threading.Lock()
 
 
+def split_by_cache(requests: Sequence, request_key, cache: ResponseCache,
+                   usage) -> tuple[list, list]:
+    """Answer what the response cache holds and list what is left to generate.
+
+    Args:
+        requests: the requests, in the caller's order.
+        request_key: ``request -> (key, canonical, inputs)`` (an in-process model's
+            ``request_key``); its ``ValueError`` (a part that is not text or an image) becomes
+            that request's result.
+        cache: the response cache the answers are written to.
+        usage: the model's usage record; each cached answer counts one cache hit.
+
+    Returns:
+        ``(out, todo)``: ``out[i]`` is the cached text, the ``ValueError``, or None where
+        request ``i`` is to be generated; ``todo`` lists those as ``(i, key, canonical, inputs)``
+        in request order.
+    """
+    out: list = [None] * len(requests)
+    todo: list = []
+    for i, request in enumerate(requests):
+        try:
+            key, canonical, inputs = request_key(request)
+        except ValueError as exc:
+            out[i] = exc
+            continue
+        cached = cache.get(key)
+        if cached is None:
+            todo.append((i, key, canonical, inputs))
+            continue
+        with _USAGE_LOCK:
+            usage.cache_hits += 1
+        out[i] = Reply(cached, cached=True).text
+    return out, todo
+
+
 def _load(folder: str, device: str, dtype: str, attn_implementation: str = "auto") -> tuple:
     """``(model, processor, lock)`` of ``folder``, loaded once per process, device, dtype and
     attention implementation (an OCR engine and a judge naming one model share it); the lock
@@ -622,22 +657,10 @@ class ChatVLM:
         Raises:
             WeightsMissing: the model is not on this machine.
         """
-        out: list[str | Exception | None] = [None] * len(requests)
-        todo: list[_Pending] = []
-        for i, parts in enumerate(requests):
-            try:
-                key, canonical, images = self.request_key(parts)
-            except ValueError as exc:
-                out[i] = exc
-                continue
-            cached = self.cache.get(key)
-            if cached is not None:
-                with _USAGE_LOCK:
-                    self.usage.cache_hits += 1
-                out[i] = Reply(cached, cached=True).text
-                continue
-            todo.append(_Pending(i, key, canonical, parts, len(images),
-                                 sum(im.width * im.height for im in images)))
+        out, misses = split_by_cache(requests, self.request_key, self.cache, self.usage)
+        todo = [_Pending(i, key, canonical, requests[i], len(images),
+                         sum(im.width * im.height for im in images))
+                for i, key, canonical, images in misses]
         if not todo:
             return out
         prepared = self._prepared(self._batches(todo))

@@ -512,22 +512,9 @@ class EncoderDecoderCaptioner:
         Raises:
             WeightsMissing: the model is not on this machine.
         """
-        from roundtrip.api.client import Reply
+        from roundtrip.readers.transformers_vlm import split_by_cache
 
-        out: list = [None] * len(images)
-        todo = []
-        for i, image in enumerate(images):
-            try:
-                key, canonical, pil = self.request_key(image)
-            except ValueError as exc:
-                out[i] = exc
-                continue
-            cached = self.cache.get(key)
-            if cached is not None:
-                self.usage.cache_hits += 1
-                out[i] = Reply(cached, cached=True).text
-            else:
-                todo.append((i, key, canonical, pil))
+        out, todo = split_by_cache(images, self.request_key, self.cache, self.usage)
         for start in range(0, len(todo), self.batch_size):
             for i, text in self._generate(todo[start:start + self.batch_size]):
                 out[i] = text
