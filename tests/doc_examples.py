@@ -25,6 +25,16 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in FENCE.finditer(text)]
 
 
+def yaml_after(path: Path, marker: str):
+    """The first YAML block after ``marker`` on the page at ``path``, parsed: a page's example
+    config that its test runs as written."""
+    import yaml
+
+    text = path.read_text()
+    after = text[text.index(marker):]
+    return yaml.safe_load(after.split("```yaml\n", 1)[1].split("```", 1)[0])
+
+
 def section(text: str, heading: str) -> str:
     """The Markdown from the line ``heading`` to the next heading of the same level."""
     level = heading.split(" ")[0]

@@ -14,6 +14,7 @@ import pytest
 import tiny_models
 import yaml
 from conftest import REPO
+from doc_examples import yaml_after
 from in_process import fresh_process, generations, one_thread  # noqa: F401 - fixtures
 
 import roundtrip.readers.transformers_vlm as tv
@@ -460,9 +461,7 @@ def test_the_docs_speed_example_is_valid_and_builds(gemma, tmp_path):
     builds with those settings and reads with the tiny model on the CPU."""
     from roundtrip.workflow.checks import schema_problem
 
-    text = (REPO / "docs/api.md").read_text()
-    section = text[text.index("**Decoding speed.**"):]
-    example = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    example = yaml_after(REPO / "docs/api.md", "**Decoding speed.**")
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     config["ocr"]["engines"] |= example["ocr"]["engines"]
     assert schema_problem(config, str(REPO / "config.schema.yaml")) is None

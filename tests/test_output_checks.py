@@ -12,6 +12,7 @@ import textwrap
 
 import numpy as np
 import pytest
+import tiny_models
 import torch
 import yaml
 from conftest import REPO
@@ -67,17 +68,8 @@ FLAWS = ("nan", "inf", "scale255", "one_channel", "ids", "crash")
 @pytest.fixture(scope="module")
 def zoo(tmp_path_factory):
     """``zoo.py`` in its own folder and TinyVQ's random weights (every flaw loads them)."""
-    import importlib.util
     import sys
-    root = tmp_path_factory.mktemp("zoo")
-    (root / "code").mkdir()
-    (root / "code" / "zoo.py").write_text(ZOO)
-    spec = importlib.util.spec_from_file_location("_zoo_weights", root / "code" / "zoo.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    torch.manual_seed(0)
-    torch.save(mod.TinyVQ().state_dict(), root / "tiny_vq.pt")
-    yield root
+    yield tiny_models.user_model_files(tmp_path_factory.mktemp("zoo"), "zoo", ZOO)
     sys.modules.pop("zoo", None)
 
 

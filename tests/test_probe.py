@@ -6,6 +6,7 @@ import json
 import textwrap
 
 import pytest
+import tiny_models
 import torch
 import yaml
 from conftest import REPO
@@ -57,16 +58,7 @@ def user_model(tmp_path, monkeypatch):
     import sys
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.delitem(sys.modules, "my_vq", raising=False)
-    code = tmp_path / "code"
-    code.mkdir()
-    (code / "my_vq.py").write_text(MODULE)
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("_probe_user_vq", code / "my_vq.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    torch.manual_seed(0)
-    torch.save(mod.TinyVQ().state_dict(), tmp_path / "tiny_vq.pt")
-    yield tmp_path
+    yield tiny_models.user_model_files(tmp_path, "my_vq", MODULE)
     sys.modules.pop("my_vq", None)
 
 

@@ -18,6 +18,7 @@ import pytest
 import tiny_models
 import yaml
 from conftest import REPO
+from doc_examples import yaml_after
 from in_process import fresh_process, one_thread  # noqa: F401 - fixtures
 
 from roundtrip.api.client import append_usage, clear_clients
@@ -360,9 +361,7 @@ def test_the_docs_example_is_a_valid_config_whose_pairs_run(folders, tmp_path):
     draw and caption."""
     from roundtrip.workflow.checks import schema_problem
 
-    text = (REPO / "docs/evaluations/telephone.md").read_text()
-    section = text[text.index("## Models run in process"):]
-    example = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    example = yaml_after(REPO / "docs/evaluations/telephone.md", "## Models run in process")
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     config["telephone"]["pairs"] |= example["telephone"]["pairs"]
     assert schema_problem(config, str(REPO / "config.schema.yaml")) is None

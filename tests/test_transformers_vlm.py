@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import yaml
 from conftest import REPO
+from doc_examples import yaml_after
 from in_process import fresh_process, generations, one_thread  # noqa: F401 - fixtures
 
 from roundtrip.api.client import append_usage, clear_clients
@@ -409,9 +410,7 @@ def test_the_docs_example_is_a_valid_config_that_builds(gemma, tmp_path):
     from roundtrip.datasets.rendered.audit import build_judge
     from roundtrip.workflow.checks import schema_problem
 
-    text = (REPO / "docs/api.md").read_text()
-    section = text[text.index("## In-process models"):]
-    example = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    example = yaml_after(REPO / "docs/api.md", "## In-process models")
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     config["ocr"]["engines"] |= example["ocr"]["engines"]
     config["audit"] |= example["audit"]

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import REPO
+from doc_examples import yaml_after
 from in_process import fresh_process, generations, one_thread  # noqa: F401 - fixtures
 from PIL import Image
 from tiny_models import tiny_gemma3
@@ -320,7 +321,7 @@ def test_the_docs_example_is_a_valid_config_whose_reader_runs(gemma, tmp_path):
     text = (REPO / "docs/evaluations/vista.md").read_text()
     section = text[text.index("## The release in process"):]
     assert "hf download Qwen/Qwen2.5-VL-7B-Instruct" in section.split("```yaml", 1)[0]
-    example = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])
+    example = yaml_after(REPO / "docs/evaluations/vista.md", "## The release in process")
     schema = str(REPO / "config.schema.yaml")
     assert schema_problem(copy.deepcopy(example), schema) is None
     config = copy.deepcopy(example)

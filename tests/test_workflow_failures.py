@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-import torch
+import tiny_models
 import yaml
 from conftest import REPO
 from PIL import Image
@@ -44,18 +44,8 @@ def failed_run(tmp_path_factory):
     wrong ``downsample`` (the probe turned off, as a user might: it would stop the run before any
     job) and the zoo of flawed models, each flawed at one input size."""
     tmp_path = tmp_path_factory.mktemp("failed_run")
-    code = tmp_path / "code"
-    code.mkdir()
-    (code / "my_vq.py").write_text(MODULE)
+    code = tiny_models.user_model_files(tmp_path, "my_vq", MODULE) / "code"
     (code / "zoo.py").write_text(ZOO)
-    sys.path.insert(0, str(code))
-    try:
-        import my_vq
-        torch.manual_seed(0)
-        torch.save(my_vq.TinyVQ().state_dict(), tmp_path / "tiny_vq.pt")
-    finally:
-        sys.path.remove(str(code))
-        sys.modules.pop("my_vq", None)
     photos = tmp_path / "photos"
     photos.mkdir()
     rng = np.random.default_rng(0)

@@ -173,6 +173,26 @@ def tiny_sentence_transformer(folder: Path) -> Path:
     return folder
 
 
+def user_model_files(root: Path, module: str, source: str) -> Path:
+    """A user's model as ``type: state_dict`` reads it: ``source`` written to
+    ``root/code/{module}.py`` (a folder not on ``sys.path``) and the random weights of its
+    ``TinyVQ`` (seed 0) to ``root/tiny_vq.pt``; returns ``root``. The module is executed under
+    another name, so the run under test imports its own copy."""
+    import importlib.util
+
+    import torch
+
+    (root / "code").mkdir(parents=True, exist_ok=True)
+    (root / "code" / f"{module}.py").write_text(source)
+    spec = importlib.util.spec_from_file_location(f"_weights_of_{module}",
+                                                  root / "code" / f"{module}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    torch.manual_seed(0)
+    torch.save(mod.TinyVQ().state_dict(), root / "tiny_vq.pt")
+    return root
+
+
 def inprocess_bench():
     """``benchmarks/inprocess_vlm.py`` as a module (its model builder, paths and timing)."""
     import importlib.util
