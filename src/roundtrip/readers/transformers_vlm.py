@@ -462,7 +462,72 @@ class _Prepared:
     waited: float = 0.0
 
 
-class ChatVLM:
+class LocalModel:
+    """A transformers model run in process from a folder or a hub id in the Hugging Face cache,
+    as every in-process reader and captioner keeps it: where it is on this machine, its
+    fingerprint (the response cache's key of the model), the device and dtype it runs with, its
+    line of the usage ledger and the response cache its answers go to.
+
+    Args:
+        model: a model folder, a registered folder's name, or a hub id in the cache
+            (:func:`roundtrip.core.weights.local_model`).
+        key: the config key of ``model``, for messages (``ocr.engines.gemma3.model``).
+        dtype: ``auto`` (``bfloat16`` on a GPU, ``float32`` on the CPU) or a torch dtype name
+            (:data:`DTYPES`).
+        device: ``auto`` (the GPU when the process sees one), ``cpu``, ``cuda``, ``cuda:N``.
+        cache_dir: the response cache (shared with the endpoint readers).
+
+    Raises:
+        ValueError: ``dtype`` is not one of :data:`DTYPES`.
+    """
+
+    def __init__(self, model: str, key: str, dtype: str = "auto", device: str = "auto",
+                 cache_dir: str = DEFAULT_CACHE_DIR):
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype: {dtype!r} is not one of {list(DTYPES)}")
+        self.model, self.key = str(model), key
+        self.device, self.dtype = device, dtype
+        self.cache = ResponseCache(cache_dir)
+        self._folder: str | None = None
+        self._fingerprint: str | None = None
+        self._runtime: tuple[str, str] | None = None
+
+    @property
+    def folder(self) -> str:
+        """The model's folder on this machine.
+
+        Raises:
+            WeightsMissing: not there (the message names :attr:`key` and the hub id).
+        """
+        if self._folder is None:
+            from roundtrip.core.weights import local_model
+
+            self._folder = str(local_model(self.model, self.key))
+        return self._folder
+
+    @property
+    def fingerprint(self) -> str:
+        """:func:`folder_fingerprint` of :attr:`folder` (a hex SHA-256), computed once."""
+        if self._fingerprint is None:
+            self._fingerprint = folder_fingerprint(self.folder)
+        return self._fingerprint
+
+    @property
+    def runtime(self) -> tuple[str, str]:
+        """``(device, dtype)`` the model runs with (:func:`pick_device`, :func:`pick_dtype`)."""
+        if self._runtime is None:
+            device = pick_device(self.device)
+            self._runtime = (device, pick_dtype(self.dtype, device))
+        return self._runtime
+
+    @property
+    def usage(self):
+        """The process's :class:`roundtrip.api.client.Usage` of this model
+        (``transformers:<model>``, shared by every component that runs it)."""
+        return local_usage(f"{TYPE}:{self.model}", self.folder)
+
+
+class ChatVLM(LocalModel):
     """A chat VLM run in process (module docstring).
 
     Args:
@@ -510,61 +575,20 @@ class ChatVLM:
             raise ValueError("max_new_tokens and batch_size must be at least 1")
         if image_size is not None and (len(image_size) != 2 or min(image_size) < 1):
             raise ValueError(f"image_size: [width, height] in pixels, got {image_size!r}")
-        self.model, self.key = str(model), key
+        super().__init__(model, key, dtype, device, cache_dir)
         self.max_new_tokens, self.batch_size = int(max_new_tokens), int(batch_size)
         self.generate_args = _decoding(decoding)
         self.decoding, self.seed = decoding, int(seed)
         self.image_size = None if image_size is None else (int(image_size[0]), int(image_size[1]))
-        if dtype not in DTYPES:
-            raise ValueError(f"dtype: {dtype!r} is not one of {list(DTYPES)}")
-        self.device, self.dtype = device, dtype
         check_decoding_path(cache_implementation, compile, attn_implementation)
         self.cache_implementation, self.compile = cache_implementation, compile
         self.attn_implementation = attn_implementation
         if prefetch != "auto" and not isinstance(prefetch, bool):
             raise ValueError(f"prefetch: {prefetch!r} is not auto, true or false")
         self.sort_by_length, self.prefetch = bool(sort_by_length), prefetch
-        self.cache = ResponseCache(cache_dir)
-        self._folder: str | None = None
-        self._fingerprint: str | None = None
-        self._runtime: tuple[str, str] | None = None
         self._eager_only = False  # the automatic fast path failed once: the eager path from now
 
-    # -- where the model is ------------------------------------------------------------------
-    @property
-    def folder(self) -> str:
-        """The model's folder on this machine.
-
-        Raises:
-            WeightsMissing: not there (the message names :attr:`key` and the hub id).
-        """
-        if self._folder is None:
-            from roundtrip.core.weights import local_model
-
-            self._folder = str(local_model(self.model, self.key))
-        return self._folder
-
-    @property
-    def fingerprint(self) -> str:
-        """:func:`folder_fingerprint` of :attr:`folder`, computed once."""
-        if self._fingerprint is None:
-            self._fingerprint = folder_fingerprint(self.folder)
-        return self._fingerprint
-
-    @property
-    def runtime(self) -> tuple[str, str]:
-        """``(device, dtype)`` the model runs with (:func:`pick_device`, :func:`pick_dtype`)."""
-        if self._runtime is None:
-            device = pick_device(self.device)
-            self._runtime = (device, pick_dtype(self.dtype, device))
-        return self._runtime
-
-    @property
-    def usage(self):
-        """The process's :class:`roundtrip.api.client.Usage` of this model (shared by every
-        component that runs it)."""
-        return local_usage(f"{TYPE}:{self.model}", self.folder)
-
+    # -- how the model is loaded ---------------------------------------------------------------
     def loaded(self) -> tuple:
         """``(model, processor, lock)`` as :meth:`answer_many` runs them, loaded once per process,
         device, dtype and attention implementation, for a caller that runs the same model

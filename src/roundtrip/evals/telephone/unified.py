@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from roundtrip.api.client import DEFAULT_CACHE_DIR
-from roundtrip.readers.transformers_vlm import GenerationFailed
+from roundtrip.readers.transformers_vlm import GenerationFailed, LocalModel
 
 _WS = re.compile(r"\s+")
 
@@ -379,10 +379,12 @@ class DiffusersPair(UnifiedPair):
         return [caption_of(a, self._key("i2t")) for a in answers]
 
 
-class EncoderDecoderCaptioner:
+class EncoderDecoderCaptioner(LocalModel):
     """A ``VisionEncoderDecoderModel`` captioner run in process (no prompt: the folder's image
-    processor, then greedy decoding of at most ``max_new_tokens`` tokens), batched, with the
-    contract of :class:`~roundtrip.readers.transformers_vlm.ChatVLM`:
+    processor, then greedy decoding of at most ``max_new_tokens`` tokens), batched; where it is,
+    its device and its usage line as every in-process model keeps them
+    (:class:`~roundtrip.readers.transformers_vlm.LocalModel`), with the contract of
+    :class:`~roundtrip.readers.transformers_vlm.ChatVLM`:
 
     - every caption goes to the response cache (``cache_dir``) the moment its batch returns,
       keyed by the model folder's fingerprint
@@ -414,59 +416,17 @@ class EncoderDecoderCaptioner:
     def __init__(self, model: str, key: str, max_new_tokens: int = 77, batch_size: int = 4,
                  dtype: str = "auto", device: str = "auto", cache_dir: str = DEFAULT_CACHE_DIR,
                  attn_implementation: str = "auto"):
-        from roundtrip.api.client import ResponseCache
-        from roundtrip.readers.transformers_vlm import DTYPES
-
         if int(max_new_tokens) < 1 or int(batch_size) < 1:
             raise ValueError("max_new_tokens and batch_size must be at least 1")
-        if dtype not in DTYPES:
-            raise ValueError(f"dtype: {dtype!r} is not one of {list(DTYPES)}")
-        self.model, self.key = str(model), key
+        super().__init__(model, key, dtype, device, cache_dir)
         self.max_new_tokens, self.batch_size = int(max_new_tokens), int(batch_size)
-        self.dtype, self.device, self.attn_implementation = dtype, device, attn_implementation
-        self.cache = ResponseCache(cache_dir)
-        self._folder: str | None = None
-        self._fingerprint: str | None = None
+        self.attn_implementation = attn_implementation
         self._loaded = None
-
-    @property
-    def folder(self) -> str:
-        """The model's folder on this machine (raises ``WeightsMissing`` naming :attr:`key`)."""
-        if self._folder is None:
-            from roundtrip.core.weights import local_model
-
-            self._folder = str(local_model(self.model, self.key))
-        return self._folder
-
-    @property
-    def fingerprint(self) -> str:
-        """:func:`~roundtrip.readers.transformers_vlm.folder_fingerprint` of :attr:`folder`,
-        computed once (a hex SHA-256)."""
-        if self._fingerprint is None:
-            from roundtrip.readers.transformers_vlm import folder_fingerprint
-
-            self._fingerprint = folder_fingerprint(self.folder)
-        return self._fingerprint
-
-    def runtime(self) -> tuple[str, str]:
-        """``(device, dtype)`` the model runs with."""
-        from roundtrip.readers.transformers_vlm import pick_device, pick_dtype
-
-        device = pick_device(self.device)
-        return device, pick_dtype(self.dtype, device)
-
-    @property
-    def usage(self):
-        """The process's usage record of this model (``transformers:<model>``)."""
-        from roundtrip.api.client import local_usage
-        from roundtrip.readers.transformers_vlm import TYPE
-
-        return local_usage(f"{TYPE}:{self.model}", self.folder)
 
     def settings(self) -> dict:
         """The generation settings in every cache key."""
         return {"max_new_tokens": self.max_new_tokens, "decoding": "greedy",
-                "dtype": self.runtime()[1]}
+                "dtype": self.runtime[1]}
 
     def request_key(self, image: np.ndarray) -> tuple[str, dict, object]:
         """``(cache key, canonical request, PIL image)`` of one image (``(H, W, 3)`` or
@@ -490,7 +450,7 @@ class EncoderDecoderCaptioner:
             import torch
             import transformers
 
-            device, dtype = self.runtime()
+            device, dtype = self.runtime
             attn = {} if self.attn_implementation == "auto" else {
                 "attn_implementation": self.attn_implementation}
             model = transformers.VisionEncoderDecoderModel.from_pretrained(
