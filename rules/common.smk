@@ -64,7 +64,7 @@ def report_api_usage():
 def report_item_failures():
     """The (model, dataset) pairs with failed items, one line each, on the console at the end of
     a run (the tables count them in footnotes; page 1 of the report lists them too)."""
-    from roundtrip.tables.failures import read_failures
+    from roundtrip.tables.failures import read_failures, read_slowness
 
     found = read_failures(PLAN.status_files())
     if found:
@@ -72,6 +72,12 @@ def report_item_failures():
               "results/recon/{model}/{dataset}/status.csv):", file=sys.stderr)
         for failures in found:
             print(f"  {failures.line()}", file=sys.stderr)
+    slow = read_slowness(PLAN.status_files())
+    if slow:
+        print("Items far slower at one input size (seconds per item in status.csv):",
+              file=sys.stderr)
+        for s in slow:
+            print(f"  {s.line()}", file=sys.stderr)
 
 
 def report_table(name, category, subcategory=None, caption_file=None):

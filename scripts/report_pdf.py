@@ -19,7 +19,7 @@ from roundtrip.report.assemble import findings_of, headline_of, published_of, su
 from roundtrip.report.document import ReportInputs, build_report, source_date
 from roundtrip.report.findings import RunResults
 from roundtrip.report.fonts import register
-from roundtrip.tables.failures import read_failures
+from roundtrip.tables.failures import read_failures, read_slowness
 from roundtrip.report.sections import Section
 from roundtrip.tables.provenance import canonical_hash
 
@@ -72,6 +72,7 @@ inputs = ReportInputs(
            "config_name": p.config_name, "models": list(config["models"]),
            "datasets": list(config["datasets"]),
            "failures": [f.line() for f in read_failures(p.status_files)],
+           "slow": [s.line() for s in read_slowness(p.status_files)],
            "compute": provenance_fields(dict(p.config))},
     appendix={"packages": next(iter(records.values()))["packages"] if records else {},
               "seeds": seeds, "checksums": checksums, "weights": present,

@@ -155,6 +155,9 @@ def test_table1_is_one_table_with_params_type_resolution():
     assert notes == []
     row = shown.iloc[0]
     assert (row["Params"], row["Type"], row["Resolution"]) == ("72.0M", "VQ", "256x256")
+    # a small model's count reads as the card's, not "0.0M"
+    small = table1_frame(tables, card.assign(params=28_835))[0].iloc[0]
+    assert small["Params"] == "28.8K"
     heads = [c for c in shown.columns if ":" in c]
     assert heads[0].startswith("ImageNet (imagenet): PSNR (VTBench eval.)")
     assert heads[-1].startswith("Varying Resolution (div2k): SSIM (VTBench eval.)")

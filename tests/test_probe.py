@@ -199,11 +199,20 @@ def test_trained_codec_and_api_models_are_not_probed():
     assert probe_config(config, cache=None) == {}
 
 
-def test_probe_input_is_deterministic_and_in_range():
-    x = probe_input(5, 7)
-    assert x.shape == (1, 3, 5, 7) and x.dtype == torch.float32
-    assert float(x.min()) == -1.0 and float(x.max()) == 1.0
-    assert torch.equal(x, probe_input(5, 7))
+def test_probe_input_is_the_photographs_cropped_and_resized():
+    """scikit-image's astronaut and coffee, centre-cropped to the aspect ratio and resized."""
+    from skimage import data
+    from skimage.transform import resize
+
+    x = probe_input(48, 80)
+    assert x.shape == (2, 3, 48, 80) and x.dtype == torch.float32
+    assert float(x.min()) >= -1.0 and float(x.max()) <= 1.0
+    assert torch.equal(x, probe_input(48, 80))
+    coffee = data.coffee()  # 400 x 600: the crop is 360 x 600, rows 20 to 380
+    expected = resize(coffee[20:380] / 127.5 - 1.0, (48, 80), order=1, anti_aliasing=True)
+    got = x[1].permute(1, 2, 0).numpy()
+    assert abs(got - expected).mean() < 0.02  # two antialiasing filters, one picture
+    assert abs(got - expected[::-1]).mean() > 0.2  # a flip of it is another picture
 
 
 def test_a_forward_error_names_the_model_and_size(user_model):

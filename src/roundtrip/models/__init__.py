@@ -5,7 +5,8 @@ from roundtrip.core.manifest import ORIGINAL  # noqa: F401 - the reserved model 
 from roundtrip.core.registry import build_registered
 from roundtrip.core.weights import WeightsMissing
 from roundtrip.models.api_backend import ApiImageModel
-from roundtrip.models.base import DISCRETE_FAMILIES, FAMILIES, Adapter, ModelInfo
+from roundtrip.models.base import (DISCRETE_FAMILIES, FAMILIES, Adapter, ModelInfo, item_seed,
+                                   seeded)
 from roundtrip.models.codecs import Identity, Jpeg, Resample, Webp
 from roundtrip.models.custom import StateDictModel, TorchScriptModel
 from roundtrip.models.diffusers_backend import DiffusersKL, DiffusersVQ
@@ -36,7 +37,7 @@ TRAINED_TYPES = ("small",)
 CODEC_TYPES = ("identity", "jpeg", "webp", "resample")
 
 #: Keys of a ``models`` entry that belong to the workflow, not to the adapter's constructor.
-WORKFLOW_KEYS = ("batch_size", "output_tolerance")
+WORKFLOW_KEYS = ("batch_size", "output_tolerance", "stochastic", "seed", "item_timeout_s")
 
 
 def build_model(name: str, spec: dict) -> Adapter:
@@ -53,8 +54,11 @@ def build_model(name: str, spec: dict) -> Adapter:
     model = build_registered(MODEL_TYPES, {k: v for k, v in spec.items()
                                            if k not in WORKFLOW_KEYS}, f"models.{name}", "model")
     model.name, model.output_tolerance = name, float(tolerance)
+    model.stochastic, model.seed = bool(spec.get("stochastic", False)), int(spec.get("seed", 0))
+    timeout = spec.get("item_timeout_s")
+    model.item_timeout_s = float(timeout) if timeout else None
     return model
 
 
 __all__ = ["CODEC_TYPES", "DISCRETE_FAMILIES", "FAMILIES", "MODEL_TYPES", "ORIGINAL", "TRAINED_TYPES", "Adapter", "ModelInfo",
-           "OutputError", "TorchAdapter", "WeightsMissing", "build_model"]
+           "OutputError", "TorchAdapter", "WeightsMissing", "build_model", "item_seed", "seeded"]

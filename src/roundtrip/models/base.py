@@ -7,14 +7,19 @@ business: a float tensor for VAEs, codes for tokenizers, compressed bytes for co
 """
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import random
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
+from roundtrip.models.diagnosis import diagnose
 from roundtrip.models.outputs import (DEFAULT_TOLERANCE, OutputError, reconstruction_defects,
-                                      token_defects)
+                                      repeat_defect, token_defects)
 
 #: Model families (DESIGN.md). ``codec`` covers classical baselines (JPEG, WebP, resampling).
 FAMILIES = ("continuous", "VQ", "LFQ", "BSQ", "RVQ", "RBSQ", "codec", "api")
@@ -58,6 +63,15 @@ class Adapter(ABC):
     #: How far outside ``[-1, 1]`` outputs may reach (``models.<name>.output_tolerance``;
     #: :mod:`roundtrip.models.outputs`). Set by the registry.
     output_tolerance: float = DEFAULT_TOLERANCE
+    #: The model samples (``models.<name>.stochastic``): every item is reconstructed alone under
+    #: a seed of its own (:func:`item_seed`), so its output repeats run to run and does not
+    #: depend on its batch. Set by the registry.
+    stochastic: bool = False
+    #: The seed the items' seeds derive from (``models.<name>.seed``). Set by the registry.
+    seed: int = 0
+    #: Seconds an item's forward pass may take before it is stopped and the item fails
+    #: (``models.<name>.item_timeout_s``; None: no limit). Set by the registry.
+    item_timeout_s: float | None = None
 
     @abstractmethod
     def encode(self, x: torch.Tensor) -> Any:
@@ -109,23 +123,35 @@ class Adapter(ABC):
         return latent, self.decode(latent)
 
     @torch.no_grad()
-    def reconstruct_items(self, x: torch.Tensor) -> tuple[torch.Tensor | None, list[str]]:
+    def reconstruct_items(self, x: torch.Tensor, seeds: list[int] | None = None
+                          ) -> tuple[torch.Tensor | None, list[str]]:
         """:meth:`round_trip` of ``x`` with every item checked: the reconstruction
         (:func:`~roundtrip.models.outputs.reconstruction_defects`: shape, finite values, the value
-        range within :attr:`output_tolerance`) and, for a discrete family, the token ids
+        range within :attr:`output_tolerance`), the convention mistakes a simple fix would
+        explain (:func:`~roundtrip.models.diagnosis.diagnose`: range, channel order,
+        orientation, shift; not for the ``api`` family, whose image models re-draw) and, for a discrete family, the token ids
         (:func:`~roundtrip.models.outputs.token_defects`: ``0 <= id < codebook_size``).
 
         Args:
             x: float32 ``[B, C, H, W]`` (or ``[B, C, D, H, W]``) in ``[-1, 1]``.
+            seeds: for a :attr:`stochastic` model, one seed per item: each item is then
+                reconstructed alone under its seed (:func:`seeded`). Ignored otherwise.
 
         Returns:
             ``(y, reasons)``: float32 ``y`` of ``x``'s shape clamped to ``[-1, 1]`` (None where the
             whole batch failed), and one reason per item, ``""`` for an item that passed (the
             values of a failed item are not to be used).
         """
+        if self.stochastic and seeds is not None:
+            return self._reconstruct_seeded(x, seeds)
         latent, y = self.round_trip(x)
         info = self.info()
         reasons = reconstruction_defects(x, y, self.name, info.downsample, self.output_tolerance)
+        if info.family != "api" and any(not r for r in reasons):
+            # an image API re-draws its input (VTBench's GPT-4o row): scored as it answers
+            unit = getattr(self, "unit_range", None)
+            reasons = [r or (f.reason(self.name, unit) if f else "")
+                       for r, f in zip(reasons, diagnose(x, y))]
         if info.family in DISCRETE_FAMILIES:
             ids = self.tokens(latent)
             if ids is not None:
@@ -134,6 +160,44 @@ class Adapter(ABC):
         if not torch.is_tensor(y) or y.shape != x.shape or not y.is_floating_point():
             return None, reasons
         return y.float().clamp_(-1.0, 1.0), reasons
+
+    @torch.no_grad()
+    def repeat_defect(self, x: torch.Tensor, y: torch.Tensor, seeds: list[int] | None = None
+                      ) -> str:
+        """Reconstruct the first item of ``x`` again, alone, and compare it with its
+        reconstruction ``y[0]`` (:func:`~roundtrip.models.outputs.repeat_defect`): ``""`` where
+        they agree, else why the model cannot be scored (an active dropout or sampling). A
+        :attr:`stochastic` model runs under the item's seed again (``seeds[0]``).
+
+        Args:
+            x: the batch the model reconstructed, float ``[B, C, H, W]`` in ``[-1, 1]``.
+            y: its reconstruction, as :meth:`reconstruct_items` returned it.
+            seeds: the items' seeds, for a stochastic model.
+        """
+        if self.info().family in ("codec", "api"):
+            return ""  # pixel codecs are roundtrip's deterministic code; an API call is paid
+        seed = seeds[0] if self.stochastic and seeds else None
+        with seeded(seed) if seed is not None else contextlib.nullcontext():
+            _, again = self.round_trip(x[:1])
+        if torch.is_tensor(again):
+            again = again.float().clamp(-1.0, 1.0)
+        return repeat_defect(y[:1], again, self.name, self.stochastic)
+
+    def _reconstruct_seeded(self, x: torch.Tensor, seeds: list[int]
+                            ) -> tuple[torch.Tensor | None, list[str]]:
+        """:meth:`reconstruct_items` of each item alone under its seed (a failed item's values
+        are zeros)."""
+        if len(seeds) != len(x):
+            raise ValueError(f"{len(seeds)} seeds for {len(x)} items")
+        ys, reasons = [], []
+        for i, s in enumerate(seeds):
+            with seeded(s):
+                y, why = self.reconstruct_items(x[i:i + 1])
+            ys.append(y if y is not None else torch.zeros_like(x[i:i + 1]))
+            reasons += why
+        if all(reasons):
+            return None, reasons
+        return torch.cat(ys), reasons
 
     @torch.no_grad()
     def reconstruct(self, x: torch.Tensor) -> torch.Tensor:
@@ -170,3 +234,28 @@ class Adapter(ABC):
     @property
     def device(self) -> torch.device:
         return torch.device("cpu")
+
+
+def item_seed(seed: int, item_id: str) -> int:
+    """The seed of one item of a stochastic model: the first 8 bytes of
+    ``sha256(f"{seed}:{item_id}")`` as an integer in ``[0, 2**63)`` (the same for the item in every
+    run, batch and shard)."""
+    digest = hashlib.sha256(f"{seed}:{item_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+@contextlib.contextmanager
+def seeded(seed: int):
+    """Seed torch (CPU and CUDA), NumPy's global generator and :mod:`random` with ``seed``, so
+    that a sampling model's call repeats; the generators' states are restored afterwards."""
+    py, np_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=range(torch.cuda.device_count())
+                               if torch.cuda.is_available() else []):
+        torch.manual_seed(seed)
+        np.random.seed(seed % 2 ** 32)
+        random.seed(seed)
+        try:
+            yield
+        finally:
+            random.setstate(py)
+            np.random.set_state(np_state)

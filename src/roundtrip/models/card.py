@@ -59,12 +59,17 @@ def card_row(model: Adapter) -> dict:
 
 def model_card(models: list[Adapter]) -> tuple[pd.DataFrame, list[str]]:
     """Rows for ``models`` and the footnotes (one per model whose latent has no shape, saying
-    why)."""
+    why, and one per stochastic model, naming its seeds)."""
     rows, notes = [], list(CARD_NOTES)
     for m in models:
         rows.append(card_row(m))
         if rows[-1]["latent_256"] == "–":
             notes.append(f"{m.name}: {_no_shape_reason(m)}; no fixed compression ratio.")
+        if m.stochastic:
+            notes.append(f"{m.name}: stochastic (models.{m.name}.stochastic): every item is "
+                         f"reconstructed alone under a seed of its own, derived from "
+                         f"models.{m.name}.seed ({m.seed}) and its id; each item's seed is in "
+                         "its status.csv.")
     return pd.DataFrame(rows), notes
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from roundtrip.models.base import FAMILIES, ModelInfo
-from roundtrip.models.torch_base import TorchAdapter, require_file
+from roundtrip.models.torch_base import TorchAdapter, read_weights, require_file
 
 HOW = "Copy the file there, or fix the path in the config file."
 
@@ -101,8 +101,16 @@ class TorchScriptModel(_CustomAdapter):
         require_file(self.path, self.name, "TorchScript file", HOW)
 
     def _load_module(self):
-        return torch.jit.load(str(require_file(self.path, self.name, "TorchScript file", HOW)),
-                              map_location="cpu")
+        key = f"models.{self.name}.path"
+        path = require_file(self.path, self.name, "TorchScript file", HOW)
+        module = read_weights(path, key, lambda p: torch.jit.load(p, map_location="cpu"))
+        missing = [m for m in ("encode", "decode") if not hasattr(module, m)]
+        if missing:
+            raise ValueError(f"{key}: the TorchScript module in {path} has no "
+                             f"{' or '.join(missing)}: TorchScript compiles only forward and what "
+                             "it calls; decorate encode and decode (and tokens) with "
+                             "@torch.jit.export before torch.jit.script")
+        return module
 
 
 class StateDictModel(_CustomAdapter):
@@ -185,7 +193,7 @@ class StateDictModel(_CustomAdapter):
             raise ValueError(f"{key}.kwargs: {cls.__name__}(**{self.kwargs}) failed: "
                              f"{type(exc).__name__}: {exc}") from exc
         path = require_file(self.state_dict, self.name, "state dict", HOW)
-        sd = torch.load(path, map_location="cpu", weights_only=True)
+        sd = read_weights(path, f"{key}.state_dict")
         sd = sd.get("state_dict", sd) if isinstance(sd, dict) else sd
         try:
             module.load_state_dict(sd, strict=self.strict)

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import math
 
-import torch
-
 from roundtrip.models.base import ModelInfo
-from roundtrip.models.torch_base import TorchAdapter, require_file
+from roundtrip.models.torch_base import TorchAdapter, read_weights, require_file
 
 HOW = "Put the checkpoint there or set the checkpoint path in the config file."
 
@@ -49,8 +47,8 @@ class _MonaiAdapter(TorchAdapter):
         import monai.networks.nets as nets
 
         module = getattr(nets, self.net_name)(**self.network)
-        sd = torch.load(require_file(self.checkpoint, self.name, "MONAI checkpoint", HOW),
-                        map_location="cpu", weights_only=True)
+        sd = read_weights(require_file(self.checkpoint, self.name, "MONAI checkpoint", HOW),
+                          f"models.{self.name}.checkpoint")
         for key in ("state_dict", "model"):
             if isinstance(sd, dict) and key in sd and isinstance(sd[key], dict):
                 sd = sd[key]

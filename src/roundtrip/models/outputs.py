@@ -13,7 +13,9 @@ no table cell is computed from them:
   ``[-1 - t, 1 + t]``, ``t`` = the model's tolerance (``models.<name>.output_tolerance``, default
   :data:`DEFAULT_TOLERANCE`); a decoder's slight overshoot is clamped to ``[-1, 1]`` as before;
 - **token ids**: integers with ``0 <= id < codebook_size`` (per quantizer for residual models),
-  one row per input item.
+  one row per input item;
+- **repeats**: a second reconstruction of the same input equals the first within
+  :data:`REPEAT_NOISE` (:func:`repeat_defect`); for a ``stochastic`` model, under the same seed.
 """
 from __future__ import annotations
 
@@ -26,6 +28,12 @@ DEFAULT_TOLERANCE = 0.5
 #: overshoot is clamped (and scored as what the model gives), an output in another range
 #: (``[0, 255]``: nearly every value beyond) is refused.
 MAX_OUT_OF_RANGE_SHARE = 0.25
+
+
+#: Two reconstructions of one input that differ by more than this (on ``[-1, 1]``: half a grey
+#: level of 8 bits) come from a model that samples; less is float noise (a GPU's
+#: nondeterministic reductions, a batch against a single item: about 1e-6).
+REPEAT_NOISE = 1.0 / 255
 
 
 class OutputError(ValueError):
@@ -155,3 +163,35 @@ def token_defects(ids, n: int, name: str, codebook_size: int | None) -> list[str
         else:
             reasons.append("")
     return reasons
+
+
+def repeat_defect(first: torch.Tensor, again, name: str, stochastic: bool = False) -> str:
+    """Why two reconstructions of the same input must not be scored, or ``""``.
+
+    Args:
+        first, again: the two reconstructions, float tensors of one shape (``again`` may be
+            anything: a shape or type defect is left to :func:`reconstruction_defects`).
+        name: the model's config key.
+        stochastic: the model is declared stochastic and ``again`` ran under the same seed.
+
+    Returns:
+        ``""`` where they agree within :data:`REPEAT_NOISE` on every value, else the defect
+        (how far and how many values) and the fix: keep dropout and sampling off in eval mode,
+        or declare ``stochastic: true``.
+    """
+    if not torch.is_tensor(again) or again.shape != first.shape:
+        return ""
+    diff = (again.detach().float().cpu() - first.detach().float().cpu()).abs()
+    if float(diff.max()) <= REPEAT_NOISE:
+        return ""
+    key = f"models.{name}"
+    share = 100 * float((diff > REPEAT_NOISE).float().mean())
+    what = f"by up to {float(diff.max()):.3g} on [-1, 1], {share:.0f} % of values"
+    if stochastic:
+        return (f"{key}.stochastic: true, but two reconstructions of the same input under the "
+                f"same seed differ ({what}): the model draws from a generator roundtrip does not "
+                "seed (torch, NumPy and random are seeded before each item): seed it from "
+                "torch.initial_seed()")
+    return (f"{key}: two reconstructions of the same input differ ({what}): an active dropout "
+            "or sampling; use F.dropout(x, p, training=self.training) and the posterior mode, "
+            f"or set {key}.stochastic: true to have every item seeded")

@@ -3,25 +3,38 @@ the run will use, and ask discrete models for their tokens.
 
 A model that cannot be imported, built or loaded, that returns another size than it was given,
 whose outputs fail the checks every job applies (:mod:`roundtrip.models.outputs`: not finite,
-another channel count, outside ``[-1, 1]``, token ids beyond the codebook), or whose latent grid
+another channel count, outside ``[-1, 1]``, token ids beyond the codebook), whose
+reconstructions a simple fix explains (:mod:`roundtrip.models.diagnosis`: outputs in ``[0, 1]``,
+BGR, flipped, transposed, shifted), whose output changes from one call to the next on the same
+input (an active dropout or sampling, unless ``stochastic: true``), or whose latent grid
 contradicts its ``downsample``, fails here with one line naming the config key, the cause and
 the fix, instead of once per item an hour into a run. What the probe sees (the latent of each size) also feeds the model
 card (:mod:`roundtrip.models.card`), so a user's own tokenizer gets its latent shape and
 compression ratio without declaring them.
 
-The probe's input is a smooth colour gradient (no randomness: the same bytes every time), float32
-``[1, 3, H, W]`` in ``[-1, 1]``, the adapter contract of :class:`~roundtrip.models.base.Adapter`.
+The probe's input is :data:`PHOTOS`, photographs bundled with scikit-image, each centre-cropped
+to the probe's aspect ratio and resized to its size (the same bytes every time): float32
+``[2, 3, H, W]`` in ``[-1, 1]``, the adapter contract of :class:`~roundtrip.models.base.Adapter`.
+Photographs, not a synthetic pattern, because the diagnosis needs what a model is made for:
+texture, colour and content that differs under a flip.
 """
 from __future__ import annotations
 
+import contextlib
 import time
+import warnings
 from dataclasses import dataclass, field
+from functools import cache
 
 import torch
 
 from roundtrip.core.weights import WeightsMissing
-from roundtrip.models.base import DISCRETE_FAMILIES, Adapter
-from roundtrip.models.outputs import OutputError, reconstruction_defects
+from roundtrip.models.base import DISCRETE_FAMILIES, Adapter, seeded
+from roundtrip.models.diagnosis import diagnose_set
+from roundtrip.models.outputs import OutputError, reconstruction_defects, repeat_defect
+
+#: The probe's photographs: ``skimage.data`` names (colour, textured, asymmetric).
+PHOTOS = ("astronaut", "coffee")
 
 
 #: Smallest side of the probe input for a model's padding (several down-sampling stages fit).
@@ -59,12 +72,30 @@ class ProbeResult:
                    {k: tuple(v) for k, v in data["token_shapes"].items()}, data["seconds"])
 
 
+@cache
+def _photo(name: str) -> torch.Tensor:
+    """``skimage.data.<name>()`` as float32 ``[3, H, W]`` in ``[-1, 1]``."""
+    from skimage import data
+
+    image = torch.from_numpy(getattr(data, name)()[..., :3].copy())
+    return image.permute(2, 0, 1).float().div(127.5).sub(1.0)
+
+
 def probe_input(h: int, w: int) -> torch.Tensor:
-    """The probe image: float32 ``[1, 3, h, w]`` in ``[-1, 1]``, a horizontal, a vertical and a
-    diagonal gradient in the three channels (deterministic)."""
-    ys = torch.linspace(-1.0, 1.0, h).view(h, 1).expand(h, w)
-    xs = torch.linspace(-1.0, 1.0, w).view(1, w).expand(h, w)
-    return torch.stack([xs, ys, (xs + ys) / 2]).unsqueeze(0).contiguous()
+    """The probe images: float32 ``[len(PHOTOS), 3, h, w]`` in ``[-1, 1]``, each photograph of
+    :data:`PHOTOS` centre-cropped to the aspect ratio ``h / w`` and resized (bilinear with
+    antialiasing) to ``h x w`` (deterministic)."""
+    out = []
+    for name in PHOTOS:
+        img = _photo(name)
+        ih, iw = img.shape[1:]
+        ch, cw = (ih, max(1, round(ih * w / h))) if ih * w <= iw * h else (
+            max(1, round(iw * h / w)), iw)
+        top, left = (ih - ch) // 2, (iw - cw) // 2
+        crop = img[None, :, top:top + ch, left:left + cw]
+        out.append(torch.nn.functional.interpolate(crop, size=(h, w), mode="bilinear",
+                                                   align_corners=False, antialias=True))
+    return torch.cat(out).clamp_(-1.0, 1.0).contiguous()
 
 
 def padding_size(downsample: int) -> tuple[int, int]:
@@ -99,43 +130,66 @@ def load_model(model: Adapter) -> None:
 def probe_model(model: Adapter, sizes: list[tuple[int, int]]) -> ProbeResult:
     """Load ``model`` and reconstruct :func:`probe_input` at each ``(H, W)`` of ``sizes``.
 
-    Each input must come back at its own size, and a model of a discrete family
+    Each input must come back at its own size and pass the output checks and the diagnosis,
+    the first size's reconstruction must repeat on a second call (or, for a
+    ``stochastic`` model, under the same seed), and a model of a discrete family
     (:data:`DISCRETE_FAMILIES`) must give token ids. Sizes the model does not support
-    (:meth:`Adapter.supports`) are skipped.
+    (:meth:`Adapter.supports`) are skipped. Library warnings raised while loading and running
+    the model are not shown (check-config prints the config's problems only).
 
     Raises:
         ProbeError: with the key and the fix, e.g. ``models.my_vq.downsample: 4 gives 64 px
             for 68: the model needs a multiple of 8``.
     """
     start = time.perf_counter()
-    load_model(model)
-    result = ProbeResult()
-    for h, w in sizes:
-        if not model.supports(h, w):
-            continue
-        latent, y = _round_trip(model, h, w)
-        if tuple(y.shape[-2:]) != (h, w):
-            raise ProbeError(_size_message(model, (h, w), tuple(y.shape[-2:])))
-        key = f"{h}x{w}"
-        _check_output(model, y, h, w)
-        result.latent_shapes[key] = _latent_shape(model, latent)
-        _check_grid(model, result.latent_shapes[key], h, w, "latent")
-        if model.info().family in DISCRETE_FAMILIES:
-            result.token_shapes[key] = _token_shape(model, latent, key)
-            _check_grid(model, (1, *result.token_shapes[key]), h, w, "token")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        load_model(model)
+        result = ProbeResult()
+        for k, (h, w) in enumerate((h, w) for h, w in sizes if model.supports(h, w)):
+            x = probe_input(h, w)
+            with seeded(model.seed) if model.stochastic else contextlib.nullcontext():
+                latent, y = _round_trip(model, x)
+            if tuple(y.shape[-2:]) != (h, w):
+                raise ProbeError(_size_message(model, (h, w), tuple(y.shape[-2:])))
+            key = f"{h}x{w}"
+            _check_output(model, x, y)
+            if k == 0:
+                _check_repeats(model, x, y)
+            result.latent_shapes[key] = _latent_shape(model, latent)
+            _check_grid(model, result.latent_shapes[key], h, w, "latent")
+            if model.info().family in DISCRETE_FAMILIES:
+                result.token_shapes[key] = _token_shape(model, latent, key, len(x))
+                _check_grid(model, (1, *result.token_shapes[key]), h, w, "token")
     result.seconds = time.perf_counter() - start
     return result
 
 
-def _check_output(model: Adapter, y, h: int, w: int) -> None:
-    """The reconstruction checks every job applies (:mod:`roundtrip.models.outputs`), at the
-    probe's size: a model wrong at every size stops here, once."""
-    x = probe_input(h, w)
-    defect = reconstruction_defects(x, y.detach().cpu() if torch.is_tensor(y) else y,
-                                    model.name, model.info().downsample,
-                                    model.output_tolerance)[0]
+def _check_output(model: Adapter, x: torch.Tensor, y) -> None:
+    """The reconstruction checks every job applies (:mod:`roundtrip.models.outputs`) and the
+    diagnosis of the probe's photographs together (:func:`~roundtrip.models.diagnosis.
+    diagnose_set`), at the probe's size: a model wrong at every size stops here, once."""
+    size = f"probe input {x.shape[2]}x{x.shape[3]}"
+    y = y.detach().cpu() if torch.is_tensor(y) else y
+    defect = next((r for r in reconstruction_defects(x, y, model.name, model.info().downsample,
+                                                      model.output_tolerance) if r), "")
     if defect:
-        raise ProbeError(f"{defect} (probe input {h}x{w})")
+        raise ProbeError(f"{defect} ({size})")
+    finding = diagnose_set(x, y)
+    if finding is not None:
+        reason = finding.reason(model.name, getattr(model, "unit_range", None))
+        raise ProbeError(f"{reason} ({size}, {len(x)} photographs)")
+
+
+def _check_repeats(model: Adapter, x: torch.Tensor, y: torch.Tensor) -> None:
+    """A second reconstruction of the same input must equal the first
+    (:func:`~roundtrip.models.outputs.repeat_defect`); for a ``stochastic`` model, under the
+    same seed (:func:`~roundtrip.models.base.seeded`)."""
+    with seeded(model.seed) if model.stochastic else contextlib.nullcontext():
+        _, again = _round_trip(model, x)
+    defect = repeat_defect(y, again, model.name, model.stochastic)
+    if defect:
+        raise ProbeError(f"{defect} (probe input {x.shape[2]}x{x.shape[3]})")
 
 
 def _check_grid(model: Adapter, shape: tuple[int, ...] | None, h: int, w: int,
@@ -170,14 +224,16 @@ def observed_latent_shape(model: Adapter, h: int, w: int) -> tuple[int, ...] | N
     load_model(model)
     with torch.no_grad():
         try:
-            latent = model.encode(probe_input(h, w).to(model.device))
+            latent = model.encode(probe_input(h, w)[:1].to(model.device))
         except Exception as exc:  # noqa: BLE001
             raise ProbeError(_message(model, f"encode at {h}x{w} failed", exc)) from exc
     return _latent_shape(model, latent)
 
 
-def _round_trip(model: Adapter, h: int, w: int):
-    x = probe_input(h, w).to(model.device)
+def _round_trip(model: Adapter, x: torch.Tensor):
+    """``(latent, decode(latent))`` of the probe images ``x`` ``[n, 3, h, w]``."""
+    h, w = x.shape[2:]
+    x = x.to(model.device)
     with torch.no_grad():
         try:
             latent = model.encode(x)
@@ -195,10 +251,10 @@ def _latent_shape(model: Adapter, latent) -> tuple[int, ...] | None:
     return tuple(tensor.shape[1:]) if tensor is not None else None
 
 
-def _token_shape(model: Adapter, latent, size: str) -> tuple[int, ...]:
+def _token_shape(model: Adapter, latent, size: str, n: int) -> tuple[int, ...]:
     name, family = model.name, model.info().family
     try:
-        ids = model.checked_tokens(latent, 1)
+        ids = model.checked_tokens(latent, n)
     except OutputError as exc:
         raise ProbeError(f"{exc.reasons[0]} (probe input {size})") from exc
     except Exception as exc:  # noqa: BLE001
@@ -228,7 +284,7 @@ def _needed_multiple(model: Adapter, d: int) -> int | None:
     for m in (d * 2 ** k for k in range(1, 7)):
         h, w = padding_size(m)
         try:
-            _, y = _round_trip(model, h, w)
+            _, y = _round_trip(model, probe_input(h, w)[:1])
         except ProbeError:
             continue
         if tuple(y.shape[-2:]) == (h, w):

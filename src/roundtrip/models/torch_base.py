@@ -87,3 +87,49 @@ def require_file(path: str | Path, model: str, what: str, how: str) -> Path:
     if not p.exists():
         raise WeightsMissing(f"model {model}: {what} not found at {p}. {how}")
     return p
+
+
+def read_weights(path: str | Path, key: str, loader=None):
+    """``torch.load(path, map_location="cpu", weights_only=True)`` (or ``loader(path)``), with a
+    message that names the file when it cannot be read.
+
+    Args:
+        path: an existing file (:func:`require_file` first).
+        key: the config key that names it (``models.my_vq.state_dict``).
+        loader: a function of the path that reads it instead (``torch.jit.load``).
+
+    Raises:
+        ValueError: starting with ``key``: the file is empty, holds more than tensors (a
+            pickled object that ``weights_only`` refuses), or is truncated or not a PyTorch file
+            (torch's own errors for these say ``Invalid argument``, ``EOFError`` or a
+            ``KeyError``); the message names the path and its size in bytes.
+    """
+    import pickle
+    import warnings
+
+    path = Path(path)
+    size = path.stat().st_size
+    if size == 0:
+        raise ValueError(f"{key}: {path} is empty (0 bytes): copy the weights file again")
+    try:
+        with warnings.catch_warnings():  # torch.jit.load's deprecation notice, once per load
+            warnings.simplefilter("ignore", FutureWarning)
+            if loader is not None:
+                return loader(str(path))
+            return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        if "Unsupported global" in str(exc):  # a pickled object, not the file's bytes
+            raise ValueError(f"{key}: {path} holds more than tensors (torch.load with "
+                             "weights_only refuses it): save model.state_dict() instead of the "
+                             "model object") from exc
+        raise ValueError(_unreadable(key, path, size, exc)) from exc
+    except Exception as exc:  # noqa: BLE001 - torch's errors for a bad file are of many kinds
+        raise ValueError(_unreadable(key, path, size, exc)) from exc
+
+
+def _unreadable(key: str, path: Path, size: int, exc: Exception) -> str:
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    first = first.split(". ")[0][:160]  # torch's first sentence says what failed
+    return (f"{key}: {path} ({size:,} bytes) is truncated or not a PyTorch file "
+            f"({type(exc).__name__}{': ' + first if first else ''}): copy it again in "
+            f"full, or point {key} at a file torch.save wrote")

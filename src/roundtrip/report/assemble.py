@@ -158,6 +158,10 @@ def summary_rst(inputs) -> str:
         lines += ["**Items that failed**", ""]
         lines += [f"- {esc(line)}" for line in c["failures"]]
         lines.append("")
+    if c.get("slow"):
+        lines += ["**Items far slower at one size**", ""]
+        lines += [f"- {esc(line)}" for line in c["slow"]]
+        lines.append("")
     lines.append("The PDF report (results/report.pdf) has the headline figures, every table and "
                  "the provenance of each number.")
     return "\n".join(lines) + "\n"

@@ -83,7 +83,9 @@ class ReportInputs:
             ``{item_id: text}``).
         cover: ``title, date, version, commit, config_sha256``, ``ran`` / ``not_ran``
             (``[(evaluation, why)]``), ``failures`` (one line per (model, dataset) with failed
-            items, :meth:`roundtrip.tables.failures.Failures.line`) and ``compute`` (the
+            items, :meth:`roundtrip.tables.failures.Failures.line`), ``slow`` (one line per
+            (model, dataset) far slower at one input size,
+            :meth:`roundtrip.tables.failures.Slowness.line`) and ``compute`` (the
             provenance records' compute fields:
             ``reproducibility``, ``cpu_capability``, ``threads``, ``promise``, ``gpu``).
         appendix: ``packages`` (name -> version), ``seeds``, ``config`` (YAML text),
@@ -266,6 +268,9 @@ def _front_page(inputs: ReportInputs, st: dict) -> list:
     if c.get("failures"):  # items a model could not reconstruct: the tables count them apart
         out.append(_p("Items that failed", st["h3"]))
         out += [_p(line, st["finding"]) for line in c["failures"]]
+    if c.get("slow"):  # a model far slower at one input size: its time is in status.csv
+        out.append(_p("Items far slower at one size", st["h3"]))
+        out += [_p(line, st["finding"]) for line in c["slow"]]
     compute = c.get("compute")
     if compute:
         gpu = compute.get("gpu")

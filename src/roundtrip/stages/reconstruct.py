@@ -33,24 +33,29 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 import torch
 
 from roundtrip.core.imaging import FAST_PNG, ImageReadError, from_unit, read_image, write_png
+from roundtrip.core.limits import TimeLimitExceeded, time_limit
 from roundtrip.core.manifest import merge_status, read_manifest
 from roundtrip.core.progress import Progress
 from roundtrip.core.protocols import Prepared, prepare
 from roundtrip.core.recon_items import ReconItem
-from roundtrip.models import Adapter, build_model
+from roundtrip.models import Adapter, build_model, item_seed
 
 log = logging.getLogger(__name__)
 
-#: Columns of ``status.csv`` (and the shard status files). No time: two runs write the same
-#: bytes; each item's seconds stay in the crash-recovery journal (:data:`JOURNAL_COLUMNS`).
-STATUS_COLUMNS = ["item_id", "status", "reason", "reference"]
-JOURNAL_COLUMNS = ["item_id", "status", "reason", "seconds", "reference"]
+#: Columns of ``status.csv`` (and the shard status files): ``seconds`` is the item's share of its
+#: batch's forward pass (wall clock; a read or resize failure has 0), ``size`` the model's input
+#: ``HxW``, ``seed`` the item's seed for a stochastic model (:func:`roundtrip.models.item_seed`;
+#: empty otherwise). The seconds differ from run to run; no table reads them.
+STATUS_COLUMNS = ["item_id", "status", "reason", "reference", "seconds", "size", "seed"]
+#: Columns of the crash-recovery journal (the same, in the order they were added).
+JOURNAL_COLUMNS = ["item_id", "status", "reason", "seconds", "reference", "size", "seed"]
 
 
 def shard_of(index: int, n_shards: int) -> int:
@@ -102,26 +107,39 @@ def check_fingerprint(out_dir: Path, fingerprint: dict, outputs: str = "*.png") 
 
 
 class Journal:
-    """Append-only per-item record that survives a crash (:data:`JOURNAL_COLUMNS`)."""
+    """Append-only per-item record that survives a crash (:data:`JOURNAL_COLUMNS`).
+
+    A journal written with fewer columns (an earlier version) is rewritten with today's
+    header, its rows kept (the new columns empty), before anything is appended to it."""
 
     def __init__(self, path: Path):
         self.path = path
         self.done: dict[str, dict] = {}
         #: counts each recorded item (:class:`roundtrip.core.progress.Progress`), when set
         self.progress: Progress | None = None
+        header = None
         if path.exists():
-            for row in csv.DictReader(open(path, newline="")):
-                self.done[row["item_id"]] = row
-        new = not path.exists()
+            with open(path, newline="") as fh:
+                reader = csv.DictReader(fh)
+                header = reader.fieldnames
+                for row in reader:
+                    self.done[row["item_id"]] = {k: row.get(k) or "" for k in JOURNAL_COLUMNS}
+        if header is not None and list(header) != JOURNAL_COLUMNS:
+            with open(path, "w", newline="") as fh:
+                writer = csv.DictWriter(fh, fieldnames=JOURNAL_COLUMNS)
+                writer.writeheader()
+                writer.writerows(self.done.values())
         self._fh = open(path, "a", newline="")
         self._w = csv.DictWriter(self._fh, fieldnames=JOURNAL_COLUMNS)
-        if new:
+        if header is None:
             self._w.writeheader()
 
     def record(self, item_id: str, status: str, reason: str, seconds: float,
-               reference: str = "") -> None:
+               reference: str = "", size: str = "", seed: int | None = None) -> None:
+        """Journal one finished item (``seconds`` of wall clock, ``size`` the model's input
+        ``HxW``, ``seed`` a stochastic model's seed of the item) and count it."""
         row = {"item_id": item_id, "status": status, "reason": reason, "seconds": f"{seconds:.4f}",
-               "reference": reference}
+               "reference": reference, "size": size, "seed": "" if seed is None else str(seed)}
         self._w.writerow(row)
         self._fh.flush()
         self.done[item_id] = row
@@ -186,16 +204,18 @@ def reconstruct_shard(model: Adapter | Callable[[], Adapter], manifest_path: str
     journal = Journal(out_dir / "shards" / f"{shard}-of-{n_shards}.journal.csv")
     try:
         todo = _pending(rows, journal, out_dir, kept_ids, scored or (lambda item_id: True))
-        if len(todo) and not isinstance(model, Adapter):
-            model = model()
         if len(todo):
             shard_note = f" (shard {shard + 1} of {n_shards})" if n_shards > 1 else ""
-            journal.progress = Progress(len(todo), f"reconstruct {out_dir.parent.name} on "
-                                        f"{out_dir.name}{shard_note}")
-            _stream(model, todo, manifest_path.parent, out_dir, journal, protocol, size,
-                    batch_size, kept_ids, sink,
-                    overlaps(model, threads) if overlap is None else overlap)
-            journal.progress.finish()
+            # opened before the model loads, with a thread of its own: the first line comes
+            # 30 s into the job even while a slow model is still on its first batch
+            with Progress(len(todo), f"reconstruct {out_dir.parent.name} on "
+                          f"{out_dir.name}{shard_note}") as progress:
+                journal.progress = progress
+                if not isinstance(model, Adapter):
+                    model = model()
+                _stream(model, todo, manifest_path.parent, out_dir, journal, protocol, size,
+                        batch_size, kept_ids, sink,
+                        overlaps(model, threads) if overlap is None else overlap)
     finally:
         journal.close()
     status = pd.DataFrame([journal.done[i] for i in rows["item_id"]], columns=STATUS_COLUMNS)
@@ -367,9 +387,10 @@ def _stream(model: Adapter, todo: pd.DataFrame, root: Path, out_dir: Path, journ
                                lambda i, st, why: worker.put(("failed", i, st, why)),
                                protocol, size, batch_size,
                                prefetch=PREFETCH_ITEMS if overlap else 0)
+    repeats: dict[str, str] = {}
     try:
         for batch in batches:
-            worker.put(("batch", _run_batch(model, batch)))
+            worker.put(("batch", _run_batch(model, batch, repeats)))
         worker.put(("end",))
     except BaseException:
         batches.close()  # stops the reader thread
@@ -387,30 +408,78 @@ def overlaps(model: Adapter, threads: int) -> bool:
     return threads > 1 or getattr(getattr(model, "device", None), "type", "cpu") == "cuda"
 
 
-def _run_batch(model: Adapter, batch) -> list[tuple]:
-    """``[(item_id, status, reason, seconds, source, Prepared, output or None), ...]``: the
-    model's outputs in ``[0, 1]`` (a failing batch is retried item by item to isolate the
-    failing items)."""
+class _Outcome(NamedTuple):
+    """One item through the model: its journal fields, and for an ok item its source image,
+    prepared input and reconstruction in ``[0, 1]``."""
+    item_id: str
+    status: str
+    reason: str
+    seconds: float
+    size: str
+    seed: int | None
+    img: np.ndarray | None = None
+    prep: Prepared | None = None
+    rec: np.ndarray | None = None
+
+
+#: Input sizes of a job whose first batch is checked for repeats (:func:`_run_batch`): a model
+#: that samples at one size only is caught there; a set of many sizes (photographs at their own
+#: resolution) pays the extra forward pass of one item for its first sizes only.
+REPEAT_SIZES = 8
+
+
+def _run_batch(model: Adapter, batch, repeats: dict[str, str] | None = None) -> list[_Outcome]:
+    """The model's outputs of one batch in ``[0, 1]``, one :class:`_Outcome` per item (a failing
+    batch is retried item by item to isolate the failing items). A :attr:`Adapter.stochastic`
+    model gets each item's seed (:func:`~roundtrip.models.item_seed`); a batch that runs past
+    ``models.<name>.item_timeout_s`` times its items is stopped, and its items fail with the
+    limit as their reason.
+
+    Args:
+        repeats: the job's input sizes checked so far -> their repeat defect (``""``: none):
+            the first batch of each of the first :data:`REPEAT_SIZES` sizes has its first item
+            reconstructed again (:meth:`Adapter.repeat_defect`); every item of a size with a
+            defect fails with it. None checks nothing."""
     t0 = time.perf_counter()
     x = torch.from_numpy(np.stack([p.x for _, _, p in batch])).permute(0, 3, 1, 2)
+    size = f"{x.shape[2]}x{x.shape[3]}"
     x = (x * 2.0 - 1.0).to(model.device)
+    seeds = [item_seed(model.seed, i) for i, _, _ in batch] if model.stochastic else None
+    limit = model.item_timeout_s * len(batch) if model.item_timeout_s else None
     try:
-        y, defects = model.reconstruct_items(x)
+        with time_limit(limit):
+            y, defects = model.reconstruct_items(x, seeds)
+        seconds = (time.perf_counter() - t0) / len(batch)
+        if repeats is not None and size not in repeats and len(repeats) < REPEAT_SIZES \
+                and y is not None and not defects[0]:
+            with time_limit(model.item_timeout_s):  # one item again
+                repeats[size] = model.repeat_defect(x, y, seeds)
     except Exception as exc:  # noqa: BLE001 - any model failure is an item outcome
         if len(batch) > 1:
-            return [r for one in batch for r in _run_batch(model, [one])]
+            return [r for one in batch for r in _run_batch(model, [one], repeats)]
         log.exception("item %s failed", batch[0][0])
-        return [(batch[0][0], "error", f"{type(exc).__name__}: {exc}",
-                 time.perf_counter() - t0, None, None, None)]
-    seconds = (time.perf_counter() - t0) / len(batch)
+        reason = (_timeout_reason(model, size) if isinstance(exc, TimeLimitExceeded)
+                  else f"{type(exc).__name__}: {exc}")
+        return [_Outcome(batch[0][0], "error", reason, time.perf_counter() - t0, size,
+                         seeds[0] if seeds else None)]
     notes = model.take_notes(len(batch))
+    if repeats and repeats.get(size):
+        defects = [d or repeats[size] for d in defects]
     out = (y.cpu().permute(0, 2, 3, 1).numpy() + 1.0) / 2.0 if y is not None else [None] * len(x)
     for _, _, prep in batch:  # the model's inputs are done with: memory for the next batch
         prep.x = None
-    # an output that failed a check (roundtrip.models.outputs) is the item's error, never a score
-    return [(item_id, "error", defect, seconds, None, None, None) if defect else
-            (item_id, "ok", note, seconds, img, prep, rec)
-            for (item_id, img, prep), rec, note, defect in zip(batch, out, notes, defects)]
+    # an output that failed a check (roundtrip.models.outputs, .diagnosis) is the item's error,
+    # never a score
+    return [_Outcome(item_id, "error", defect, seconds, size, seed) if defect else
+            _Outcome(item_id, "ok", note, seconds, size, seed, img, prep, rec)
+            for (item_id, img, prep), rec, note, defect, seed
+            in zip(batch, out, notes, defects, seeds or [None] * len(batch))]
+
+
+def _timeout_reason(model: Adapter, size: str) -> str:
+    key = f"models.{model.name}.item_timeout_s"
+    return (f"{key}: the forward pass at {size} ran longer than {model.item_timeout_s:g} s and "
+            f"was stopped: raise {key}, or leave inputs of this size out")
 
 
 class _Finisher:
@@ -429,16 +498,19 @@ class _Finisher:
             self.journal.record(item_id, status, reason, 0.0)
             self._ready(ReconItem(item_id, status, reason, fields=self.fields[item_id]))
         elif kind == "batch":
-            for item_id, status, reason, seconds, img, prep, rec in message[1]:
-                if status != "ok":
-                    self.journal.record(item_id, status, reason, seconds)
-                    self._ready(ReconItem(item_id, status, reason, fields=self.fields[item_id]))
+            for o in message[1]:
+                if o.status != "ok":
+                    self.journal.record(o.item_id, o.status, o.reason, o.seconds, size=o.size,
+                                        seed=o.seed)
+                    self._ready(ReconItem(o.item_id, o.status, o.reason,
+                                          fields=self.fields[o.item_id]))
                     continue
-                self._finished(item_id, reason, seconds, img, prep, rec)
+                self._finished(o)
         else:  # end
             self._deliver()
 
-    def _finished(self, item_id, note, seconds, img, prep, rec) -> None:
+    def _finished(self, o: _Outcome) -> None:
+        item_id, img, prep, rec = o.item_id, o.img, o.prep, o.rec
         # C order, as an image read from its PNG is: a metric's sums run over memory in
         # order, so another layout can change their last bits
         image = np.ascontiguousarray(from_unit(prep.restore(rec), img.dtype))
@@ -449,7 +521,7 @@ class _Finisher:
             if ref_name:
                 (self.out_dir / "ref").mkdir(exist_ok=True)
                 write_png(self.out_dir / ref_name, prep.reference, FAST_PNG)
-        self.journal.record(item_id, "ok", note, seconds, ref_name)
+        self.journal.record(item_id, "ok", o.reason, o.seconds, ref_name, o.size, o.seed)
         self._ready(ReconItem(item_id, "ok", "",
                               self.out_dir / ref_name if ref_name
                               else self.root / self.fields[item_id]["path"],

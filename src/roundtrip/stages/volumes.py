@@ -15,6 +15,7 @@ factor (MONAI ``DivisiblePad``) and cropped back after decoding.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from pathlib import Path
@@ -27,7 +28,7 @@ from roundtrip.core.manifest import read_manifest
 from roundtrip.core.progress import Progress
 from roundtrip.datasets.medical import read_volume
 from roundtrip.datasets.volumes import on_grid
-from roundtrip.models import Adapter
+from roundtrip.models import Adapter, item_seed, seeded
 from roundtrip.stages.reconstruct import STATUS_COLUMNS, Journal, check_fingerprint
 
 log = logging.getLogger(__name__)
@@ -165,12 +166,15 @@ def reconstruct_volume_set(model: Adapter, manifest_path: str | Path, out_dir: s
             try:
                 src = manifest_path.parent / row["path"]
                 x = read_volume(src)
-                if is_3d(model):
-                    y = reconstruct_volume_3d(model, x, roi_size)
-                else:
-                    y = reconstruct_slicewise(model, x, axis, batch_size)
+                seed = item_seed(model.seed, item) if model.stochastic else None
+                # a sampling model draws the volume's windows or slices under the item's seed
+                with seeded(seed) if seed is not None else contextlib.nullcontext():
+                    if is_3d(model):
+                        y = reconstruct_volume_3d(model, x, roi_size)
+                    else:
+                        y = reconstruct_slicewise(model, x, axis, batch_size)
                 save_like(y, src, out_dir / f"{item}.nii.gz")
-                journal.record(item, "ok", "", time.perf_counter() - t0)
+                journal.record(item, "ok", "", time.perf_counter() - t0, seed=seed)
             except Exception as exc:  # noqa: BLE001 - one volume's failure is its row, not the job's
                 log.exception("volume %s", item)
                 journal.record(item, "error", f"{type(exc).__name__}: {exc}", time.perf_counter() - t0)

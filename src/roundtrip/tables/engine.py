@@ -132,6 +132,17 @@ def format_value(x: float, digits: int) -> str:
     return f"{x:.{digits}f}"
 
 
+def format_count(n: float) -> str:
+    """A parameter count as tables print it: ``83.7M``, ``28.8K`` (one decimal, so a small
+    model's count does not read ``0.0M``), ``1.2B``, ``512``; ``n/a`` for NaN."""
+    if math.isnan(n):
+        return "n/a"
+    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(n) >= scale:
+            return f"{n / scale:.1f}{suffix}"
+    return f"{int(n)}"
+
+
 def _cell_text(cell: Cell, col: Column) -> str:
     if cell.dash:
         return "–"

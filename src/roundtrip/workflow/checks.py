@@ -28,6 +28,7 @@ from roundtrip.models import ORIGINAL, TRAINED_TYPES, build_model
 from roundtrip.readers import build_ocr
 from roundtrip.workflow.metric_weights import metric_weight_names
 from roundtrip.workflow.plan import Plan, registered
+from roundtrip.workflow.probes import duplicate_models
 
 #: Schema violations one message lists at most (a config of another program would list many).
 MAX_SCHEMA_PROBLEMS = 20
@@ -414,6 +415,7 @@ def check_config(config: dict, source: str = DEFAULT_CONFIG,
                 if spec["type"] in TRAINED_TYPES else []
             if unknown:
                 raise ConfigError(f"models.{name}.train.datasets: unknown datasets {unknown}")
+    problems += duplicate_models(config.get("models") or {})
     if not problems:  # every model builds: each is loaded and run once
         with problems.collect():
             _probe_models(config)

@@ -177,6 +177,77 @@ def _module_file(spec: dict) -> Path | None:
     return Path(found.origin) if found and found.origin else None
 
 
+# -- one model under two names ---------------------------------------------------------------
+#: Keys of a model entry that change how a job runs, not what the model returns.
+RUN_KEYS = ("batch_size", "output_tolerance", "item_timeout_s")
+
+
+def duplicate_models(models: dict) -> list[str]:
+    """One line per model entry that is another entry under a second name: the same type and
+    settings (every key but :data:`RUN_KEYS`), the same weights (files of equal SHA-256, a
+    diffusers folder or hub id that resolves to the same place) and the same code (the module
+    of ``import_path``, by SHA-256). Such a pair would be computed twice and ranked against
+    itself.
+
+    Files are hashed only for entries that agree on everything else and on the files' sizes,
+    so a config of distinct models reads no weights.
+
+    Args:
+        models: the config's ``models`` section.
+
+    Returns:
+        ``"models.<b>: the same model as models.<a> (...): remove one of the two names"`` for
+        every entry after the first of its kind, in config order.
+    """
+    groups: dict[str, list[str]] = {}
+    for name, spec in models.items():
+        groups.setdefault(_cheap_identity(spec), []).append(name)
+    lines = []
+    for names in (g for g in groups.values() if len(g) > 1):
+        seen: dict[str, str] = {}
+        for name in names:
+            key = _content_identity(models[name])
+            if key in seen:
+                lines.append(f"models.{name}: the same model as models.{seen[key]} (same type, "
+                             "settings, weights and code): it would be computed twice and "
+                             "ranked against itself; remove one of the two names")
+            else:
+                seen[key] = name
+    return lines
+
+
+def _cheap_identity(spec: dict) -> str:
+    """The entry without its run keys, its files as (resolved path or size)."""
+    entry = {k: v for k, v in spec.items() if k not in RUN_KEYS}
+    for key in (*FILE_KEYS, "import_path"):
+        if key == "import_path" and spec.get(key):
+            path = _module_file(spec)
+            entry["module"] = _size(path) if path else spec[key]
+            entry.pop("pythonpath", None)
+        elif isinstance(spec.get(key), str):
+            entry[key] = _size(Path(spec[key]).expanduser())
+    return json.dumps(entry, sort_keys=True, default=str)
+
+
+def _size(path: Path) -> str | int:
+    """A file's size; a folder (or a hub id) by its resolved path."""
+    return path.stat().st_size if path.is_file() else str(path.resolve())
+
+
+def _content_identity(spec: dict) -> str:
+    """:func:`_cheap_identity` with every file by its SHA-256."""
+    from roundtrip.core.hashing import sha256_file
+
+    entry = json.loads(_cheap_identity(spec))
+    for key in FILE_KEYS:
+        value = spec.get(key)
+        if isinstance(value, str) and Path(value).expanduser().is_file():
+            entry[key] = sha256_file(Path(value).expanduser())
+    if spec.get("import_path") and (path := _module_file(spec)) and path.is_file():
+        entry["module"] = sha256_file(path)
+    return json.dumps(entry, sort_keys=True)
+
+
 # -- models run in process by the readers, judges and pairs ---------------------------------------
 #: Keys of an in-process use (:data:`roundtrip.api.settings.IN_PROCESS_MODELS`: a ``type`` ->
 #: the keys that name its models) whose model reads images and writes text: a chat VLM or a

@@ -403,7 +403,7 @@ def table1_frame(tables: dict, card, first_note: int = 1) -> tuple:
 
     import pandas as pd
 
-    from roundtrip.tables.engine import format_value
+    from roundtrip.tables.engine import format_count, format_value
 
     card = card.set_index("model") if card is not None else pd.DataFrame()
     rows, nums, notes = [], [], []
@@ -419,8 +419,7 @@ def table1_frame(tables: dict, card, first_note: int = 1) -> tuple:
         known = model in card.index
         params = card.loc[model, "params"] if known else math.nan
         row = {"model": model,
-               "Params": format_value(float(params) / 1e6, 1) + "M"
-               if known and not pd.isna(params) else "n/a",
+               "Params": format_count(float(params)) if known else "n/a",
                "Type": card.loc[model, "family"] if known else "n/a",
                "Resolution": _resolution(tables, model,
                                          card.loc[model, "native_sizes"] if known else "any")}
