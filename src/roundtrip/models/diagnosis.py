@@ -98,8 +98,8 @@ class Finding:
                 None where the adapter has no such setting.
         """
         key = f"models.{name}"
-        evidence = (f"PSNR {self.psnr:.1f} -> {self.fixed_psnr:.1f} dB, SSIM {self.ssim:.2f} -> "
-                    f"{self.fixed_ssim:.2f} {_UNDO[self.defect]}")
+        evidence = (f"PSNR {self.psnr:.1f} -> {self.fixed_psnr:.1f} dB, SSIM {_two(self.ssim)} -> "
+                    f"{_two(self.fixed_ssim)} {_UNDO[self.defect]}")
         if self.defect == "range_unit":
             fix = ("return 2*x - 1" + (f", or set {key}.input_range: [0, 1]"
                                         if unit_range is False else ""))
@@ -117,6 +117,12 @@ class Finding:
         else:
             look, fix = _LOOKS[self.defect]
         return f"{key}: {look} ({evidence}): {fix}"
+
+
+def _two(value: float) -> str:
+    """Two decimals, without a sign on a value that rounds to zero."""
+    text = f"{value:.2f}"
+    return "0.00" if text == "-0.00" else text
 
 
 #: What an orientation or channel defect looks like, and its fix.
