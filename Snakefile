@@ -62,6 +62,8 @@ for _evaluation in PLAN.active:
     include: str(_evaluation.rules)
 
 
+# Checkpoint B against checkpoint A (config compare:), after the tables, before the report.
+include: "rules/stages/compare.smk"
 include: "rules/stages/report.smk"
 
 

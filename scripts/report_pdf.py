@@ -15,7 +15,8 @@ from roundtrip.core.compute import provenance_fields
 from roundtrip.core.hashing import sha256_file
 from roundtrip.core.logs import setup_logging
 from roundtrip.core.manifest import read_manifest
-from roundtrip.report.assemble import findings_of, headline_of, published_of, summary_rst
+from roundtrip.report.assemble import (findings_of, headline_of, published_of, summary_rst,
+                                       what_changed_inputs)
 from roundtrip.report.document import ReportInputs, build_report, source_date
 from roundtrip.report.findings import RunResults
 from roundtrip.report.fonts import register
@@ -59,6 +60,8 @@ for key, files in p.findings_files.items():
         headlines.append((key, figure, headline_of(registry[key], results, figure)))
     published[key] = published_of(registry[key], results)
 
+changes = what_changed_inputs(list(smk.input.compare))
+
 ran, not_ran = p.ran
 config_sha256 = canonical_hash(dict(p.config))
 epoch, date = source_date(config_sha256)
@@ -82,7 +85,7 @@ inputs = ReportInputs(
               "config": yaml.safe_dump(dict(p.config), sort_keys=False, allow_unicode=True)},
     notes=register()[1],
     sections=[Section(**s) for s in p.sections],
-    findings=findings, headlines=headlines, published=published)
+    findings=findings, headlines=headlines, published=published, changes=changes)
 Path(smk.output.summary).write_text(summary_rst(inputs), encoding="utf-8")
 pages = build_report(smk.output.pdf, inputs, epoch)
 log.info("report: %d pages (body %d, appendix %d), %d tables, %d figures", pages, pages.body,

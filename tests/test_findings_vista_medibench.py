@@ -12,7 +12,8 @@ from PIL import Image
 from roundtrip.evals.medibench.spec import EVALUATION as MEDIBENCH
 from roundtrip.evals.vista.plan import VistaPlan
 from roundtrip.evals.vista.spec import EVALUATION as VISTA
-from roundtrip.metrics.stats import bootstrap_mean, paired_bootstrap_diff
+from roundtrip.metrics.paired import paired_items
+from roundtrip.metrics.stats import bootstrap_mean
 from roundtrip.report import style
 from roundtrip.report.findings import RunResults
 
@@ -129,11 +130,11 @@ def test_vista_gap_and_ranking_come_from_the_table_and_the_answers(vista_run):
     keep = [k for k in range(10) if k != 3]
     a = 100.0 * np.array(VT_HITS["alpha"], float)[keep]
     b = 100.0 * np.array(VT_HITS["beta"], float)[keep]
-    d = paired_bootstrap_diff(a, b, BOOT["samples"], BOOT["confidence"], BOOT["seed"])
-    assert d.n == 9 and d.mean == pytest.approx(np.mean(a - b))
-    spread = f"+{d.mean:.1f} [{d.ci_low:.1f}, {d.ci_high:.1f}]"
+    d = paired_items(b, a)  # the comparison of checkpoints' defaults (compare:)
+    assert d.n == 9 and d.difference == pytest.approx(np.mean(a - b))
+    spread = f"+{d.difference:.1f} [{d.ci_low:.1f}, {d.ci_high:.1f}]"
     assert "alpha" in out[2] and "beta" in out[2] and spread in out[2] and "9 shared" in out[2]
-    verdict = "indistinguishable" if d.ci_low <= 0 <= d.ci_high else "beats"
+    verdict = "indistinguishable" if d.ci_low <= 0 <= d.ci_high or d.p > 0.05 else "beats"
     assert verdict in out[2]
     # the tokenizer axis
     assert "best for alpha / small_kl (-40.0 [-50.0, -30.0]" in out[3]
@@ -303,10 +304,10 @@ def test_medibench_psnr_ranking_from_the_per_image_files(medi_run):
             f"{kl.ci_high:.2f}]) and vq worst ({vq.mean:.2f} [{vq.ci_low:.2f}, {vq.ci_high:.2f}])"
             ", of 3 models" in out[0])
     assert "identity reconstructs every image exactly (PSNR = inf) and is left out" in out[0]
-    d = paired_bootstrap_diff(PSNR["kl"], PSNR["bic"], BOOT["samples"], BOOT["confidence"],
-                              BOOT["seed"])
-    assert d.mean == pytest.approx(np.mean(np.subtract(PSNR["kl"], PSNR["bic"])))
-    assert f"+{d.mean:.2f} [{d.ci_low:.2f}, {d.ci_high:.2f}]" in out[1] and "bic" in out[1]
+    d = paired_items(PSNR["bic"], PSNR["kl"])  # the comparison of checkpoints' defaults
+    assert d.difference == pytest.approx(np.mean(np.subtract(PSNR["kl"], PSNR["bic"])))
+    assert (f"+{d.difference:.2f} [{d.ci_low:.2f}, {d.ci_high:.2f}]" in out[1]
+            and "bic" in out[1])
     # fidelity and structure on the volumes: kl leads both; three models give a Spearman rho
     psnr3 = {"kl": 23.0, "vq": 19.0, "bic": 21.0}
     seg3 = {"kl": 90.0, "vq": 80.0, "bic": 70.0}

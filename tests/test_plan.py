@@ -258,7 +258,9 @@ def test_targets(plan, tmp_path):
     assert "results/tables/medibench_latent_shapes.tex" in targets
     assert "results/figures/medical/synthetic_3d.png" in targets
     assert "results/figures/token_sensitivity.png" in targets
-    assert len(targets) == 3 * len(plan.tables) + len(plan.figures) + 1
+    # the default config compares small_rvq with small_vq: two tables and two figures more
+    assert "results/tables/compare.csv" in targets and len(plan.compare_files) == 8
+    assert len(targets) == 3 * len(plan.tables) + len(plan.figures) + 8 + 1
     assert targets[-1] == "results/report.pdf"
     assert "results/figures/gallery/posters.png" in plan.figures
     assert "results/figures/gallery/medical_2d.png" not in plan.figures  # galleries: VTBench sets
@@ -266,6 +268,7 @@ def test_targets(plan, tmp_path):
     assert p.tables == ["vtbench_table1", "reconstruction_native", "detail_statistics",
                         "model_card"]
     assert p.figures == ["results/figures/gallery/photos.png"]
+    assert p.compare_files == []  # no compare: entry, no rule compare
     ran, not_ran = p.evaluations_run()
     assert [r[0] for r in ran] == ["VTBench"]
     assert ("MediBench", "no medical dataset configured") in not_ran

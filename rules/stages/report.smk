@@ -67,6 +67,8 @@ rule report_pdf:
         record=RUN_RECORD,
         tables_folder=TABLES_FOLDER,
     output:
+        # the comparison (config compare:): page 1's "What changed", its figure and gallery
+        compare=PLAN.compare_files,
         pdf=report("results/report.pdf", caption=caption("report_pdf"), category="Report"),
         # the findings as reST: the front page of `snakemake --report` (report/workflow.rst)
         summary="results/summary.rst",

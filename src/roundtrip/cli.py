@@ -8,6 +8,9 @@
     roundtrip verify [WORKDIR] [--configfile FILE]  re-make the tables and report a results
                                                     folder's provenance lists, in a scratch copy;
                                                     identical or different per artifact
+    roundtrip compare RESULTS_A RESULTS_B --out DIR  checkpoint B against checkpoint A in every
+        [--baseline NAME] [--candidate NAME]        evaluation, from two finished results folders
+        [--fail-on-regression]                      (exit 1 naming the rows that got worse)
     roundtrip --version                            the installed roundtrip's version
 """
 from __future__ import annotations
@@ -73,6 +76,63 @@ def _verify(args) -> int:
     return 0 if all_identical(outcomes) else 1
 
 
+def _compare(args) -> int:
+    import json
+    import shlex
+
+    from roundtrip.core.evaluation import load_evaluations
+    from roundtrip.metrics.paired import PairedSettings
+    from roundtrip.report.compare import ROWS_TABLE, ITEMS_TABLE, summary_text, write_comparison
+    from roundtrip.tables.compare import (CompareError, PairSpec, Run, compare, common_names,
+                                          regressions, row_text)
+    from roundtrip.tables.provenance import provenance
+
+    try:
+        margins = {}
+        for m in args.margin:
+            key, _, value = m.partition("=")
+            margins[key] = float(value)
+        run_a, run_b = Run(args.results_a), Run(args.results_b)
+        evaluations = load_evaluations(args.plugin, args.plugin_path)
+        if args.baseline or args.candidate:
+            names = [(args.baseline or args.candidate, args.candidate or args.baseline)]
+        else:
+            names = [(n, n) for n in common_names(run_a, run_b, evaluations)]
+        if not names:
+            raise CompareError(f"{run_a.folder} and {run_b.folder} share no model, reader or "
+                               "pair: name them with --baseline and --candidate")
+        pairs = [PairSpec(a, b, margins=margins) for a, b in names]
+        settings = PairedSettings(args.resamples, args.confidence, 0.8, args.seed)
+        result = compare(run_a, run_b, pairs, evaluations, settings)
+    except (CompareError, ValueError, OSError) as exc:
+        print(f"compare: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    written = write_comparison(result, out, out, settings)
+    params = {"results_a": str(run_a.folder), "results_b": str(run_b.folder),
+              "pairs": [p.__dict__ for p in pairs], "settings": settings.__dict__}
+    command = "roundtrip compare " + " ".join(shlex.quote(a) for a in (args.argv or []))
+    for table in (ROWS_TABLE, ITEMS_TABLE):
+        record = provenance(table, "roundtrip compare", result.inputs, params)
+        record["command"] = command
+        (out / f"{table}.provenance.json").write_text(
+            json.dumps(record, indent=1, sort_keys=True, default=str) + "\n")
+    lines = summary_text(result.rows, result.items)
+    (out / "what_changed.md").write_text("# What changed\n\n" + "".join(
+        f"- {line}\n" for line in lines))
+    for line in lines:
+        print(line)
+    print(f"tables, figures and what_changed.md in {out} ({len(result.rows)} rows; figure "
+          f"{written['differences'].name})")
+    worse = regressions(result.rows)
+    if args.fail_on_regression and len(worse):
+        print(f"regression: {len(worse)} row(s) worse after correction:", file=sys.stderr)
+        for _, r in worse.iterrows():
+            print(f"  {r['comparison']}, {r['evaluation']}: {row_text(r)}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``roundtrip`` console script; returns the exit status."""
     from importlib import metadata
@@ -109,7 +169,30 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--keep", default=None, metavar="DIR",
                    help="re-make in this new folder and keep it (default: a temporary one)")
     v.set_defaults(func=_verify)
+    k = sub.add_parser("compare", help="checkpoint B against checkpoint A in every evaluation, "
+                                       "from two finished results folders (docs/comparing.md)")
+    k.add_argument("results_a", help="the baseline's results folder (or the folder it ran in)")
+    k.add_argument("results_b", help="the candidate's results folder (or the folder it ran in)")
+    k.add_argument("--baseline", default=None,
+                   help="the name compared in RESULTS_A (default: every name both runs have)")
+    k.add_argument("--candidate", default=None,
+                   help="the name compared in RESULTS_B (default: the baseline's name)")
+    k.add_argument("--out", required=True, metavar="DIR",
+                   help="where the tables, figures and what_changed.md go")
+    k.add_argument("--fail-on-regression", action="store_true",
+                   help="exit 1, naming the rows, when any row is worse after correction")
+    k.add_argument("--margin", action="append", default=[], metavar="METRIC=VALUE",
+                   help="an equivalence margin (compare.margins), e.g. psnr=0.1; repeatable")
+    k.add_argument("--resamples", type=int, default=10_000)
+    k.add_argument("--confidence", type=float, default=0.95)
+    k.add_argument("--seed", type=int, default=0)
+    k.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                   help="a plugin evaluation's module (evaluations.plugins); repeatable")
+    k.add_argument("--plugin-path", action="append", default=[], metavar="DIR",
+                   help="a folder to import plugins from (evaluations.paths); repeatable")
+    k.set_defaults(func=_compare)
     args = parser.parse_args(argv)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]
     return args.func(args)
 
 

@@ -22,7 +22,11 @@ they add to a run and names no evaluation itself:
 - ``config_section`` and ``schema``: the top-level config key it reads and that section's JSON
   schema (the built-ins' in ``evals/<name>/config.schema.yaml``), checked and filled in with
   the rest of the config before any job;
-- ``weight_folders``: the model folders it loads, fetched by ``roundtrip weights fetch``.
+- ``weight_folders``: the model folders it loads, fetched by ``roundtrip weights fetch``;
+- ``comparisons``: its metrics for a paired comparison of two checkpoints
+  (:class:`roundtrip.core.comparison.ComparedMetric`: per-item files, direction, item and
+  cluster keys, how a set-level number is recomputed), read by :mod:`roundtrip.tables.compare`
+  for the config's ``compare:`` entries and ``roundtrip compare``.
 
 Evaluations are registered under the entry-point group :data:`ENTRY_POINT_GROUP` (the built-in
 ones in roundtrip's ``pyproject.toml``, a third-party package in its own), or named in the config
@@ -84,6 +88,9 @@ class Evaluation:
         weight_folders: the Hugging Face model folders it loads
             (:class:`roundtrip.core.weights.HubFolder`), listed and fetched by
             ``roundtrip weights list/fetch`` and named in config values by their ``name``.
+        comparisons: :class:`roundtrip.core.comparison.ComparedMetric` entries, what a
+            comparison of two checkpoints reads of its files (config ``compare:``,
+            ``roundtrip compare``; docs/comparing.md); empty: it takes no part.
     """
 
     key: str = ""
@@ -102,6 +109,8 @@ class Evaluation:
     # HubFolder entries; not imported for the annotation: roundtrip.core.weights reads this
     # registry, and the layering keeps imports acyclic
     weight_folders: tuple = ()
+    # ComparedMetric entries (roundtrip.core.comparison), read by roundtrip.tables.compare
+    comparisons: tuple = ()
 
     def active(self, plan) -> bool:
         """Whether the config asks for this evaluation (its rules are included, its targets
@@ -212,6 +221,11 @@ class Evaluation:
         """``(config path, spec, {prompt field: default template name})`` of every API use in
         its config section, resolved with the shared ones before any job
         (:func:`roundtrip.api.settings.resolve_api`); default none."""
+        return []
+
+    def compared_names(self, plan) -> list[str]:
+        """Names beyond the config's models that a ``compare:`` entry may name for this
+        evaluation (its readers, its model pairs); default none."""
         return []
 
     def check(self, plan) -> None:

@@ -1,4 +1,5 @@
-"""Set-level summaries: mean with a percentile bootstrap confidence interval."""
+"""Set-level summaries: mean with a percentile bootstrap confidence interval (the paired
+comparison of two systems is :mod:`roundtrip.metrics.paired`)."""
 from __future__ import annotations
 
 import math
@@ -46,29 +47,3 @@ def bootstrap_mean(values, n_boot: int = 1000, confidence: float = 0.95, seed: i
     lo = means[max(0, int(math.floor(alpha * n_boot)))]
     hi = means[min(n_boot - 1, int(math.ceil((1.0 - alpha) * n_boot)) - 1)]
     return Summary(mean, float(lo), float(hi), n)
-
-
-def paired_bootstrap_diff(a, b, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0
-                          ) -> Summary:
-    """Mean of the per-item differences ``a - b`` with a percentile-bootstrap CI (Efron &
-    Tibshirani 1993, ch. 13; the paired test of Koehn 2004 for system comparisons).
-
-    The items are resampled together, so each resample compares the two systems on the same
-    items: the interval reflects the spread of the *differences*, which is narrower than the
-    two unpaired intervals whenever the systems find the same items hard.
-
-    Args:
-        a, b: 1-D array-likes of floats of equal length, item ``i`` of both measured on the same
-            item. Items where either is NaN or infinite are dropped (an infinite PSNR has no
-            finite difference).
-        n_boot, confidence, seed: as :func:`bootstrap_mean`.
-
-    Raises:
-        ValueError: ``a`` and ``b`` differ in length.
-    """
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape:
-        raise ValueError(f"paired values differ in length: {a.shape} vs {b.shape}")
-    keep = np.isfinite(a) & np.isfinite(b)
-    return bootstrap_mean(a[keep] - b[keep], n_boot=n_boot, confidence=confidence, seed=seed)

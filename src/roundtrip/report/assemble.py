@@ -130,6 +130,36 @@ def same_model(published: str, ran: str) -> bool:
     return bool(a and b) and (max(a, key=len) in b or max(b, key=len) in a)
 
 
+def what_changed_inputs(files) -> dict:
+    """What the report shows of the run's comparison (config ``compare:``; rule ``compare``):
+    ``lines`` (page 1's "What changed", :func:`roundtrip.report.compare.summary_text`),
+    ``figures`` (``[(png, caption)]``: the differences and the gallery of the items that
+    changed most) and ``table`` (the ``compare`` Markdown, whole in the appendix); empty where
+    the run compares nothing.
+
+    Args:
+        files: the comparison's files (``Plan.compare_files``: the tables' CSV, Markdown and
+            LaTeX and the two figures).
+    """
+    from roundtrip.report.compare import DIFFERENCES, GALLERY, read_rows, summary_text
+
+    files = [Path(f) for f in files]
+    by_name = {f.name: f for f in files}
+    if "compare.csv" not in by_name:
+        return {}
+    rows = read_rows(by_name["compare.csv"])
+    items = read_rows(by_name["compare_items.csv"]) if "compare_items.csv" in by_name else None
+    captions = {}
+    figures = [f for f in files if f.name in (DIFFERENCES, GALLERY)]
+    if figures and (figures[0].parent / "captions.txt").is_file():
+        for line in (figures[0].parent / "captions.txt").read_text().splitlines():
+            name, _, caption = line.partition("\t")
+            captions[name] = caption
+    return {"lines": summary_text(rows, items) or ["No row was compared."],
+            "figures": [(f, captions.get(f.name, "")) for f in figures],
+            "table": by_name.get("compare.md")}
+
+
 def summary_rst(inputs) -> str:
     """The front page as reStructuredText (``results/summary.rst``): what ran and what each
     evaluation found, for the front page of Snakemake's HTML report (``report/workflow.rst``
@@ -150,6 +180,9 @@ def summary_rst(inputs) -> str:
     for label, what, sentences in inputs.ran_findings():
         lines += [f"**{esc(label)}** ({esc(what)})" if what else f"**{esc(label)}**", ""]
         lines += [f"- {esc(x)}" for x in sentences] + [""]
+    if inputs.changes.get("lines"):
+        lines += ["**What changed**", ""]
+        lines += [f"- {esc(x)}" for x in inputs.changes["lines"]] + [""]
     if c.get("not_ran"):
         lines += ["**Not run**", ""]
         lines += [f"- {esc(name)}: {esc(why)}" for name, why in c["not_ran"]]

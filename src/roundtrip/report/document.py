@@ -99,6 +99,10 @@ class ReportInputs:
         published: evaluation key -> its papers' published tables (:class:`.tables.MdTable`,
             rows from this run first where it ran the paper's data, published rows in
             ``MdTable.marked``).
+        changes: the comparison of checkpoints (config ``compare:``;
+            :func:`roundtrip.report.assemble.what_changed_inputs`): ``lines`` for page 1's
+            "What changed", ``figures`` ``[(png, caption)]`` shown before the headline figures,
+            ``table`` (the ``compare`` Markdown, whole in the appendix); empty: no section.
     """
     tables: dict[str, Path]
     figures: list[Path]
@@ -110,6 +114,7 @@ class ReportInputs:
     findings: dict[str, list[str]] = field(default_factory=dict)
     headlines: list[tuple[str, Path, str]] = field(default_factory=list)
     published: dict[str, list[MdTable]] = field(default_factory=dict)
+    changes: dict = field(default_factory=dict)
 
     #: What the front page says where an evaluation that ran states no findings.
     NO_FINDINGS = "This evaluation states no findings; its tables follow."
@@ -262,6 +267,9 @@ def _front_page(inputs: ReportInputs, st: dict) -> list:
     for label, what, sentences in inputs.ran_findings():
         out.append(_p(f"{label} ({what})" if what else label, st["h3"]))
         out += [_p(f"• {x}", st["finding"]) for x in sentences]
+    if inputs.changes.get("lines"):  # the config's compare: entries
+        out.append(_p("What changed", st["h3"]))
+        out += [_p(f"• {x}", st["finding"]) for x in inputs.changes["lines"]]
     out.append(_p("What did not run, and why", st["h3"]))
     out += [_p(f"{name}: {why}", st["finding"]) for name, why in c.get("not_ran", [])] or \
         [_p("everything configured ran", st["finding"])]
@@ -287,10 +295,14 @@ def _headline_pages(inputs: ReportInputs, st: dict, width: float) -> list:
     """The headline figures, one per evaluation, three to a page."""
     from reportlab.platypus import KeepTogether, PageBreak, Spacer
 
-    if not inputs.headlines:
+    changed = inputs.changes.get("figures") or []
+    if not inputs.headlines and not changed:
         return []
     titles = {s.key: s.title for s in inputs.sections}
     out = [_p("Headline figures", st["h1"])]
+    for png, caption in changed:  # the comparison first: what changed between checkpoints
+        out.append(KeepTogether([_p("What changed", st["h2"]), _image(Path(png), width, 330),
+                                 _p(caption, st["small"]), Spacer(1, 6)]))
     for key, png, caption in inputs.headlines:
         out.append(KeepTogether([_p(titles.get(key, key), st["h2"]), _image(Path(png), width, 230),
                                  _p(caption, st["small"]), Spacer(1, 6)]))
@@ -353,6 +365,9 @@ def _appendix_tables(inputs: ReportInputs, st: dict, width: float) -> list:
     definitions; D: the reconstruction galleries with their OCR lines (E, the provenance, is
     :func:`_appendix`'s)."""
     out = []
+    if inputs.changes.get("table"):
+        out.append(_p("What changed: every compared row", st["h2"]))
+        out += table_flowables("compare", inputs.changes["table"], st, width)
     for section in inputs.sections:
         names = appendix_tables(section, list(inputs.tables))
         if names:

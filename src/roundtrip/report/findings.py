@@ -4,8 +4,12 @@ An evaluation writes its sentences in :meth:`roundtrip.core.evaluation.Evaluatio
 from a :class:`RunResults` (its tables as data frames, the per-item files it declared). The
 helpers here make the sentences every evaluation shares read the same way: best and worst model
 on the headline metric with the 95 % CI of each, and the best against the runner-up as a paired
-difference over the items both were measured on (:func:`roundtrip.metrics.stats
-.paired_bootstrap_diff`), "indistinguishable" where that interval spans 0.
+difference over the items both were measured on: one use of the comparison of checkpoints
+(:func:`roundtrip.metrics.paired.paired_items`: BCa paired bootstrap, Wilcoxon's test,
+:func:`roundtrip.metrics.paired.verdict`). A model "beats" the runner-up only where that
+comparison says better: the interval excludes 0, the test rejects, and the difference does not
+print as 0 at the metric's precision; else the two are "equivalent" within the printed
+precision's step, or "indistinguishable".
 """
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from roundtrip.metrics.stats import Summary, bootstrap_mean, paired_bootstrap_diff
+from roundtrip.metrics.paired import (BETTER, EQUIVALENT, WORSE, Paired, paired_items,
+                                      resolution, verdict)
+from roundtrip.metrics.stats import Summary, bootstrap_mean
 
 
 @dataclass
@@ -59,9 +65,13 @@ class RunResults:
         """Mean and bootstrap CI of ``values`` with the run's bootstrap settings."""
         return bootstrap_mean(values, **self._boot)
 
-    def paired(self, a, b) -> Summary:
-        """Paired bootstrap of ``a - b`` with the run's bootstrap settings."""
-        return paired_bootstrap_diff(a, b, **self._boot)
+    def paired(self, a, b) -> Paired:
+        """``a`` against ``b`` item by item (``a - b``; :func:`roundtrip.metrics.paired
+        .paired_items` with ``b`` the baseline), with the settings of the config's ``compare:``
+        section (10,000 BCa resamples by default), as the comparison of checkpoints does."""
+        from roundtrip.tables.compare import settings_from_config
+
+        return paired_items(b, a, settings=settings_from_config(self.config or {}))
 
     @property
     def _boot(self) -> dict:
@@ -95,20 +105,24 @@ class Ranking:
     Attributes:
         metric: its name as printed (``PSNR (dB)``).
         order: ``(model, Summary)`` best first.
-        diff: best minus runner-up over the items both have (paired bootstrap), or None with
-            fewer than two models.
+        diff: best against runner-up over the items both have (:class:`~roundtrip.metrics
+            .paired.Paired`, best minus runner-up), or None with fewer than two models.
         shared: how many items the two have in common.
         noun: what is ranked, singular (``model``, ``reader``, ``model pair``).
+        higher_is_better: the metric's direction (the verdict's).
     """
     metric: str
     order: list[tuple[str, Summary]]
-    diff: Summary | None
+    diff: Paired | None
     shared: int
     noun: str = "model"
+    higher_is_better: bool = True
 
     def sentences(self, digits: int = 2, where: str = "") -> list[str]:
         """Two sentences: the best and worst model with their CIs, and the best against the
-        runner-up (say "indistinguishable" where the paired interval spans 0)."""
+        runner-up: "beats" only where :func:`roundtrip.metrics.paired.verdict` says better
+        at ``digits`` decimals (margin: one step of that precision), else "equivalent within"
+        that step or "indistinguishable"."""
         if not self.order:
             return [f"No {self.noun} has a {self.metric} value{where}."]
         (best, b), (worst, w) = self.order[0], self.order[-1]
@@ -122,15 +136,29 @@ class Ranking:
         d = self.diff
         if d is None or d.n == 0:
             return [first, f"{best} and {runner} share no item to compare on."]
-        spread = (f"{'+' if d.mean >= 0 else ''}{number(d.mean, digits)} "
+        spread = (f"{'+' if d.difference >= 0 else ''}{number(d.difference, digits)} "
                   f"[{number(d.ci_low, digits)}, {number(d.ci_high, digits)}]")
-        if math.isnan(d.ci_low) or d.ci_low <= 0 <= d.ci_high:
-            verdict = (f"{best} and the runner-up {runner} are indistinguishable: the paired "
-                       f"difference over their {d.n} shared items is {spread}, which spans 0")
+        margin = resolution(digits)
+        said = verdict(d, d.p, self.higher_is_better, margin, digits)
+        shared = f"their {d.n} shared items"
+        if said in (BETTER, WORSE):
+            text = (f"{best} beats the runner-up {runner} by {spread} "
+                    f"(paired bootstrap over {d.n} shared items)")
+        elif said == EQUIVALENT:
+            text = (f"{best} and the runner-up {runner} are equivalent within "
+                    f"±{number(margin, digits)}, the metric's printed precision: the paired "
+                    f"difference over {shared} is {spread}")
+        elif math.isnan(d.ci_low) or d.ci_low <= 0 <= d.ci_high:
+            text = (f"{best} and the runner-up {runner} are indistinguishable: the paired "
+                    f"difference over {shared} is {spread}, which spans 0")
+        elif abs(d.difference) < margin / 2:
+            text = (f"{best} and the runner-up {runner} are indistinguishable at the printed "
+                    f"precision: the paired difference over {shared} is {spread}")
         else:
-            verdict = (f"{best} beats the runner-up {runner} by {spread} "
-                       f"(paired bootstrap over {d.n} shared items)")
-        return [first, verdict + "."]
+            text = (f"{best} and the runner-up {runner} are indistinguishable: the paired "
+                    f"difference over {shared} is {spread}, but Wilcoxon's test gives p = "
+                    f"{d.p:.2g}")
+        return [first, text + "."]
 
 
 def rank(results: RunResults, per_item: pd.DataFrame, metric: str, higher_is_better: bool,
@@ -152,12 +180,12 @@ def rank(results: RunResults, per_item: pd.DataFrame, metric: str, higher_is_bet
     order.sort(key=lambda ms: (sign * ms[1].mean if not math.isnan(ms[1].mean) else math.inf,
                                ms[0]))
     if len(order) < 2:
-        return Ranking(metric, order, None, 0, noun)
+        return Ranking(metric, order, None, 0, noun, higher_is_better)
     a = df[df["model"] == order[0][0]].set_index("item_id")["value"]
     b = df[df["model"] == order[1][0]].set_index("item_id")["value"]
     shared = a.index.intersection(b.index)
     diff = results.paired(a.loc[shared].to_numpy(), b.loc[shared].to_numpy())
-    return Ranking(metric, order, diff, len(shared), noun)
+    return Ranking(metric, order, diff, len(shared), noun, higher_is_better)
 
 
 def table_summary(row: pd.Series, column: str) -> Summary:

@@ -470,6 +470,32 @@ def _check_evaluations(config: dict, problems: Problems) -> None:
             except (KeyError, TypeError, ValueError, AttributeError):
                 if not earlier:
                     raise
+    with problems.collect():
+        _check_compare(plan)
+
+
+def _check_compare(plan: Plan) -> None:
+    """Every ``compare:`` entry names a model of the config or a name an active evaluation
+    compares (its readers, its model pairs: ``Evaluation.compared_names``), and not the same
+    twice (docs/comparing.md)."""
+    from roundtrip.tables.compare import compare_config
+
+    section = compare_config(plan.config)
+    where = "compare" if isinstance(plan.config.get("compare"), list) else "compare.pairs"
+    known = list(plan.config.get("models", {}))
+    for ev in plan.active:
+        known += [n for n in ev.compared_names(plan) if n not in known]
+    for k, entry in enumerate(section["pairs"]):
+        for role in ("baseline", "candidate"):
+            if entry[role] not in known:
+                raise ConfigError(f"{where}[{k}].{role}: unknown name {entry[role]!r}: name a "
+                                  f"model of models or a reader or pair of the config "
+                                  f"(known: {', '.join(known)})")
+        if entry["baseline"] == entry["candidate"]:
+            raise ConfigError(f"{where}[{k}]: baseline and candidate are both "
+                              f"{entry['baseline']!r}; to compare a model with a rerun of "
+                              "itself, run `roundtrip compare RESULTS_A RESULTS_B` on the two "
+                              "results folders")
 
 
 def _check_judge(config: dict) -> None:

@@ -36,6 +36,11 @@ from roundtrip.workflow.recon_jobs import ReconJobs
 
 #: The PDF report: every table and figure with its provenance.
 REPORT = "results/report.pdf"
+#: The comparison's tables and figures (config ``compare:``; rule ``compare``,
+#: roundtrip.tables.compare): the tables' names and the figures.
+COMPARE_TABLES = ("compare", "compare_items")
+COMPARE_FIGURES = ("results/figures/compare/differences.png",
+                   "results/figures/compare/changed.png")
 
 
 #: Items from which a job of Tesseract work claims several threads (:meth:`Plan.item_threads`).
@@ -341,7 +346,23 @@ class Plan:
         """The figures of the active evaluations, then the reconstruction galleries."""
         return [f for ev in self.active for f in ev.figures(self)] + self.galleries.figures
 
+    @cached_property
+    def compares(self) -> bool:
+        """Whether the config's ``compare:`` names any comparison (rule ``compare`` runs)."""
+        from roundtrip.tables.compare import compare_config
+
+        return bool(compare_config(self.config)["pairs"])
+
+    @property
+    def compare_files(self) -> list[str]:
+        """The comparison's tables (CSV, Markdown, LaTeX) and figures, or none without
+        ``compare:`` entries."""
+        if not self.compares:
+            return []
+        return [f for name in COMPARE_TABLES for f in table_files(name)] + list(COMPARE_FIGURES)
+
     def targets(self) -> list[str]:
-        """The final files of a run (``rule all``): every table (CSV, Markdown, LaTeX), figure and
-        the PDF report."""
-        return [f for name in self.tables for f in table_files(name)] + self.figures + [REPORT]
+        """The final files of a run (``rule all``): every table (CSV, Markdown, LaTeX), figure,
+        the comparison's files (``compare:``) and the PDF report."""
+        return ([f for name in self.tables for f in table_files(name)] + self.figures
+                + self.compare_files + [REPORT])

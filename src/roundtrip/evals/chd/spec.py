@@ -4,9 +4,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from roundtrip.core.config import ConfigError
+from roundtrip.core.comparison import ComparedMetric
 from roundtrip.core.evaluation import Evaluation
 from roundtrip.evals.chd.plan import CMMS_TRAINING, TokenPlan, cmms_only_datasets
 
+
+#: What a comparison of two checkpoints reads (docs/comparing.md): per-item CMMS and the set's
+#: CHD recomputed from the items' token grids (Sec. 4.1-4.2).
+_TOKENS = "metrics/{name}/{dataset}/tokens.csv"
+_COMPARISONS = (
+    ComparedMetric("cmms", _TOKENS, column="cmms", tables=("token_metrics",), headline=True),
+    ComparedMetric("chd", _TOKENS, kind="set", column="cmms", tables=("token_metrics",),
+                   headline=True, set_value="roundtrip.evals.chd.compare:chd_from_tokens"),
+)
 
 class CHD(Evaluation):
     key = "chd"
@@ -20,6 +30,7 @@ class CHD(Evaluation):
     # the sensitivity curves are the headline figure; their per-level listing is in the appendix
     report_tables = ("token_metrics", "token_sensitivity_spearman")
     report_figures = ()
+    comparisons = _COMPARISONS
     definitions = (
         ("CHD", "the mean of CHD-1D, the Hellinger distance between the unigram token "
          "histograms of the originals and the reconstructions in a reference tokenizer's tokens "

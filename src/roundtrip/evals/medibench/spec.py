@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from roundtrip.core.config import ConfigError
+from roundtrip.core.comparison import ComparedMetric
 from roundtrip.core.evaluation import Evaluation
 from roundtrip.datasets import MEDICAL_2D
 from roundtrip.evals.medibench.plan import MedicalPlan
@@ -14,6 +15,24 @@ TABLES = ["medibench_2d_fidelity", "medibench_2d_latent", "medibench_3d_fidelity
 #: The latent shapes of the models (rule medibench_latent_shapes).
 LATENT_SHAPES = "medibench_latent_shapes"
 
+
+#: What a comparison of two checkpoints reads (docs/comparing.md): per-image and per-volume
+#: PSNR and SSIM (pillar 1), SegSim, Dice and HD95 of the volumes (pillar 2).
+_FIDELITY = ("medibench_2d_fidelity", "medibench_3d_fidelity")
+_QUALITY = "metrics/{name}/{dataset}/image_quality.csv"
+_STRUCTURE = "metrics/{name}/{dataset}/structure.csv"
+_COMPARISONS = (
+    ComparedMetric("psnr", _QUALITY, column="psnr", tables=_FIDELITY, headline=True,
+                   images="recon/{name}/{dataset}/{item}.png",
+                   original="datasets/{dataset}/images/{item}.png"),
+    ComparedMetric("ssim", _QUALITY, column="ssim", tables=_FIDELITY, headline=True),
+    ComparedMetric("segsim", _STRUCTURE, column="segsim", tables=("medibench_3d_structure",),
+                   headline=True),
+    ComparedMetric("dice_mean", _STRUCTURE, column="dice_mean",
+                   tables=("medibench_3d_structure",)),
+    ComparedMetric("hd95_mean", _STRUCTURE, column="hd95_mean",
+                   tables=("medibench_3d_structure",)),
+)
 
 class MediBench(Evaluation):
     key = "medibench"
@@ -32,6 +51,7 @@ class MediBench(Evaluation):
     report_tables = ("medibench_2d_fidelity", "medibench_2d_latent", "medibench_3d_fidelity",
                      "medibench_3d_structure", "medibench_3d_latent")
     report_figures = ("medical/*.png",)
+    comparisons = _COMPARISONS
     definitions = (
         ("Fidelity", "PSNR and SSIM (3D SSIM for volumes)", "MediBench pillar 1"),
         ("SegQC, SegSim, Dice, HD95", "segmentation quality of the original, agreement of the "

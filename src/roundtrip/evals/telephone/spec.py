@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from roundtrip.core.config import ConfigError
+from roundtrip.core.comparison import ComparedMetric
 from roundtrip.core.evaluation import Evaluation
 from roundtrip.core.weights import HubFolder, WeightsMissing
 from roundtrip.evals.telephone.plan import TelephonePlan
@@ -41,6 +42,18 @@ PAIR_PROMPTS = {
 }
 
 
+#: What a comparison of two model pairs reads (docs/comparing.md): each item's MCD over every
+#: measured experiment (Eq. 2), and MGG's verdicts per generation, an item's generations
+#: resampled together (Sec. 3.3).
+_COMPARISONS = (
+    ComparedMetric("mcd", "telephone/{name}/{dataset}/similarity.csv", column="mcd",
+                   tables=("telephone_mcd",), headline=True,
+                   rows="roundtrip.evals.telephone.compare:mcd_rows"),
+    ComparedMetric("mgg", "telephone/{name}/{dataset}/mgg.csv", kind="binary",
+                   column="correct", tables=("telephone_mgg",), item=("item_id", "generation"),
+                   cluster=("item_id",), label="MGG verdict", headline=True),
+)
+
 class Telephone(Evaluation):
     key = "telephone"
     name = "The Telephone Game"
@@ -57,6 +70,7 @@ class Telephone(Evaluation):
     # as one block of rows per chain order (the paper's mappings, then every experiment)
     # S(g) with its fits is the headline figure; the body shows the others
     report_figures = tuple(Path(f).name for f in FIGURES if "similarity" not in Path(f).name)
+    comparisons = _COMPARISONS
     weight_folders = WEIGHT_FOLDERS
     definitions = (
         ("S(g)", "mean similarity of generation g's output to the chain's input",
@@ -74,6 +88,12 @@ class Telephone(Evaluation):
 
     def active(self, plan) -> bool:
         return bool(self.view(plan).keys)
+
+    def compared_names(self, plan) -> list[str]:
+        """Its model pairs and the models of its ``chains`` sets: a ``compare:`` entry may pit
+        two of them."""
+        v = self.view(plan)
+        return list(dict.fromkeys(m for d in v.datasets for m in v.models(d))) + list(v.pairs)
 
     def why_not(self, plan) -> str:
         return "no telephone.pairs or no chain-input set (captions, geneval, chains)"

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from roundtrip.api.settings import IN_PROCESS
 from roundtrip.core.config import ConfigError
+from roundtrip.core.comparison import ComparedMetric
 from roundtrip.core.evaluation import Evaluation
 from roundtrip.evals.vista.plan import (OCR_READER_TYPES, QUESTIONS_ONLY, VistaPlan,
                                         unreconstructed_sets)
@@ -16,6 +17,32 @@ ENDPOINT_READER_TYPES = ("vlm", "ocr_llm")
 TABLES = ["vista_accuracy", "vista_font", "vista_rendering_errors", "vista_subfield",
           "vista_source", "vista_tokenizers"]
 
+
+#: What a comparison of two checkpoints reads (docs/comparing.md): right or wrong per question
+#: (exact McNemar), as visualized text on its Table 1 render and as pure text, and over every
+#: render with a question's renders resampled together; two readers on the same renders, or
+#: two models' reconstructions under the same reader.
+_BY_READER = "vista/{name}/{model}/{dataset}/answers.csv"
+_BY_MODEL = "vista/{reader}/{name}/{dataset}/answers.csv"
+_ACCURACY = ("vista_accuracy", "vista_font", "vista_tokenizers")
+
+
+def _answers(files: str, metric: str, where: dict, item=("question_id",), cluster=(),
+             label: str = "", headline: bool = False) -> ComparedMetric:
+    return ComparedMetric(metric, files, kind="binary", column="hit", tables=_ACCURACY,
+                          item=item, cluster=cluster, where=where, headline=headline,
+                          scale=100.0, label=label, text="extracted")
+
+
+_COMPARISONS = (
+    _answers(_BY_READER, "vt_accuracy", {"mode": "vt", "table1": "1"}, headline=True),
+    _answers(_BY_READER, "text_accuracy", {"mode": "text"}, headline=True),
+    _answers(_BY_READER, "vt_accuracy", {"mode": "vt"}, item=("item_id",),
+             cluster=("question_id",), label="VT (every render)"),
+    _answers(_BY_MODEL, "vt_accuracy", {"mode": "vt", "table1": "1"}, headline=True),
+    _answers(_BY_MODEL, "vt_accuracy", {"mode": "vt"}, item=("item_id",),
+             cluster=("question_id",), label="VT (every render)"),
+)
 
 class Vista(Evaluation):
     key = "vista"
@@ -36,6 +63,7 @@ class Vista(Evaluation):
     report_columns = {"vista_tokenizers": ("VT (recon.)", "Gap Text - VT (recon.)",
                                            "VT recon. - VT orig.")}
     report_figures = ("vista_gap.png",)
+    comparisons = _COMPARISONS
     definitions = (
         ("VT, Text accuracy", "share of questions answered right from the rendered image and "
          "from the pure text", "VISTA-Bench Table 1"),
@@ -53,6 +81,10 @@ class Vista(Evaluation):
 
     def why_not(self, plan) -> str:
         return "no vista.readers or no question set"
+
+    def compared_names(self, plan) -> list[str]:
+        """Its readers (``vista.readers``): a ``compare:`` entry may pit two of them."""
+        return list(self.view(plan).readers)
 
     def summary(self, plan) -> str:
         v = self.view(plan)

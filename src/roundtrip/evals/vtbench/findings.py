@@ -166,7 +166,7 @@ def paired_sentence(results, dataset: str, best: str, runner: str) -> str:
     diff = results.paired(a.loc[shared].to_numpy(), b.loc[shared].to_numpy())
     if diff.ci_high < 0:  # the pooled PSNR and the per-item mean order the two differently
         return (f"On per-item PSNR (dB), however, the runner-up {runner} is ahead of {best} by "
-                f"{number(-diff.mean)} [{number(-diff.ci_high)}, {number(-diff.ci_low)}] "
+                f"{number(-diff.difference)} [{number(-diff.ci_high)}, {number(-diff.ci_low)}] "
                 f"(paired bootstrap over {diff.n} shared items): the set-level and per-item "
                 f"conventions rank the two differently.")
     ranking = Ranking("per-item PSNR", [(best, results.summary(a.to_numpy())),

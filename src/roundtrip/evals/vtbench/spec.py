@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from roundtrip.core.comparison import ComparedMetric
 from roundtrip.core.evaluation import Evaluation
 from roundtrip.datasets import IMAGES, QUESTION_TYPES, TEXT
 
@@ -10,6 +11,42 @@ from roundtrip.datasets import IMAGES, QUESTION_TYPES, TEXT
 #: paper's convention, at 256 x 256) and roundtrip's per-item means at the input size.
 _RECONSTRUCTION_COLUMNS = ("Image Size", "PSNR (VTBench eval.)", "SSIM (VTBench eval.)",
                            "PSNR (per-item mean)", "SSIM (per-item mean)")
+
+#: The tables whose provenance lists the per-item image files VTBench compares (Tables 1-3).
+_IMAGE_TABLES = ("reconstruction_", "text_preservation")
+_IMAGE_FILE = "metrics/{name}/{dataset}/image_quality.csv"
+_RECON = "recon/{name}/{dataset}/{item}.png"
+_ORIGINAL = "datasets/{dataset}/images/{item}.png"
+_TEXT_FILE = "metrics/{name}/{dataset}/text_{ocr}.csv"
+_TEXT_TABLES = ("text_preservation", "ocr_robustness")
+_OCR_LINE = "ocr/{ocr}/{name}/{dataset}.csv:text"
+#: What a comparison of two checkpoints reads (docs/comparing.md): per-item PSNR, SSIM, LPIPS
+#: and CER/WER, and the released evaluator's set-level PSNR and CER recomputed from the items
+#: (FID from the items' Inception features where the weights were present).
+_COMPARISONS = (
+    ComparedMetric("psnr", _IMAGE_FILE, column="psnr", tables=_IMAGE_TABLES, headline=True,
+                   images=_RECON, original=_ORIGINAL),
+    ComparedMetric("ssim", _IMAGE_FILE, column="ssim", tables=_IMAGE_TABLES, headline=True,
+                   images=_RECON, original=_ORIGINAL),
+    ComparedMetric("psnr_vtbench", _IMAGE_FILE, kind="set", column="mse_vtbench",
+                   tables=_IMAGE_TABLES, headline=True,
+                   set_value="roundtrip.evals.vtbench.compare:released_psnr"),
+    ComparedMetric("lpips", "metrics/{name}/{dataset}/lpips.csv", column="lpips",
+                   tables=_IMAGE_TABLES),
+    ComparedMetric("fid", _IMAGE_FILE, kind="set", column="mse_vtbench",
+                   tables=("reconstruction_",),
+                   set_value="roundtrip.evals.vtbench.compare:released_fid",
+                   label="FID (VTBench eval.)"),
+    ComparedMetric("cer", _TEXT_FILE, column="cer", tables=_TEXT_TABLES, headline=True,
+                   references=("ocr/{ocr}/original/{dataset}.csv",), text=_OCR_LINE),
+    ComparedMetric("wer", _TEXT_FILE, column="wer", tables=_TEXT_TABLES,
+                   references=("ocr/{ocr}/original/{dataset}.csv",), text=_OCR_LINE),
+    ComparedMetric("cer_vtbench", _TEXT_FILE, kind="set", column="chars_vtbench",
+                   tables=("text_preservation",), label="CER (VTBench eval.)",
+                   higher_is_better=False, digits=4,
+                   references=("ocr/{ocr}/original/{dataset}.vtbench.csv",),
+                   set_value="roundtrip.evals.vtbench.compare:released_cer"),
+)
 
 
 class VTBench(Evaluation):
@@ -43,6 +80,7 @@ class VTBench(Evaluation):
                               "WER (VTBench eval.)"),
         "ocr_robustness": ("CER (VTBench eval.)",)}
     report_figures = ("gallery/*.png",)
+    comparisons = _COMPARISONS
     definitions = (
         ("VTBench eval.", "the released evaluator's convention: both images resized to "
          "256 x 256, batches of 16 in file-name order, torchmetrics 1.7.1 defaults",

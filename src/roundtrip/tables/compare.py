@@ -1,0 +1,661 @@
+"""Checkpoint B against checkpoint A, across every evaluation: the comparison layer.
+
+One comparison serves both ways in: the config's ``compare:`` entries (both sides in one results
+folder, rule ``compare``) and ``roundtrip compare RESULTS_A RESULTS_B`` (two finished results
+folders). It reads every evaluation's per-item files through the evaluation's declarations
+(:attr:`roundtrip.core.evaluation.Evaluation.comparisons`,
+:class:`roundtrip.core.comparison.ComparedMetric`) and names no evaluation itself:
+
+1. **Files.** A declaration's pattern (``metrics/{name}/{dataset}/image_quality.csv``) is
+   matched in each results folder; only files that one of its tables read (their provenance
+   records' ``inputs``) are kept, so each evaluation reads its own datasets.
+2. **Comparable?** Between runs, the dataset's items (the manifest's ``item_id`` and ``sha256``,
+   or ``text``) and the declaration's reference files must be the same; a mismatch is named in
+   the row's note and the row is left out of the statistics.
+3. **Items.** Rows whose ``status`` is ``ok`` with a value pair by the item keys; items scored
+   on one side only are counted (``n_unpaired``) and listed in ``compare_items`` with the
+   reason.
+4. **Statistics** (:mod:`roundtrip.metrics.paired`): per-item numbers, binary outcomes and
+   set-level numbers recomputed from the items, clusters resampled whole; Holm within each
+   (comparison, evaluation)'s headline metrics, Benjamini-Yekutieli across all rows; a verdict
+   per row with the margin of ``compare.margins`` (default: the metric's printed precision).
+
+Rows of the ``compare`` table (:data:`ROW_COLUMNS`) and of ``compare_items``
+(:data:`ITEM_COLUMNS`) come out as data frames; :func:`what_changed` says them in sentences.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from roundtrip.core.comparison import DATASET, NAME, ComparedMetric, NotMeasured
+from roundtrip.core.hashing import sha256_file
+from roundtrip.metrics import METRICS
+from roundtrip.metrics.paired import (BETTER, EQUIVALENT, INCONCLUSIVE, SET, WORSE, Paired,
+                                      PairedSettings, benjamini_yekutieli, holm, paired_items,
+                                      paired_set, resolution, verdict)
+
+#: The verdict of a row that was not compared (a changed dataset, a file on one side only).
+NOT_COMPARED = "not compared"
+
+#: Columns of the ``compare`` table, in order.
+ROW_COLUMNS = ["comparison", "baseline", "candidate", "evaluation", "dataset", "where", "metric",
+               "kind", "n_paired", "n_unpaired", "baseline_value", "candidate_value",
+               "difference", "ci_low", "ci_high", "test", "p", "p_holm", "p_by", "effect",
+               "ties", "flips", "detectable", "margin", "digits", "headline", "verdict", "note"]
+#: Columns of the ``compare_items`` table, in order.
+ITEM_COLUMNS = ["comparison", "evaluation", "dataset", "where", "metric", "item_id", "cluster",
+                "baseline_value", "candidate_value", "difference", "paired", "reason",
+                "baseline_text", "candidate_text"]
+
+
+class CompareError(ValueError):
+    """A comparison that cannot start (a results folder that is not one, an unknown name); the
+    message says what to give where."""
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    """One comparison: ``candidate`` against ``baseline``.
+
+    Attributes:
+        baseline, candidate: names (a model, a VISTA reader, a Telephone pair); between runs,
+            the baseline is read in run A and the candidate in run B.
+        label: the row label (default ``candidate vs baseline``).
+        margins: metric -> equivalence margin in the metric's units (``compare.margins``);
+            a metric without one uses its printed precision (:func:`margin_of`).
+    """
+    baseline: str
+    candidate: str
+    label: str = ""
+    margins: dict = field(default_factory=dict, hash=False)
+
+    @property
+    def name(self) -> str:
+        return self.label or f"{self.candidate} vs {self.baseline}"
+
+
+#: The settings of a ``compare:`` section given as a plain list (config.schema.yaml).
+DEFAULTS = {"pairs": [], "margins": {}, "resamples": 10_000, "confidence": 0.95, "power": 0.8,
+            "seed": 0, "gallery_items": 3}
+
+
+def compare_config(config: dict) -> dict:
+    """The config's ``compare:`` section as a mapping with every setting (:data:`DEFAULTS`):
+    a plain list is its ``pairs``."""
+    section = config.get("compare") or []
+    if isinstance(section, list):
+        section = {"pairs": section}
+    return {**DEFAULTS, **section}
+
+
+def pairs_from_config(config: dict) -> list[PairSpec]:
+    """:class:`PairSpec` of the config's ``compare:`` entries, each entry's ``margins`` over the
+    section's ``margins``."""
+    section = compare_config(config)
+    margins = dict(section["margins"] or {})
+    return [PairSpec(e["baseline"], e["candidate"], e.get("label") or "",
+                     {**margins, **(e.get("margins") or {})}) for e in section["pairs"]]
+
+
+def settings_from_config(config: dict) -> PairedSettings:
+    """The :class:`~roundtrip.metrics.paired.PairedSettings` of the config's ``compare:``."""
+    s = compare_config(config)
+    return PairedSettings(int(s["resamples"]), float(s["confidence"]), float(s["power"]),
+                          int(s["seed"]))
+
+
+@dataclass
+class Side:
+    """One side of a (set-level) comparison, for a declaration's ``set_value`` function.
+
+    Attributes:
+        folder: the results folder; name: the compared name; dataset: the dataset;
+        dims: the pattern's other wildcards; file: the per-item file read;
+        frame: its rows of the shared items, in the same order on both sides.
+    """
+    folder: Path
+    name: str
+    dataset: str
+    dims: dict
+    file: Path
+    frame: pd.DataFrame
+
+    def records(self, scorer: str) -> dict:
+        """``item_id -> record`` of one reconstruction scorer (``perceptual``, ``tokens``) in
+        this side's score journals (``recon/{name}/{dataset}/shards/*.scores.pkl``, the last
+        record of an item winning): the per-item data a set-level number is recomputed from
+        (features, token grids)."""
+        from roundtrip.core.scoring import read_score_journal
+
+        out: dict = {}
+        for path in sorted(self.path("recon/{name}/{dataset}/shards").glob("*.scores.pkl")):
+            for key, pairs in read_score_journal(path):
+                if key.split(":", 1)[0] == scorer:
+                    out.update(pairs)
+        return out
+
+    def path(self, pattern: str) -> Path:
+        """A pattern of the declaration's wildcards (``{name}``, ``{dataset}``, ...) as a file
+        of this side."""
+        return self.folder / pattern.format(name=self.name, dataset=self.dataset, **self.dims)
+
+
+def info_of(cm: ComparedMetric) -> tuple[str, bool, int]:
+    """``(label, higher_is_better, digits)`` of a declaration: its own fields, else
+    :data:`roundtrip.metrics.METRICS`.
+
+    Raises:
+        CompareError: a metric neither declares nor METRICS knows.
+    """
+    known = METRICS.get(cm.metric)
+    label = cm.label or (known.label if known else cm.metric)
+    higher = cm.higher_is_better if cm.higher_is_better is not None else (
+        known.higher_is_better if known else None)
+    digits = cm.digits if cm.digits is not None else (known.digits if known else None)
+    if higher is None or digits is None:
+        raise CompareError(f"metric {cm.metric!r} has no direction or precision: declare "
+                           "higher_is_better and digits in its ComparedMetric, or add it to "
+                           "roundtrip.metrics.METRICS")
+    return label, bool(higher), int(digits)
+
+
+def margin_of(pair: PairSpec, cm: ComparedMetric, digits: int) -> float:
+    """The equivalence margin of a row: ``margins[metric]`` (or by its label), else the step of
+    the metric's printed precision (:func:`roundtrip.metrics.paired.resolution`)."""
+    for key in (cm.metric, cm.label):
+        if key and key in pair.margins:
+            return float(pair.margins[key])
+    return resolution(digits)
+
+
+def results_folder(path: str | Path) -> Path:
+    """The results folder of ``path``: itself where it holds ``tables/``, else its
+    ``results/``.
+
+    Raises:
+        CompareError: neither holds a ``tables`` folder.
+    """
+    path = Path(path)
+    for folder in (path, path / "results"):
+        if (folder / "tables").is_dir():
+            return folder
+    raise CompareError(f"{path} is not a results folder: give the folder that holds tables/ "
+                       "(results/ of a finished run) or the folder the run ran in")
+
+
+def _pattern_regex(pattern: str) -> tuple[re.Pattern, list[str]]:
+    names = re.findall(r"{(\w+)}", pattern)
+    parts = re.split(r"{\w+}", pattern)
+    body = "".join(re.escape(p) + (r"([^/]+)" if i < len(names) else "")
+                   for i, p in enumerate(parts))
+    return re.compile(body + r"\Z"), names
+
+
+class Run:
+    """What one results folder holds for a comparison: the files of each declaration, by
+    (name, dataset, other wildcards), and the digests of its manifests and reference files.
+
+    Args:
+        folder: a results folder (:func:`results_folder`).
+    """
+
+    def __init__(self, folder: str | Path):
+        self.folder = results_folder(folder)
+        self._read_by: dict[str, set[str]] | None = None
+        self._digests: dict[Path, str] = {}
+        self._manifests: dict[str, str | None] = {}
+        self.read: set[Path] = set()
+
+    @property
+    def read_by(self) -> dict[str, set[str]]:
+        """Table name -> the files (relative to the results folder) its provenance record
+        lists as inputs."""
+        if self._read_by is None:
+            self._read_by = {}
+            for f in sorted((self.folder / "tables").glob("*.provenance.json")):
+                try:
+                    inputs = json.loads(f.read_text()).get("inputs", {})
+                except (OSError, ValueError):
+                    continue
+                rel = {p.split("results/", 1)[1] if "results/" in p else p for p in inputs}
+                self._read_by[f.name.removesuffix(".provenance.json")] = rel
+        return self._read_by
+
+    def files(self, cm: ComparedMetric) -> dict[tuple, tuple[dict, Path]]:
+        """``(name, dataset, other wildcards...) -> (wildcards, file)`` of a declaration's
+        files in this folder that its tables read (all matches where it names no table)."""
+        regex, names = _pattern_regex(cm.files)
+        glob = re.sub(r"{\w+}", "*", cm.files)
+        allowed = None
+        if cm.tables:
+            allowed = set()
+            for table, inputs in self.read_by.items():
+                if any(table == t or (t.endswith("_") and table.startswith(t))
+                       for t in cm.tables):
+                    allowed |= inputs
+        out = {}
+        for path in sorted(self.folder.glob(glob)):
+            rel = path.relative_to(self.folder).as_posix()
+            m = regex.match(rel)
+            if not m or (allowed is not None and rel not in allowed):
+                continue
+            wild = dict(zip(names, m.groups()))
+            dims = {k: v for k, v in wild.items() if k not in (NAME, DATASET)}
+            out[(wild.get(NAME), wild.get(DATASET), *sorted(dims.items()))] = (wild, path)
+        return out
+
+    def digest(self, path: Path) -> str | None:
+        """SHA-256 of a file (None where it is missing), read once."""
+        if path not in self._digests:
+            self._digests[path] = sha256_file(path) if path.is_file() else None
+        return self._digests[path]
+
+    def manifest(self, dataset: str) -> str | None:
+        """A digest of the dataset's items (``item_id`` with ``sha256``, else ``text``, else the
+        whole row less ``path``), so the same items built in another folder compare equal; None
+        where there is no manifest."""
+        if dataset not in self._manifests:
+            path = self.folder / "datasets" / dataset / "manifest.csv"
+            if not path.is_file():
+                self._manifests[dataset] = None
+            else:
+                import hashlib
+
+                df = pd.read_csv(path, dtype=str, keep_default_na=False)
+                self.read.add(path)
+                cols = [c for c in ("item_id", "sha256") if c in df.columns]
+                if "sha256" not in df.columns:
+                    cols = [c for c in df.columns if c != "path"]
+                text = df[cols].to_csv(index=False)
+                self._manifests[dataset] = hashlib.sha256(text.encode()).hexdigest()
+        return self._manifests[dataset]
+
+
+def common_names(run_a: Run, run_b: Run, evaluations) -> list[str]:
+    """The names (models, readers, pairs) both runs have files of, for some evaluation's
+    declaration, in run A's order: what ``roundtrip compare`` compares when given no name."""
+    names_a, names_b = [], set()
+    for ev in evaluations.values():
+        for cm in ev.comparisons:
+            names_a += [k[0] for k in run_a.files(cm) if k[0] not in names_a]
+            names_b |= {k[0] for k in run_b.files(cm)}
+    return [n for n in names_a if n in names_b]
+
+
+def _read(run: Run, path: Path) -> pd.DataFrame:
+    run.read.add(path)
+    return pd.read_csv(path, dtype={"item_id": str}, keep_default_na=False,
+                       na_values=["", "nan", "NaN"])
+
+
+def _where_text(dims: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(dims.items()))
+
+
+def _items(frame: pd.DataFrame, cm: ComparedMetric) -> pd.DataFrame:
+    """The declaration's rows of a per-item file: ``where`` applied, an ``_item`` key, a
+    ``_cluster`` key, ``_ok`` (status ok and a value), ``_value`` (the column times scale)
+    and ``_reason``."""
+    df = _set_function(cm.rows)(frame) if cm.rows else frame
+    for col, value in cm.where.items():
+        if col not in df.columns:
+            return df.iloc[0:0].assign(_item=[], _cluster=[], _ok=[], _value=[], _reason=[])
+        df = df[df[col].astype(str) == str(value)]
+    df = df.copy()
+    missing = [c for c in (*cm.item, *cm.cluster) if c not in df.columns]
+    if missing:
+        raise CompareError(f"{cm.files}: no column {', '.join(missing)} (item keys of "
+                           f"{cm.metric})")
+    df["_item"] = df[list(cm.item)].astype(str).agg("/".join, axis=1) if len(df) else []
+    df["_cluster"] = (df[list(cm.cluster)].astype(str).agg("/".join, axis=1)
+                      if cm.cluster and len(df) else df["_item"] if len(df) else [])
+    status = df["status"].astype(str) if "status" in df.columns else pd.Series("ok", df.index)
+    reason = df["reason"].map(lambda x: "" if pd.isna(x) else str(x)) \
+        if "reason" in df.columns else pd.Series("", df.index)
+    if cm.column and cm.column in df.columns:
+        value = pd.to_numeric(df[cm.column], errors="coerce") * cm.scale
+    elif cm.column and cm.kind != SET:
+        raise CompareError(f"{cm.files}: no column {cm.column!r} ({cm.metric})")
+    else:
+        value = pd.Series(0.0, df.index)
+    df["_value"] = value
+    df["_ok"] = (status == "ok") & value.notna()
+    df["_reason"] = np.where(status != "ok", status + (": " + reason).where(reason != "", ""),
+                             np.where(value.isna(), f"no {cm.column} value", ""))
+    return df.drop_duplicates("_item", keep="last")
+
+
+@dataclass
+class Comparison:
+    """The outcome: ``rows`` (:data:`ROW_COLUMNS`), ``items`` (:data:`ITEM_COLUMNS`), the files
+    read on each side (for provenance), and ``gallery``: per image row, the items that changed
+    most with their image paths."""
+    rows: pd.DataFrame
+    items: pd.DataFrame
+    inputs: list[Path]
+    gallery: list[dict]
+
+
+def _set_function(target: str):
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _row(pair, ev, cm, dataset, dims, label, digits, note="", **values) -> dict:
+    row = dict.fromkeys(ROW_COLUMNS, math.nan)
+    row.update(comparison=pair.name, baseline=pair.baseline, candidate=pair.candidate,
+               evaluation=ev.label, dataset=dataset, where=_where_text(dims), metric=label,
+               kind=cm.kind, headline=bool(cm.headline), note=note, verdict=NOT_COMPARED,
+               test="", flips="")
+    row.update(values)
+    row["digits"] = digits
+    return row
+
+
+def compare(run_a: Run, run_b: Run, pairs: list[PairSpec], evaluations,
+            settings: PairedSettings = PairedSettings(), gallery_items: int = 3) -> Comparison:
+    """Compare every pair in every evaluation that declares comparisons.
+
+    Args:
+        run_a, run_b: the baseline's and the candidate's results folders (the same
+            :class:`Run` for a comparison inside one run).
+        pairs: the comparisons.
+        evaluations: the registered evaluations (``key -> Evaluation``), in report order.
+        settings: resamples, confidence, power, seed.
+        gallery_items: per image row, how many of the most changed items the gallery keeps.
+
+    Returns:
+        :class:`Comparison`. Adjusted p-values and verdicts are computed over all its rows.
+
+    Raises:
+        CompareError: a declaration without direction or precision, or a file without its
+            item columns.
+    """
+    same = run_a.folder.resolve() == run_b.folder.resolve()
+    rows, items, gallery = [], [], []
+    for ev in evaluations.values():
+        for cm in ev.comparisons:
+            label, higher, digits = info_of(cm)
+            files_a, files_b = run_a.files(cm), run_b.files(cm)
+            for pair in pairs:
+                for key, (wild, path_a) in files_a.items():
+                    if key[0] != pair.baseline:
+                        continue
+                    dataset = wild.get(DATASET, "")
+                    dims = {k: v for k, v in wild.items() if k not in (NAME, DATASET)}
+                    other = files_b.get((pair.candidate, *key[1:]))
+                    args = (pair, ev, cm, dataset, dims, label, digits)
+                    if other is None:
+                        rows.append(_row(*args, note=f"{pair.candidate} has no "
+                                         f"{cm.files.format(name=pair.candidate, dataset=dataset, **dims)}"
+                                         f"{'' if same else ' in the candidate run'}"))
+                        continue
+                    path_b = other[1]
+                    problem = "" if same else _incomparable(run_a, run_b, cm, dataset, dims)
+                    if problem:
+                        rows.append(_row(*args, note=problem))
+                        continue
+                    row, item_rows, best = _compare_files(run_a, run_b, pair, ev, cm, dataset,
+                                                          dims, path_a, path_b, settings,
+                                                          (label, higher, digits),
+                                                          gallery_items)
+                    if row is None:  # the run did not measure it (NotMeasured)
+                        continue
+                    rows.append(row)
+                    items += item_rows
+                    gallery += best
+    frame = _adjust(pd.DataFrame(rows, columns=ROW_COLUMNS + ["_result", "_higher"]), settings)
+    item_frame = pd.DataFrame(items, columns=ITEM_COLUMNS)
+    inputs = sorted(run_a.read | run_b.read)
+    return Comparison(frame, item_frame, inputs, gallery)
+
+
+def _incomparable(run_a: Run, run_b: Run, cm: ComparedMetric, dataset: str, dims: dict) -> str:
+    """Why the two runs' rows of a dataset do not compare (its items or a reference file
+    differ), or ``""``."""
+    ma, mb = run_a.manifest(dataset), run_b.manifest(dataset)
+    if ma != mb:
+        return (f"dataset {dataset} changed between the runs (its manifest's items differ): "
+                "left out")
+    for pattern in cm.references:
+        rel = pattern.format(dataset=dataset, **dims)
+        da, db = run_a.digest(run_a.folder / rel), run_b.digest(run_b.folder / rel)
+        run_a.read.add(run_a.folder / rel)
+        run_b.read.add(run_b.folder / rel)
+        if da != db:
+            return f"{rel} (what {cm.metric} is measured against) differs between the runs: left out"
+    return ""
+
+
+def _compare_files(run_a, run_b, pair, ev, cm, dataset, dims, path_a, path_b, settings, info,
+                   gallery_items):
+    """One row of the comparison (and its item rows and gallery entries) from the two sides'
+    files; ``(None, [], [])`` where the run did not measure the metric."""
+    label, higher, digits = info
+    a = _items(_read(run_a, path_a), cm).set_index("_item", drop=False)
+    b = _items(_read(run_b, path_b), cm).set_index("_item", drop=False)
+    ok_a, ok_b = a.index[a["_ok"].to_numpy()], b.index[b["_ok"].to_numpy()]
+    shared = [i for i in a.index if i in set(ok_a) and i in set(ok_b)]
+    only = [i for i in dict.fromkeys([*a.index, *b.index]) if i not in set(shared)]
+    where = _where_text(dims)
+    item_rows = []
+    for i in only:
+        ra = a["_reason"].get(i, "no row") if i in a.index else "no row"
+        rb = b["_reason"].get(i, "no row") if i in b.index else "no row"
+        if i not in set(ok_a) and i not in set(ok_b):
+            why = f"not scored on either side ({pair.baseline}: {ra or 'no value'}; " \
+                  f"{pair.candidate}: {rb or 'no value'})"
+        elif i not in set(ok_b):
+            why = f"{pair.candidate}: {rb or 'no value'}"
+        else:
+            why = f"{pair.baseline}: {ra or 'no value'}"
+        item_rows.append({"comparison": pair.name, "evaluation": ev.label, "dataset": dataset,
+                          "where": where, "metric": label, "item_id": i,
+                          "cluster": a["_cluster"].get(i, b["_cluster"].get(i, "")),
+                          "baseline_value": a["_value"].get(i, math.nan),
+                          "candidate_value": b["_value"].get(i, math.nan),
+                          "difference": math.nan, "paired": False, "reason": why,
+                          "baseline_text": "", "candidate_text": ""})
+    base = a.loc[shared]
+    cand = b.loc[shared]
+    clusters = base["_cluster"].to_numpy() if cm.cluster else None
+    if cm.kind == SET:
+        fn = _set_function(cm.set_value)
+        side_a = Side(run_a.folder, pair.baseline, dataset, dims, path_a,
+                      base.reset_index(drop=True))
+        side_b = Side(run_b.folder, pair.candidate, dataset, dims, path_b,
+                      cand.reset_index(drop=True))
+        try:
+            statistic = fn(side_a, side_b)
+            result = paired_set(statistic, len(shared), clusters, settings)
+        except NotMeasured:
+            return None, [], []
+        except (OSError, ValueError, KeyError) as exc:
+            row = _row(pair, ev, cm, dataset, dims, label, digits,
+                       note=f"the set number could not be recomputed from the items: {exc}")
+            return row, item_rows, []
+    else:
+        try:  # binary outcomes are tested as 0/1, then given in the row's units
+            result = _scaled(paired_items(base["_value"].to_numpy(float) / cm.scale,
+                                          cand["_value"].to_numpy(float) / cm.scale,
+                                          clusters, cm.kind, settings), cm.scale)
+        except ValueError as exc:
+            row = _row(pair, ev, cm, dataset, dims, label, digits,
+                       note=f"{path_a.name}: {exc}")
+            return row, item_rows, []
+        texts = _texts(run_a, run_b, pair, cm, dataset, dims, a, b) if cm.text else None
+        diff = cand["_value"].to_numpy(float) - base["_value"].to_numpy(float)
+        for k, i in enumerate(shared):
+            item_rows.append({"comparison": pair.name, "evaluation": ev.label,
+                              "dataset": dataset, "where": where, "metric": label,
+                              "item_id": i, "cluster": base["_cluster"].iat[k],
+                              "baseline_value": base["_value"].iat[k],
+                              "candidate_value": cand["_value"].iat[k],
+                              "difference": diff[k], "paired": True, "reason": "",
+                              "baseline_text": texts[0].get(i, "") if texts else "",
+                              "candidate_text": texts[1].get(i, "") if texts else ""})
+    note = ""
+    if result.not_finite:
+        note = (f"{result.not_finite} shared item(s) without a finite value on a side "
+                "(PSNR = inf of an exact copy) left out")
+    row = _row(pair, ev, cm, dataset, dims, label, digits, note=note,
+               n_paired=result.n, n_unpaired=len(only), baseline_value=result.baseline,
+               candidate_value=result.candidate, difference=result.difference,
+               ci_low=result.ci_low, ci_high=result.ci_high, test=result.test, p=result.p,
+               effect=result.effect, ties=result.ties,
+               flips="" if result.flips is None else
+               f"{result.flips[0]} right->wrong, {result.flips[1]} wrong->right",
+               detectable=result.detectable, margin=margin_of(pair, cm, digits),
+               verdict=INCONCLUSIVE)
+    row["_result"] = result
+    row["_higher"] = higher
+    best = []
+    if cm.images and cm.kind != SET and len(shared):
+        d = np.abs(cand["_value"].to_numpy(float) - base["_value"].to_numpy(float))
+        d[~np.isfinite(d)] = -1
+        kept = []
+        for k in np.argsort(-d, kind="stable"):
+            i = shared[k]
+            pa = run_a.folder / cm.images.format(name=pair.baseline, dataset=dataset, item=i,
+                                                 **dims)
+            pb = run_b.folder / cm.images.format(name=pair.candidate, dataset=dataset, item=i,
+                                                 **dims)
+            if pa.is_file() and pb.is_file():
+                kept.append({"comparison": pair.name, "evaluation": ev.label,
+                             "dataset": dataset, "where": _where_text(dims), "metric": label,
+                             "item_id": i, "baseline": pair.baseline,
+                             "candidate": pair.candidate, "baseline_image": pa,
+                             "candidate_image": pb, "original": _original(run_a, cm, dataset,
+                                                                          dims, i, pa),
+                             "difference": float(cand["_value"].iat[k] - base["_value"].iat[k]),
+                             "digits": digits})
+            if len(kept) >= gallery_items:
+                break
+        best = kept
+    return row, item_rows, best
+
+
+def _scaled(result: Paired, scale: float) -> Paired:
+    """A comparison in the row's units: values, interval, standard error and detectable
+    difference times ``scale`` (an accuracy in points); tests and counts unchanged."""
+    if scale == 1.0:
+        return result
+    from dataclasses import replace
+
+    return replace(result, **{k: getattr(result, k) * scale for k in (
+        "baseline", "candidate", "difference", "ci_low", "ci_high", "eq_low", "eq_high", "se",
+        "detectable")})
+
+
+def _original(run: Run, cm: ComparedMetric, dataset: str, dims: dict, item: str,
+              recon: Path) -> Path | None:
+    """The original an item was compared with: the protocol's reference beside the
+    reconstruction (``ref/``), else the declaration's ``original`` pattern."""
+    ref = recon.parent / "ref" / recon.name
+    if ref.is_file():
+        return ref
+    if cm.original:
+        path = run.folder / cm.original.format(dataset=dataset, item=item, **dims)
+        return path if path.is_file() else None
+    return None
+
+
+def _texts(run_a, run_b, pair, cm, dataset, dims, a, b) -> tuple[dict, dict]:
+    """What each side read or answered per item (``text``: ``column`` or ``pattern:column``)."""
+    out = []
+    for run, name, frame in ((run_a, pair.baseline, a), (run_b, pair.candidate, b)):
+        pattern, _, column = cm.text.rpartition(":")
+        if pattern:
+            path = run.folder / pattern.format(name=name, dataset=dataset, **dims)
+            if not path.is_file():
+                out.append({})
+                continue
+            df = _read(run, path)
+            out.append(dict(zip(df["item_id"].astype(str), df[column].fillna("").astype(str)))
+                       if column in df.columns else {})
+        else:
+            out.append(dict(zip(frame["_item"], frame[column].fillna("").astype(str)))
+                       if column in frame.columns else {})
+    return out[0], out[1]
+
+
+def _adjust(frame: pd.DataFrame, settings: PairedSettings) -> pd.DataFrame:
+    """Holm within each (comparison, evaluation)'s headline rows, Benjamini-Yekutieli across
+    all rows; the verdict of each compared row from its adjusted p (headline rows: the larger
+    of the two)."""
+    if frame.empty:
+        return frame[ROW_COLUMNS]
+    compared = (frame["verdict"] != NOT_COMPARED).to_numpy()
+    p = pd.to_numeric(frame["p"], errors="coerce").to_numpy(float)
+    frame["p_by"] = benjamini_yekutieli(np.where(compared, p, np.nan))
+    frame["p_holm"] = math.nan
+    head = compared & frame["headline"].astype(bool)
+    for _, idx in frame[head].groupby(["comparison", "evaluation"], sort=False).groups.items():
+        frame.loc[idx, "p_holm"] = holm(p[frame.index.get_indexer(idx)])
+    verdicts = []
+    for _, r in frame.iterrows():
+        if r["verdict"] == NOT_COMPARED or not isinstance(r.get("_result"), Paired):
+            verdicts.append(r["verdict"])
+            continue
+        adjusted = max(r["p_by"], r["p_holm"]) if r["headline"] else r["p_by"]
+        verdicts.append(verdict(r["_result"], float(adjusted), bool(r["_higher"]),
+                                float(r["margin"]), int(r["digits"]), settings.alpha))
+    frame["verdict"] = verdicts
+    return frame[ROW_COLUMNS].reset_index(drop=True)
+
+
+def regressions(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows whose verdict is ``worse`` (after correction)."""
+    return rows[rows["verdict"] == WORSE] if len(rows) else rows
+
+
+def _fmt(x: float, digits: int) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{x:+.{digits}f}"
+
+
+def row_text(r) -> str:
+    """One row in words: ``PSNR on natural (ocr=...): -1.23 [-1.50, -0.95]``, at the metric's
+    printed precision (its ``digits``)."""
+    digits = int(r["digits"]) if not pd.isna(r.get("digits")) else 3
+    where = f" ({r['where']})" if isinstance(r.get("where"), str) and r["where"] else ""
+    return (f"{r['metric']} on {r['dataset']}{where}: {_fmt(r['difference'], digits)} "
+            f"[{_fmt(r['ci_low'], digits)}, {_fmt(r['ci_high'], digits)}]")
+
+
+def what_changed(rows: pd.DataFrame, largest: int = 2) -> list[str]:
+    """The comparison in sentences, one per (comparison, evaluation): how many rows improved,
+    regressed, stayed equivalent or are inconclusive, the largest changes (the worse and better
+    rows with the largest difference relative to their margin), and the rows not compared."""
+    out = []
+    if rows is None or rows.empty:
+        return out
+    for (name, ev), g in rows.groupby(["comparison", "evaluation"], sort=False):
+        done = g[g["verdict"] != NOT_COMPARED]
+        counts = done["verdict"].value_counts()
+        parts = [f"{counts.get(v, 0)} {v}" for v in (BETTER, WORSE, EQUIVALENT, INCONCLUSIVE)]
+        text = f"{name}, {ev}: of {len(done)} rows, " + ", ".join(parts)
+        moved = done[done["verdict"].isin([BETTER, WORSE])].copy()
+        if len(moved):
+            moved["_size"] = (moved["difference"].abs()
+                              / pd.to_numeric(moved["margin"], errors="coerce").replace(0, np.nan)
+                              ).fillna(0)
+            top = moved.sort_values("_size", ascending=False).head(largest)
+            text += "; largest: " + "; ".join(f"{row_text(r)} ({r['verdict']})"
+                                             for _, r in top.iterrows())
+        skipped = g[g["verdict"] == NOT_COMPARED]
+        if len(skipped):
+            notes = list(dict.fromkeys(skipped["note"]))
+            text += (f"; {len(skipped)} not compared ({notes[0]}"
+                     f"{'' if len(notes) == 1 else f'; and {len(notes) - 1} other reasons'})")
+        out.append(text + ".")
+    return out

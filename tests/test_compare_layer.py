@@ -1,0 +1,175 @@
+"""The comparison layer (roundtrip.tables.compare) on results folders written by the tests, no
+workflow run: the evaluations' declarations read as the files lie (right/wrong answers with
+their flips and a question's renders resampled together, CHD recomputed from the token grids of
+the score journal, a CER whose reference OCR changed between runs, FID not measured), items on
+one side only listed, and a plugin's declaration (docs/evaluations/writing-an-evaluation.md)."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from roundtrip.core.evaluation import load_evaluations
+from roundtrip.core.scoring import ScoreJournal
+from roundtrip.metrics.paired import PairedSettings
+from roundtrip.metrics.tokens import TokenHistogram, chd
+from roundtrip.report.compare import flipped_lines, summary_text
+from roundtrip.tables.compare import NOT_COMPARED, PairSpec, Run, compare
+
+SETTINGS = PairedSettings(resamples=2000)
+
+
+def _write(folder, rel, frame):
+    path = folder / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(path, index=False)
+    return rel
+
+
+def _provenance(folder, table, files):
+    (folder / "tables").mkdir(parents=True, exist_ok=True)
+    (folder / "tables" / f"{table}.provenance.json").write_text(
+        json.dumps({"inputs": {f"results/{f}": "x" for f in files}}))
+
+
+def _manifest(folder, dataset, ids):
+    _write(folder, f"datasets/{dataset}/manifest.csv",
+           pd.DataFrame({"item_id": ids, "path": [f"images/{i}.png" for i in ids],
+                         "sha256": [f"{i}-sha" for i in ids], "status": "ok"}))
+
+
+@pytest.fixture(scope="module")
+def evaluations():
+    return load_evaluations()
+
+
+def _answers(questions, hits_vt, hits_text, extracted):
+    rows = []
+    for q, hit in zip(questions, hits_text):
+        rows.append({"item_id": q, "question_id": q, "mode": "text", "table1": 1, "hit": hit,
+                     "extracted": "A" if hit else "B", "status": "ok", "reason": ""})
+    for q, hits in zip(questions, hits_vt):
+        for k, hit in enumerate(hits):
+            rows.append({"item_id": f"{q}__r{k}", "question_id": q, "mode": "vt",
+                         "table1": int(k == 0), "hit": hit, "extracted": extracted(q, k, hit),
+                         "status": "ok", "reason": ""})
+    return pd.DataFrame(rows)
+
+
+def test_answers_flip_and_a_questions_renders_are_one_cluster(tmp_path, evaluations):
+    rng = np.random.default_rng(0)
+    questions = [f"q{k:02d}" for k in range(30)]
+    base_vt = (rng.random((30, 3)) < 0.5).astype(float)
+    cand_vt = np.where(rng.random((30, 3)) < 0.3, 1.0, base_vt)  # wrong -> right on some
+    text = np.ones(30)
+    files = []
+    for reader, vt in (("r1", base_vt), ("r2", cand_vt)):
+        frame = _answers(questions, vt, text, lambda q, k, h, r=reader: f"{r}:{'A' if h else 'C'}")
+        if reader == "r2":  # one render not answered: an error, not a wrong answer
+            frame.loc[frame["item_id"] == "q05__r2", ["status", "reason", "hit"]] = \
+                ["error", "endpoint down", np.nan]
+        files.append(_write(tmp_path, f"vista/{reader}/original/qs/answers.csv", frame))
+    _provenance(tmp_path, "vista_accuracy", files)
+    _manifest(tmp_path, "qs", questions)
+    run = Run(tmp_path)
+    out = compare(run, run, [PairSpec("r1", "r2")], evaluations, SETTINGS)
+    rows = out.rows.set_index("metric")
+    assert set(rows["evaluation"]) == {"VISTA-Bench"}
+    vt = rows.loc["VT"]
+    b, c = base_vt[:, 0], cand_vt[:, 0]
+    n10, n01 = int(((b == 1) & (c == 0)).sum()), int(((b == 0) & (c == 1)).sum())
+    assert vt["test"] == "exact McNemar" and vt["flips"] == f"{n10} right->wrong, {n01} wrong->right"
+    assert vt["p"] == pytest.approx(stats.binomtest(n01, n01 + n10, 0.5).pvalue)
+    assert vt["difference"] == pytest.approx(100 * (c.mean() - b.mean()))  # points
+    assert rows.loc["Text", "difference"] == 0 and rows.loc["Text", "verdict"] == "equivalent"
+    every = rows.loc["VT (every render)"]
+    assert every["test"] == "Wilcoxon signed-rank on cluster means"
+    assert every["n_paired"] == 89 and every["n_unpaired"] == 1
+    items = out.items
+    missing = items[~items["paired"].astype(bool)]
+    assert list(missing["item_id"]) == ["q05__r2"]
+    assert missing["reason"].iloc[0] == "r2: error: endpoint down"
+    flipped = items[(items["metric"] == "VT") & (items["difference"] != 0) & items["paired"]]
+    assert len(flipped) == n10 + n01
+    assert flipped["candidate_text"].str.startswith("r2:").all()
+    lines = flipped_lines(items)
+    assert lines and "r1:" in lines[0] and "-> \"r2:" in lines[0]
+    assert summary_text(out.rows, items)[0].startswith("r2 vs r1, VISTA-Bench: of 3 rows")
+
+
+def test_chd_is_recomputed_from_the_token_grids_of_the_score_journal(tmp_path, evaluations):
+    rng = np.random.default_rng(1)
+    ids = [f"i{k}" for k in range(8)]
+    real = [rng.integers(0, 32, (8, 8)) for _ in ids]
+    files, expected = [], {}
+    for model, noise in (("vq_a", 0.1), ("vq_b", 0.4)):
+        fake = [np.where(rng.random((8, 8)) < noise, rng.integers(0, 32, (8, 8)), g) for g in real]
+        journal = ScoreJournal(tmp_path / f"recon/{model}/set/shards/0-of-1.scores.pkl",
+                               {"tokens:abc": lambda r: True})
+        journal.append("tokens:abc", [(i, (r.astype(np.int32), f.astype(np.int32), 0.5, 0.4))
+                                      for i, r, f in zip(ids, real, fake)])
+        journal.close()
+        files.append(_write(tmp_path, f"metrics/{model}/set/tokens.csv", pd.DataFrame(
+            {"item_id": ids, "status": "ok", "reason": "", "cmms": rng.random(8),
+             "cmms_reference": 0.5})))
+        a, b = TokenHistogram(32), TokenHistogram(32)
+        for r, f in zip(real, fake):
+            a.add(r)
+            b.add(f)
+        expected[model] = chd(a, b)["chd"]
+    _provenance(tmp_path, "token_metrics", files)
+    run = Run(tmp_path)
+    out = compare(run, run, [PairSpec("vq_a", "vq_b")], evaluations, SETTINGS)
+    row = out.rows.set_index("metric").loc["CHD"]
+    assert row["baseline_value"] == pytest.approx(expected["vq_a"])
+    assert row["candidate_value"] == pytest.approx(expected["vq_b"])
+    assert row["test"] == "paired bootstrap" and row["ci_low"] > 0 and row["verdict"] == "worse"
+
+
+def test_a_changed_reference_is_named_and_fid_without_features_makes_no_row(tmp_path,
+                                                                             evaluations):
+    ids = [f"p{k}" for k in range(6)]
+    folders = [tmp_path / "a", tmp_path / "b"]
+    for k, folder in enumerate(folders):
+        text = _write(folder, "metrics/m/scan/text_tess.csv", pd.DataFrame(
+            {"item_id": ids, "status": "ok", "reason": "", "cer": np.linspace(0, 0.5, 6) + k,
+             "wer": 0.1, "edits_vtbench": 1, "chars_vtbench": 10}))
+        quality = _write(folder, "metrics/m/scan/image_quality.csv", pd.DataFrame(
+            {"item_id": ids, "status": "ok", "reason": "", "psnr": 30.0 + k, "ssim": 0.9,
+             "mse_vtbench": 0.001, "n_values_vtbench": 100, "ref_min_vtbench": 0.0,
+             "ref_max_vtbench": 1.0}))
+        _write(folder, "ocr/tess/original/scan.csv", pd.DataFrame(
+            {"item_id": ids, "text": "same" if k == 0 else "read again", "status": "ok"}))
+        _provenance(folder, "text_preservation", [text, quality])
+        _provenance(folder, "reconstruction_native", [quality])
+        _manifest(folder, "scan", ids)
+    out = compare(Run(folders[0]), Run(folders[1]), [PairSpec("m", "m")], evaluations, SETTINGS)
+    rows = out.rows.set_index(["metric", "where"])
+    cer = rows.loc[("CER", "ocr=tess")]
+    assert cer["verdict"] == NOT_COMPARED
+    assert cer["note"].startswith("ocr/tess/original/scan.csv (what cer is measured against) "
+                                  "differs between the runs")
+    assert rows.loc[("PSNR", "")]["difference"] == pytest.approx(1.0)
+    assert "FID (VTBench eval.)" not in set(out.rows["metric"])  # no features: not measured
+
+
+def test_a_plugin_declares_its_comparison(tmp_path, monkeypatch):
+    from doc_examples import evaluation_page
+
+    plugins = tmp_path / "plugins"
+    evaluation_page().write(plugins)
+    monkeypatch.syspath_prepend(str(plugins))
+    evs = load_evaluations(["brightness_eval.spec"])
+    results = tmp_path / "results"
+    ids = [f"i{k}" for k in range(8)]
+    files = [_write(results, f"metrics/{m}/natural/brightness.csv", pd.DataFrame(
+        {"item_id": ids, "status": "ok", "reason": "", "brightness_shift": shift,
+         "brightness_error": abs(shift) + np.arange(8) * 1e-3}))
+        for m, shift in (("old", 0.01), ("new", 0.03))]
+    _provenance(results, "brightness", files)
+    run = Run(results)
+    out = compare(run, run, [PairSpec("old", "new")], evs, SETTINGS)
+    row = out.rows.set_index("evaluation").loc["Brightness"]
+    assert row["metric"] == "|Brightness shift|" and row["verdict"] == "worse"
+    assert row["difference"] == pytest.approx(0.02)
