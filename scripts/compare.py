@@ -19,10 +19,10 @@ section = {"compare": dict(p.compare)}
 plugins = dict(p.evaluations)
 registry = load_evaluations(plugins.get("plugins") or (), plugins.get("paths") or ())
 settings = settings_from_config(section)
-run = Run(p.results)
+tables = Path(smk.output[0]).parent
+run = Run(tables.parent)  # results/: the folder of results/tables
 result = compare(run, run, pairs_from_config(section), registry, settings,
                  gallery_items=int(p.compare["gallery_items"]))
-tables = Path(smk.output[0]).parent
 write_comparison(result, tables, Path(smk.output.differences).parent, settings)
 params = {k: v for k, v in smk.params.items()}
 for out in smk.output:

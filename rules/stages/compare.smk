@@ -25,7 +25,6 @@ if PLAN.compares:
                 category="Comparison",
             ),
         params:
-            results="results",
             compare=compare_config(config),
             evaluations=config.get("evaluations") or {},
         log:
