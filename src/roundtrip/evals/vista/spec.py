@@ -27,11 +27,18 @@ _BY_MODEL = "vista/{reader}/{name}/{dataset}/answers.csv"
 _ACCURACY = ("vista_accuracy", "vista_font", "vista_tokenizers")
 
 
+#: What must not change between two runs for a row to compare: two readers on one model's
+#: reconstructions need that model unchanged (its fingerprint); two models under one reader need
+#: that reader unchanged (its answers on the renders themselves, the same bytes).
+_SAME = {_BY_READER: ("recon/{model}/{dataset}/model.json",),
+         _BY_MODEL: ("vista/{reader}/original/{dataset}/answers.csv",)}
+
+
 def _answers(files: str, metric: str, where: dict, item=("question_id",), cluster=(),
              label: str = "", headline: bool = False) -> ComparedMetric:
     return ComparedMetric(metric, files, kind="binary", column="hit", tables=_ACCURACY,
                           item=item, cluster=cluster, where=where, headline=headline,
-                          scale=100.0, label=label, text="extracted")
+                          scale=100.0, label=label, text="extracted", references=_SAME[files])
 
 
 _COMPARISONS = (
