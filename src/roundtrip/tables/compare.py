@@ -8,7 +8,9 @@ folders). It reads every evaluation's per-item files through the evaluation's de
 
 1. **Files.** A declaration's pattern (``metrics/{name}/{dataset}/image_quality.csv``) is
    matched in each results folder; only files that one of its tables read (their provenance
-   records' ``inputs``) are kept, so each evaluation reads its own datasets.
+   records' ``inputs``) are kept, so each evaluation reads its own datasets. In one run, a
+   dataset only one of the two ran on (``datasets.<d>.models``) makes no row; between runs, a
+   file the candidate's run lacks makes a row that says so.
 2. **Comparable?** Between runs, the dataset's items (the manifest's ``item_id`` and ``sha256``,
    or ``text``) and the declaration's reference files must be the same; a mismatch is named in
    the row's note and the row is left out of the statistics.
@@ -300,6 +302,14 @@ def _where_text(dims: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(dims.items()))
 
 
+def _key(df: pd.DataFrame, columns) -> pd.Series:
+    """The columns' values as text, joined with ``/`` (an item's or a cluster's key)."""
+    key = df[columns[0]].astype(str)
+    for col in columns[1:]:
+        key = key + "/" + df[col].astype(str)
+    return key
+
+
 def _items(frame: pd.DataFrame, cm: ComparedMetric) -> pd.DataFrame:
     """The declaration's rows of a per-item file: ``where`` applied, an ``_item`` key, a
     ``_cluster`` key, ``_ok`` (status ok and a value), ``_value`` (the column times scale)
@@ -314,9 +324,8 @@ def _items(frame: pd.DataFrame, cm: ComparedMetric) -> pd.DataFrame:
     if missing:
         raise CompareError(f"{cm.files}: no column {', '.join(missing)} (item keys of "
                            f"{cm.metric})")
-    df["_item"] = df[list(cm.item)].astype(str).agg("/".join, axis=1) if len(df) else []
-    df["_cluster"] = (df[list(cm.cluster)].astype(str).agg("/".join, axis=1)
-                      if cm.cluster and len(df) else df["_item"] if len(df) else [])
+    df["_item"] = _key(df, cm.item)
+    df["_cluster"] = _key(df, cm.cluster) if cm.cluster else df["_item"]
     status = df["status"].astype(str) if "status" in df.columns else pd.Series("ok", df.index)
     reason = df["reason"].map(lambda x: "" if pd.isna(x) else str(x)) \
         if "reason" in df.columns else pd.Series("", df.index)
@@ -393,10 +402,10 @@ def compare(run_a: Run, run_b: Run, pairs: list[PairSpec], evaluations,
                     dims = {k: v for k, v in wild.items() if k not in (NAME, DATASET)}
                     other = files_b.get((pair.candidate, *key[1:]))
                     args = (pair, ev, cm, dataset, dims, label, digits)
-                    if other is None:
-                        rows.append(_row(*args, note=f"{pair.candidate} has no "
-                                         f"{cm.files.format(name=pair.candidate, dataset=dataset, **dims)}"
-                                         f"{'' if same else ' in the candidate run'}"))
+                    if other is None:  # in one run: not run on it (datasets.<d>.models)
+                        if not same:
+                            rel = cm.files.format(name=pair.candidate, dataset=dataset, **dims)
+                            rows.append(_row(*args, note=f"the candidate run has no {rel}"))
                         continue
                     path_b = other[1]
                     problem = "" if same else _incomparable(run_a, run_b, cm, dataset, dims)
@@ -442,18 +451,19 @@ def _compare_files(run_a, run_b, pair, ev, cm, dataset, dims, path_a, path_b, se
     label, higher, digits = info
     a = _items(_read(run_a, path_a), cm).set_index("_item", drop=False)
     b = _items(_read(run_b, path_b), cm).set_index("_item", drop=False)
-    ok_a, ok_b = a.index[a["_ok"].to_numpy()], b.index[b["_ok"].to_numpy()]
-    shared = [i for i in a.index if i in set(ok_a) and i in set(ok_b)]
-    only = [i for i in dict.fromkeys([*a.index, *b.index]) if i not in set(shared)]
+    ok_a, ok_b = set(a.index[a["_ok"].to_numpy()]), set(b.index[b["_ok"].to_numpy()])
+    shared = [i for i in a.index if i in ok_a and i in ok_b]
+    paired = set(shared)
+    only = [i for i in dict.fromkeys([*a.index, *b.index]) if i not in paired]
     where = _where_text(dims)
     item_rows = []
     for i in only:
         ra = a["_reason"].get(i, "no row") if i in a.index else "no row"
         rb = b["_reason"].get(i, "no row") if i in b.index else "no row"
-        if i not in set(ok_a) and i not in set(ok_b):
+        if i not in ok_a and i not in ok_b:
             why = f"not scored on either side ({pair.baseline}: {ra or 'no value'}; " \
                   f"{pair.candidate}: {rb or 'no value'})"
-        elif i not in set(ok_b):
+        elif i not in ok_b:
             why = f"{pair.candidate}: {rb or 'no value'}"
         else:
             why = f"{pair.baseline}: {ra or 'no value'}"
