@@ -135,7 +135,7 @@ def difference_figure(rows: pd.DataFrame, path: str | Path) -> str:
         save(fig, path)
         return "No row was compared."
     done["_panel"] = done["comparison"] + " | " + done["evaluation"] + ": " + done["metric"]
-    size = (done["difference"].abs() / done["margin"].replace(0, np.nan)).fillna(0)
+    size = (done["difference"].abs() / done["detectable"].replace(0, np.nan)).fillna(0)
     order = list(dict.fromkeys(done.assign(_s=size).sort_values("_s", ascending=False)["_panel"]))
     panels = [p for p in dict.fromkeys(done["_panel"]) if p in order[:MAX_PANELS]]
     cols = 2 if len(panels) > 1 else 1

@@ -644,8 +644,9 @@ def row_text(r) -> str:
 
 def what_changed(rows: pd.DataFrame, largest: int = 2) -> list[str]:
     """The comparison in sentences, one per (comparison, evaluation): how many rows improved,
-    regressed, stayed equivalent or are inconclusive, the largest changes (the worse and better
-    rows with the largest difference relative to their margin), and the rows not compared."""
+    regressed, stayed equivalent or are inconclusive, the largest changes (the better and worse
+    rows whose difference is the most times the smallest difference their items could detect,
+    so rows of different metrics compare), and the rows not compared."""
     out = []
     if rows is None or rows.empty:
         return out
@@ -657,8 +658,8 @@ def what_changed(rows: pd.DataFrame, largest: int = 2) -> list[str]:
         moved = done[done["verdict"].isin([BETTER, WORSE])].copy()
         if len(moved):
             moved["_size"] = (moved["difference"].abs()
-                              / pd.to_numeric(moved["margin"], errors="coerce").replace(0, np.nan)
-                              ).fillna(0)
+                              / pd.to_numeric(moved["detectable"], errors="coerce")
+                              .replace(0, np.nan)).fillna(np.inf)
             top = moved.sort_values("_size", ascending=False).head(largest)
             text += "; largest: " + "; ".join(f"{row_text(r)} ({r['verdict']})"
                                              for _, r in top.iterrows())
