@@ -66,6 +66,9 @@ class ComparedMetric:
         text: what a side read or answered per item, shown beside the items that changed
             (an OCR line, an extracted answer): a column of the per-item file, or
             ``"pattern:column"`` of another file of the side (``ocr/{ocr}/{name}/{dataset}.csv:text``).
+        wildcards: a regular expression per wildcard of ``files`` (as Snakemake's wildcard
+            constraints), where a pattern would also match other files (``text_{ocr}.csv`` and
+            ``text_set_{ocr}.csv``); default ``[^/]+``.
         rows: ``"module:function"`` turning the file as read into per-item rows (item keys,
             ``status``, ``reason``, ``column``) where the file is not one row per item (a chain's
             similarities per generation and experiment -> its MCD); None: the file's rows.
@@ -89,6 +92,7 @@ class ComparedMetric:
     original: str = ""
     text: str = ""
     rows: str | None = None
+    wildcards: dict[str, str] = field(default_factory=dict)
 
     def __hash__(self) -> int:  # ``where`` is a dict
         return hash((self.metric, self.files, self.kind, self.column, self.tables,

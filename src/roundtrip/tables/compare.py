@@ -193,10 +193,12 @@ def results_folder(path: str | Path) -> Path:
                        "(results/ of a finished run) or the folder the run ran in")
 
 
-def _pattern_regex(pattern: str) -> tuple[re.Pattern, list[str]]:
+def _pattern_regex(pattern: str, constraints=None) -> tuple[re.Pattern, list[str]]:
     names = re.findall(r"{(\w+)}", pattern)
     parts = re.split(r"{\w+}", pattern)
-    body = "".join(re.escape(p) + (r"([^/]+)" if i < len(names) else "")
+    constraints = constraints or {}
+    body = "".join(re.escape(p) + (f"({constraints.get(names[i], '[^/]+')})"
+                                   if i < len(names) else "")
                    for i, p in enumerate(parts))
     return re.compile(body + r"\Z"), names
 
@@ -234,7 +236,7 @@ class Run:
     def files(self, cm: ComparedMetric) -> dict[tuple, tuple[dict, Path]]:
         """``(name, dataset, other wildcards...) -> (wildcards, file)`` of a declaration's
         files in this folder that its tables read (all matches where it names no table)."""
-        regex, names = _pattern_regex(cm.files)
+        regex, names = _pattern_regex(cm.files, cm.wildcards)
         glob = re.sub(r"{\w+}", "*", cm.files)
         allowed = None
         if cm.tables:
@@ -652,6 +654,14 @@ def what_changed(rows: pd.DataFrame, largest: int = 2) -> list[str]:
         return out
     for (name, ev), g in rows.groupby(["comparison", "evaluation"], sort=False):
         done = g[g["verdict"] != NOT_COMPARED]
+        skipped = g[g["verdict"] == NOT_COMPARED]
+        notes = list(dict.fromkeys(skipped["note"]))
+        others = len(notes) - 1
+        why = (f"{notes[0]}" + (f"; and {others} other reason{'s' * (others > 1)}" if others
+                                 else "")) if notes else ""
+        if done.empty:
+            out.append(f"{name}, {ev}: nothing compared ({why}).")
+            continue
         counts = done["verdict"].value_counts()
         parts = [f"{counts.get(v, 0)} {v}" for v in (BETTER, WORSE, EQUIVALENT, INCONCLUSIVE)]
         text = f"{name}, {ev}: of {len(done)} rows, " + ", ".join(parts)
@@ -663,10 +673,7 @@ def what_changed(rows: pd.DataFrame, largest: int = 2) -> list[str]:
             top = moved.sort_values("_size", ascending=False).head(largest)
             text += "; largest: " + "; ".join(f"{row_text(r)} ({r['verdict']})"
                                              for _, r in top.iterrows())
-        skipped = g[g["verdict"] == NOT_COMPARED]
         if len(skipped):
-            notes = list(dict.fromkeys(skipped["note"]))
-            text += (f"; {len(skipped)} not compared ({notes[0]}"
-                     f"{'' if len(notes) == 1 else f'; and {len(notes) - 1} other reasons'})")
+            text += f"; {len(skipped)} not compared ({why})"
         out.append(text + ".")
     return out

@@ -5,8 +5,9 @@ number gets a paired bootstrap interval (:func:`roundtrip.metrics.paired.paired_
 Each item's unigram and right/down co-occurrence counts are kept per item; a weighting sums
 them, normalizes as :class:`roundtrip.metrics.tokens.TokenHistogram` does over a set, and takes
 the Hellinger distances of :func:`roundtrip.metrics.tokens.chd`: at unit weights the value is
-the one ``token_set.csv`` holds. Memory and time grow with the distinct tokens and pairs of the
-set (``B x K`` per batch of 256 resamples).
+the one ``token_set.csv`` holds. Keys whose counts are the same in every item are merged with
+their multiplicity (exact: most token pairs occur in one item only), so the cost per resample
+grows with the distinct count patterns, not with the distinct pairs.
 """
 from __future__ import annotations
 
@@ -37,49 +38,77 @@ def _dense(per_item: list[tuple[np.ndarray, np.ndarray]], keys: np.ndarray) -> n
     return out
 
 
-class _SetCounts:
-    """Dense per-item counts of one side's real or reconstructed grids over a shared key space
-    (unigrams; the symmetrized co-occurrence keys)."""
+def _symmetric(per_item: list[tuple[np.ndarray, np.ndarray]], keys: np.ndarray) -> np.ndarray:
+    """Counts of one direction's pairs ``(u, v)`` split half to ``(u, v)``, half to ``(v, u)``
+    (Eq. 12's symmetrization), over the symmetric key space ``keys``."""
+    dense = np.zeros((len(per_item), len(keys)))
+    for i, (k, n) in enumerate(per_item):
+        u, v = np.divmod(k, _PAIR_BASE)
+        np.add.at(dense[i], np.searchsorted(keys, k), n / 2)
+        np.add.at(dense[i], np.searchsorted(keys, v * _PAIR_BASE + u), n / 2)
+    return dense
 
-    def __init__(self, grids: list[np.ndarray], vocab: int, uni_keys: np.ndarray,
+
+def _merged(blocks: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+    """The blocks (``[n, K]`` counts over one key space) with the keys whose count columns are
+    the same in every block merged into one, and each merged key's multiplicity: a sum over
+    keys of ``f(counts of the key)`` is the sum over merged keys of multiplicity times ``f``,
+    exactly. Most pairs of tokens occur in one item only, so this shrinks ``K`` by far."""
+    stacked = np.vstack(blocks)
+    if not stacked.shape[1]:
+        return blocks, np.zeros(0)
+    unique, counts = np.unique(stacked, axis=1, return_counts=True)
+    rows = np.cumsum([0] + [len(b) for b in blocks])
+    return [unique[a:b] for a, b in zip(rows[:-1], rows[1:])], counts.astype(np.float64)
+
+
+class _SideCounts:
+    """One side's per-item counts, real and reconstructed, over shared key spaces with equal
+    columns merged (:func:`_merged`): unigrams; right and down pairs, symmetrized."""
+
+    def __init__(self, real: list[dict], fake: list[dict], uni_keys: np.ndarray,
                  pair_keys: np.ndarray):
-        counts = [_item_counts(g, vocab) for g in grids]
-        self.unigram = _dense([c["unigram"] for c in counts], uni_keys)
-        # each direction's keys scattered to the symmetric key space: (u, v) and (v, u)
-        self.pairs = {}
-        for d in ("right", "down"):
-            dense = np.zeros((len(grids), len(pair_keys)))
-            for i, c in enumerate(counts):
-                k, n = c[d]
-                u, v = np.divmod(k, _PAIR_BASE)
-                np.add.at(dense[i], np.searchsorted(pair_keys, k), n / 2)
-                np.add.at(dense[i], np.searchsorted(pair_keys, v * _PAIR_BASE + u), n / 2)
-            self.pairs[d] = dense
+        (self.real_uni, self.fake_uni), self.uni_m = _merged(
+            [_dense([c["unigram"] for c in real], uni_keys),
+             _dense([c["unigram"] for c in fake], uni_keys)])
+        blocks, self.pair_m = _merged([_symmetric([c[d] for c in side], pair_keys)
+                                       for side in (real, fake) for d in ("right", "down")])
+        self.real_pairs, self.fake_pairs = blocks[:2], blocks[2:]
 
 
-def _normalize(x: np.ndarray) -> np.ndarray:
-    total = x.sum(axis=1, keepdims=True)
-    return np.divide(x, total, out=np.zeros_like(x), where=total > 0)
+def _distribution(x: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Weighted counts over merged keys (``[B, U]``, the weights times the counts) normalized by
+    their total over all keys (each merged key ``m`` times)."""
+    total = x @ m
+    return x / np.where(total > 0, total, 1.0)[:, None]
 
 
-def _hellinger(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    return np.minimum(1.0, np.sqrt(((np.sqrt(p) - np.sqrt(q)) ** 2).sum(axis=1) / 2))
+def _cooccurrence(w: np.ndarray, directions: list[np.ndarray], m: np.ndarray) -> np.ndarray:
+    """Eq. 10-12 under weights: each direction normalized over its pairs, averaged over the
+    directions that have pairs."""
+    counts = [w @ d for d in directions]
+    present = [(x @ m > 0) for x in counts]
+    k = np.maximum(present[0].astype(int) + present[1].astype(int), 1)[:, None]
+    return sum(_distribution(x, m) for x in counts) / k
 
 
-def weighted_chd(real: _SetCounts, fake: _SetCounts, w: np.ndarray) -> np.ndarray:
+def _hellinger(p: np.ndarray, q: np.ndarray, m: np.ndarray) -> np.ndarray:
+    d = np.sqrt(p)
+    d -= np.sqrt(q)
+    d *= d
+    return np.minimum(1.0, np.sqrt((d @ m) / 2))
+
+
+def weighted_chd(side: _SideCounts, w: np.ndarray) -> np.ndarray:
     """CHD = (CHD-1D + CHD-2D) / 2 (Eq. 9, 13, 14) between the weighted real and reconstructed
-    sets, ``[B]`` for weights ``[B, n]``."""
+    sets of one side, ``[B]`` for weights ``[B, n]``."""
     out = np.empty(len(w))
-    for s in range(0, len(w), 256):
-        wb = np.asarray(w[s:s + 256], np.float64)
-        d1 = _hellinger(_normalize(wb @ real.unigram), _normalize(wb @ fake.unigram))
-
-        def cooc(side):
-            parts = [_normalize(wb @ side.pairs[d]) for d in ("right", "down")]
-            present = [(wb @ side.pairs[d]).sum(axis=1) > 0 for d in ("right", "down")]
-            k = np.maximum(present[0].astype(int) + present[1].astype(int), 1)[:, None]
-            return (parts[0] * present[0][:, None] + parts[1] * present[1][:, None]) / k
-        d2 = _hellinger(cooc(real), cooc(fake))
+    for s in range(0, len(w), 1024):
+        wb = np.asarray(w[s:s + 1024], np.float64)
+        d1 = _hellinger(_distribution(wb @ side.real_uni, side.uni_m),
+                        _distribution(wb @ side.fake_uni, side.uni_m), side.uni_m)
+        d2 = _hellinger(_cooccurrence(wb, side.real_pairs, side.pair_m),
+                        _cooccurrence(wb, side.fake_pairs, side.pair_m), side.pair_m)
         out[s:s + len(wb)] = (d1 + d2) / 2
     return out
 
@@ -104,23 +133,23 @@ def chd_from_tokens(baseline, candidate):
             fake.append(np.asarray(r[1]))
         sides.append((real, fake))
     grids = [g for real, fake in sides for g in (*real, *fake)]
-    vocab = int(max(int(np.asarray(g).max()) for g in grids)) + 1 if grids else 1
     # the vocabulary only offsets residual levels: any bound above every id gives the same keys
+    vocab = int(max(int(np.asarray(g).max()) for g in grids)) + 1 if grids else 1
+    counts = [([_item_counts(g, vocab) for g in real], [_item_counts(g, vocab) for g in fake])
+              for real, fake in sides]
     uni, pairs = set(), set()
-    counts = [_item_counts(g, vocab) for g in grids]
-    for c in counts:
-        uni.update(c["unigram"][0].tolist())
-        for d in ("right", "down"):
-            k = c[d][0]
-            u, v = np.divmod(k, _PAIR_BASE)
-            pairs.update(k.tolist())
-            pairs.update((v * _PAIR_BASE + u).tolist())
+    for real, fake in counts:
+        for c in (*real, *fake):
+            uni.update(c["unigram"][0].tolist())
+            for d in ("right", "down"):
+                k = c[d][0]
+                u, v = np.divmod(k, _PAIR_BASE)
+                pairs.update(k.tolist())
+                pairs.update((v * _PAIR_BASE + u).tolist())
     uni_keys = np.array(sorted(uni), np.int64)
     pair_keys = np.array(sorted(pairs), np.int64)
-    built = [(_SetCounts(real, vocab, uni_keys, pair_keys),
-              _SetCounts(fake, vocab, uni_keys, pair_keys)) for real, fake in sides]
+    built = [_SideCounts(real, fake, uni_keys, pair_keys) for real, fake in counts]
 
     def statistic(w):
-        return np.stack([weighted_chd(r, f, w) for r, f in built], axis=-1)
+        return np.stack([weighted_chd(side, w) for side in built], axis=-1)
     return statistic
-

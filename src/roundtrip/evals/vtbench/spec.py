@@ -20,6 +20,8 @@ _ORIGINAL = "datasets/{dataset}/images/{item}.png"
 _TEXT_FILE = "metrics/{name}/{dataset}/text_{ocr}.csv"
 _TEXT_TABLES = ("text_preservation", "ocr_robustness")
 _OCR_LINE = "ocr/{ocr}/{name}/{dataset}.csv:text"
+#: text_{ocr}.csv, not the set file text_set_{ocr}.csv beside it
+_ENGINE = {"ocr": r"(?!set_)[A-Za-z0-9][A-Za-z0-9_-]*"}
 #: What a comparison of two checkpoints reads (docs/comparing.md): per-item PSNR, SSIM, LPIPS
 #: and CER/WER, and the released evaluator's set-level PSNR and CER recomputed from the items
 #: (FID from the items' Inception features where the weights were present).
@@ -38,11 +40,13 @@ _COMPARISONS = (
                    set_value="roundtrip.evals.vtbench.compare:released_fid",
                    label="FID (VTBench eval.)"),
     ComparedMetric("cer", _TEXT_FILE, column="cer", tables=_TEXT_TABLES, headline=True,
-                   references=("ocr/{ocr}/original/{dataset}.csv",), text=_OCR_LINE),
+                   references=("ocr/{ocr}/original/{dataset}.csv",), text=_OCR_LINE,
+                   wildcards=_ENGINE),
     ComparedMetric("wer", _TEXT_FILE, column="wer", tables=_TEXT_TABLES,
-                   references=("ocr/{ocr}/original/{dataset}.csv",), text=_OCR_LINE),
+                   references=("ocr/{ocr}/original/{dataset}.csv",), text=_OCR_LINE,
+                   wildcards=_ENGINE),
     ComparedMetric("cer_vtbench", _TEXT_FILE, kind="set", column="chars_vtbench",
-                   tables=("text_preservation",), label="CER (VTBench eval.)",
+                   tables=("text_preservation",), label="CER (VTBench eval.)", wildcards=_ENGINE,
                    higher_is_better=False, digits=4,
                    references=("ocr/{ocr}/original/{dataset}.vtbench.csv",),
                    set_value="roundtrip.evals.vtbench.compare:released_cer"),
