@@ -66,9 +66,9 @@ rule report_pdf:
         findings=list(dict.fromkeys(f for fs in PLAN.findings_inputs.values() for f in fs)),
         record=RUN_RECORD,
         tables_folder=TABLES_FOLDER,
-    output:
         # the comparison (config compare:): page 1's "What changed", its figure and gallery
         compare=PLAN.compare_files,
+    output:
         pdf=report("results/report.pdf", caption=caption("report_pdf"), category="Report"),
         # the findings as reST: the front page of `snakemake --report` (report/workflow.rst)
         summary="results/summary.rst",
