@@ -377,7 +377,9 @@ def paired_set(statistic: Callable[[np.ndarray], np.ndarray], n_items: int, clus
 
     Returns:
         :class:`Paired` of kind :data:`SET`, with the bootstrap p-value (Berg-Kirkpatrick et al.
-        2012): ``(1 + #{|d* - d| >= |d|}) / (B + 1)``.
+        2012): ``(1 + #{|d* - d| >= |d|}) / (B + 1)``, never below ``2 / 2^k`` for ``k`` units
+        (the smallest p of the exact sign-flip test on ``k`` pairs: a few items take a few
+        distinct resamples, and their bootstrap distribution is far too narrow).
     """
     if n_items == 0:
         return _empty(SET, 0, BOOTSTRAP_P)
@@ -405,6 +407,9 @@ def paired_set(statistic: Callable[[np.ndarray], np.ndarray], n_items: int, clus
                 low = high = eq_low = eq_high = diff
         else:
             p = float((1 + np.sum(np.abs(dist - diff) >= abs(diff))) / (len(dist) + 1))
+            # k units take few distinct resamples: no test on k pairs is surer than the exact
+            # sign-flip (randomization) test's smallest two-sided p, 2 / 2^k
+            p = max(p, min(1.0, 2.0 ** (1 - k)))
     return Paired(SET, n_items, k, float(observed[0]), float(observed[1]), diff, low, high,
                   eq_low, eq_high, se, BOOTSTRAP_P, p,
                   detectable=detectable_difference(se, settings))

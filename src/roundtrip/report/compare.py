@@ -24,7 +24,7 @@ VERDICT_COLOURS = {BETTER: "#0072B2", WORSE: "#D55E00", EQUIVALENT: "#009E73",
 ROWS_TABLE, ITEMS_TABLE = "compare", "compare_items"
 DIFFERENCES, GALLERY = "differences.png", "changed.png"
 #: Panels of the differences figure at most (the rest are in the table).
-MAX_PANELS = 12
+MAX_PANELS = 8
 
 
 def _cell(x, digits: int) -> str:
@@ -134,7 +134,9 @@ def difference_figure(rows: pd.DataFrame, path: str | Path) -> str:
         axes[0, 0].text(0.5, 0.5, "No row was compared.", ha="center", va="center")
         save(fig, path)
         return "No row was compared."
-    done["_panel"] = done["comparison"] + " | " + done["evaluation"] + ": " + done["metric"]
+    single = done["comparison"].nunique() == 1
+    done["_panel"] = ((done["evaluation"] if single else done["comparison"] + " | "
+                       + done["evaluation"]) + ": " + done["metric"])
     size = (done["difference"].abs() / done["detectable"].replace(0, np.nan)).fillna(0)
     order = list(dict.fromkeys(done.assign(_s=size).sort_values("_s", ascending=False)["_panel"]))
     panels = [p for p in dict.fromkeys(done["_panel"]) if p in order[:MAX_PANELS]]
@@ -142,7 +144,7 @@ def difference_figure(rows: pd.DataFrame, path: str | Path) -> str:
     n_rows = math.ceil(len(panels) / cols)
     heights = [len(done[done["_panel"] == p]) for p in panels]
     fig, axes = figure(n_rows, cols, height_in=max(1.4, sum(
-        max(heights[i:i + cols]) for i in range(0, len(panels), cols)) * 0.22 + 0.7 * n_rows))
+        max(heights[i:i + cols]) for i in range(0, len(panels), cols)) * 0.15 + 0.55 * n_rows))
     for k, panel in enumerate(panels):
         ax = axes[k // cols, k % cols]
         g = done[done["_panel"] == panel].reset_index(drop=True)
@@ -157,12 +159,15 @@ def difference_figure(rows: pd.DataFrame, path: str | Path) -> str:
                 ax.plot([lo, hi], [yi, yi], color=c, linewidth=1.6)
             ax.plot([r["difference"]], [yi], "o", color=c, markersize=3)
         ax.set_yticks(y)
-        ax.set_yticklabels([d + (f" ({w})" if w else "") for d, w in
+        ax.set_yticklabels([d + (" " + ", ".join(v.split("=", 1)[-1] for v in w.split(", "))
+                                 if w else "") for d, w in
                             zip(g["dataset"], g["where"].fillna(""))], fontsize=7.5)
         ax.set_title(panel, fontsize=7.5, loc="left")
         ax.set_ylim(-0.7, len(g) - 0.3)
     for k in range(len(panels), n_rows * cols):
         axes[k // cols, k % cols].axis("off")
+    if single:
+        fig.suptitle(done["comparison"].iloc[0], fontsize=8.5)
     save(fig, path)
     shown = "" if len(order) <= MAX_PANELS else (
         f" The {MAX_PANELS} panels with the largest changes are shown; every row is in the "
@@ -232,7 +237,7 @@ def changed_gallery(gallery: list[dict], path: str | Path, per_row: int = 3) -> 
             "differ most; the change of the item's metric beside the candidate.")
 
 
-def flipped_lines(items: pd.DataFrame, limit: int = 8) -> list[str]:
+def flipped_lines(items: pd.DataFrame, limit: int = 4) -> list[str]:
     """The OCR and VISTA items that flipped, in words: binary outcomes that changed (right ->
     wrong first) and text items whose value changed most, with what each side read or
     answered."""
@@ -245,10 +250,12 @@ def flipped_lines(items: pd.DataFrame, limit: int = 8) -> list[str]:
     if texts.empty:
         return []
     texts["_size"] = pd.to_numeric(texts["difference"], errors="coerce").abs()
+    texts = texts.sort_values("_size", ascending=False, kind="stable").drop_duplicates(
+        ["comparison", "dataset", "where", "item_id"])  # an item once, by its largest change
     out = []
-    for _, r in texts.sort_values("_size", ascending=False).head(limit).iterrows():
-        a = " ".join(str(r["baseline_text"]).split())[:80]
-        b = " ".join(str(r["candidate_text"]).split())[:80]
+    for _, r in texts.head(limit).iterrows():
+        a = " ".join(str(r["baseline_text"]).split())[:60]
+        b = " ".join(str(r["candidate_text"]).split())[:60]
         out.append(f"{r['comparison']}, {r['dataset']}/{r['item_id']} ({r['metric']} "
                    f"{float(r['baseline_value']):.4g} -> {float(r['candidate_value']):.4g}): "
                    f"\"{a}\" -> \"{b}\"")

@@ -300,8 +300,10 @@ def _headline_pages(inputs: ReportInputs, st: dict, width: float) -> list:
         return []
     titles = {s.key: s.title for s in inputs.sections}
     out = [_p("Headline figures", st["h1"])]
-    for png, caption in changed:  # the comparison first: what changed between checkpoints
-        out.append(KeepTogether([_p("What changed", st["h2"]), _image(Path(png), width, 330),
+    for k, (png, caption) in enumerate(changed):  # first what changed between checkpoints,
+        # at print width (a page's height at most), then the headline figures flow on
+        out.append(KeepTogether([_p("What changed", st["h2"]) if not k else Spacer(1, 0),
+                                 _image(Path(png), width, 640 if not k else 330),
                                  _p(caption, st["small"]), Spacer(1, 6)]))
     for key, png, caption in inputs.headlines:
         out.append(KeepTogether([_p(titles.get(key, key), st["h2"]), _image(Path(png), width, 230),
