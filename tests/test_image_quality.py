@@ -8,7 +8,17 @@ import torch
 from conftest import jpeg_roundtrip
 from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
-from roundtrip.metrics.image_quality import mse, pooled_psnr, psnr, ssim, ssim_batch
+from roundtrip.metrics.image_quality import (
+    REFLECT_OWN_RANGE,
+    VALID,
+    SSIMConvention,
+    mse,
+    pooled_psnr,
+    psnr,
+    ssim,
+    ssim_batch,
+    ssim_conventions,
+)
 
 
 def _unit(a):
@@ -89,6 +99,66 @@ def test_ssim_strips_give_the_whole_image_bits():
             assert torch.equal(ssim_batch(tx, ty, dtype=torch.float32), _whole_image_ssim(tx, ty))
 
 
+def _pair_tensors(x: np.ndarray, y: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(H, W, 3)`` uint8 arrays as the scorer passes them: float32 in [0, 1], ``[1, 3, H, W]``
+    views of the ``(H, W, 3)`` arrays."""
+    return tuple(torch.from_numpy(_unit(a).astype(np.float32)).permute(2, 0, 1)[None]
+                 for a in (x, y))
+
+
+#: Every kind of convention: roundtrip's, torchmetrics' default, and the other two mixes.
+CONVENTIONS = [VALID, REFLECT_OWN_RANGE, SSIMConvention("reflect", 1.0),
+               SSIMConvention("valid", None, True)]
+
+
+def test_shared_moments_give_each_convention_its_own_value(photos):
+    """One filtering read by every convention gives, for each, the value it gets alone, to the
+    bit: on a photograph through JPEG, a scanned page (flat white), a non-square crop and a
+    batch of two with its batch-wide range; roundtrip's own is still the whole-image formula's
+    value (the scores of earlier runs do not change)."""
+    page = np.repeat(skimage.data.page()[..., None], 3, axis=2)
+    astronaut = photos["astronaut"][:256, 128:384]
+    cases = [_pair_tensors(astronaut, jpeg_roundtrip(astronaut, 30)),
+             _pair_tensors(page, jpeg_roundtrip(page, 30)),
+             _pair_tensors(photos["coffee"][:97, 31:300], jpeg_roundtrip(photos["coffee"], 50)[:97, 31:300])]
+    flipped = _pair_tensors(astronaut[::-1].copy(), astronaut)
+    x2, y2 = (torch.cat(t) for t in zip(cases[0], flipped))
+    cases.append((x2, y2))
+    for x, y in cases:
+        together = ssim_conventions(y, x, CONVENTIONS, dtype=torch.float32)
+        for convention, value in zip(CONVENTIONS, together):
+            alone = ssim_conventions(y, x, [convention], dtype=torch.float32)[0]
+            assert value.shape == (x.shape[0],) and torch.isfinite(value).all()
+            assert torch.equal(value, alone), convention
+        assert torch.equal(together[0], _whole_image_ssim(x, y))
+        # the regions differ: the same moments read two ways give two values
+        assert not torch.equal(together[0], together[1])
+
+
+def test_ssim_same_bits_at_one_and_two_threads(photos):
+    """Every convention's value is the same at one and at two threads (the maps are
+    element-wise; the reductions run per channel, or in numpy)."""
+    x, y = _pair_tensors(photos["chelsea"], jpeg_roundtrip(photos["chelsea"], 20))
+    before = torch.get_num_threads()
+    try:
+        values = {}
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            values[threads] = ssim_conventions(y, x, CONVENTIONS, dtype=torch.float32)
+    finally:
+        torch.set_num_threads(before)
+    assert all(torch.equal(a, b) for a, b in zip(values[1], values[2]))
+
+
+def test_mse_is_the_float64_difference(degraded_pairs):
+    """``mse`` casts both images to float64 before subtracting: the same bits as subtracting
+    float64 copies."""
+    for _, x, y in degraded_pairs[:3]:
+        ux, uy = (a.astype(np.float32) / np.float32(255) for a in (x, y))
+        expected = float(np.mean((ux.astype(np.float64) - uy.astype(np.float64)) ** 2))
+        assert mse(ux, uy) == expected
+
+
 def test_identical_images():
     x = np.random.default_rng(0).random((32, 40, 3))
     assert psnr(x, x) == math.inf
@@ -108,3 +178,10 @@ def test_errors():
         mse(np.zeros((4, 4)), np.zeros((4, 5)))
     with pytest.raises(ValueError, match="window"):
         ssim(np.zeros((8, 8, 3)), np.zeros((8, 8, 3)))
+    small = torch.zeros(1, 3, 5, 9)
+    with pytest.raises(ValueError, match="more than 5 pixels"):
+        ssim_conventions(small, small, [REFLECT_OWN_RANGE])
+    with pytest.raises(ValueError, match="at least one"):
+        ssim_conventions(small, small, [])
+    with pytest.raises(ValueError, match="region"):
+        SSIMConvention("same")

@@ -254,6 +254,85 @@ def test_ssim_at_ranges_is_torchmetrics_per_range():
         assert values[k - k0] == pytest.approx(expected, abs=2e-7)
 
 
+def test_pair_range_column_is_torchmetrics_ssim_in_float64():
+    """``ssim_pair_range`` is torchmetrics' default SSIM at the scored size with each pair's own
+    range, computed in float32 from the moments roundtrip's SSIM filters (centered values):
+    within 1e-5 of the same definition in float64 on photographs at their own sizes, a
+    definition equal to torchmetrics' float64 to 1e-9 (a JPEG q10 crop, a 12 px near-flat
+    patch of levels 198..202, where torchmetrics' float32 drifts by 3.6e-2 and the column is
+    within 1e-7). Two constant images have no value under their own range (0 / 0): NaN, as
+    torchmetrics'."""
+    from torchmetrics.functional.image import structural_similarity_index_measure as tm_ssim
+
+    from roundtrip.metrics.image_quality import REFLECT_OWN_RANGE, ssim_conventions
+
+    def column(pairs):
+        items = [ReconItem(n[:-4], "ok", "", None, None, x, y) for n, (x, y) in pairs.items()]
+        scorer = ImageQualityScorer(None, {})
+        return scorer.finish([i.without_images() for i in items],
+                             scorer.score(items))["image_quality"]["ssim_pair_range"]
+
+    def float64(x, y):
+        tx, ty = (released.as_tensor(a) for a in (x, y))
+        return float(ssim_conventions(ty, tx, [REFLECT_OWN_RANGE], dtype=torch.float64)[0])
+
+    for value, (x, y) in zip(scored("photos")[0]["ssim_pair_range"], photos().values()):
+        assert value == pytest.approx(float64(x, y), abs=1e-5)
+    camera, rocket = _rgb(skimage.data.camera()), skimage.data.rocket()[100:164, 200:296]
+    small = {"patch.png": (camera[:12, :12], camera[1:13, :12]),
+             "crop.png": (rocket, _jpeg(rocket, 10))}
+    for value, (x, y) in zip(column(small), small.values()):
+        tx, ty = (released.as_tensor(a) for a in (x, y))
+        reference = float(tm_ssim(ty.double(), tx.double()))
+        assert float64(x, y) == pytest.approx(reference, abs=1e-9)
+        assert value == pytest.approx(reference, abs=1e-5)
+    patch = small["patch.png"]
+    tx, ty = (released.as_tensor(a) for a in patch)
+    assert column({"p.png": patch})[0] == pytest.approx(float64(*patch), abs=1e-7)
+    assert abs(float(tm_ssim(ty, tx)) - float64(*patch)) > 3e-2
+    flat = {"flat.png": (np.full((16, 16, 3), 255, np.uint8), np.full((16, 16, 3), 254, np.uint8))}
+    assert math.isnan(column(flat)[0])
+    assert math.isnan(float(tm_ssim(*(released.as_tensor(a) for a in flat["flat.png"]))))
+
+
+def test_files_scored_with_a_decoding_thread_give_the_same_rows(tmp_path):
+    """``score_image_quality_files`` with two torch threads decodes the next pairs' PNGs in a
+    thread while it scores: its two frames are, to the bit, the scorer's on the pairs in
+    memory at one thread (every column: roundtrip's sums run in one thread's order at any
+    thread count), an unreadable reconstruction an error row with its reason."""
+    from roundtrip.core.manifest import Item, write_dataset
+    from roundtrip.evals.vtbench.image_quality import score_image_quality_files
+
+    pairs = {**photos(), **value_range()}
+    write_dataset([Item(name[:-4], "test", image=x) for name, (x, _) in pairs.items()],
+                  tmp_path / "ds")
+    (tmp_path / "r").mkdir()
+    for name, (_, y) in pairs.items():
+        Image.fromarray(y).save(tmp_path / "r" / name)
+    (tmp_path / "r" / "001.png").write_bytes(b"not a png")
+    pd.DataFrame({"item_id": [n[:-4] for n in pairs], "status": "ok", "reason": ""}).to_csv(
+        tmp_path / "status.csv", index=False)
+    items = [ReconItem(name[:-4], "ok", "", None, None, x, y) for name, (x, y) in pairs.items()
+             if name != "001.png"]
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        scorer = ImageQualityScorer(None, {})
+        expected = scorer.finish([i.without_images() for i in items], scorer.score(items))
+        torch.set_num_threads(2)
+        per_item, set_rows = score_image_quality_files(tmp_path / "ds/manifest.csv",
+                                                       tmp_path / "status.csv", tmp_path / "r")
+    finally:
+        torch.set_num_threads(before)
+    broken = per_item["item_id"] == "001"
+    assert per_item.loc[broken, "status"].item() == "error"
+    assert "cannot decode 001.png" in per_item.loc[broken, "reason"].item()
+    pd.testing.assert_frame_equal(per_item[~broken].reset_index(drop=True),
+                                  expected["image_quality"], check_exact=True, check_dtype=False)
+    assert set_rows.loc[set_rows["metric"] == "psnr_pooled", "value"].item() == \
+        expected["set"].loc[expected["set"]["metric"] == "psnr_pooled", "value"].item()
+
+
 @pytest.mark.parametrize("case", list(RELEASED_TEXT_RATES))
 def test_finding_4_cer_wer_of_a_set(case):
     """The released CER of a set is sum(edits) / sum(characters of the original's OCR); its WER

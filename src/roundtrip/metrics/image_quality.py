@@ -19,9 +19,11 @@ Conventions (shared by every table in roundtrip):
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 SSIM_SIGMA = 1.5
 SSIM_TRUNCATE = 3.5
@@ -36,8 +38,9 @@ def mse(x: np.ndarray, y: np.ndarray) -> float:
     """
     if x.shape != y.shape:
         raise ValueError(f"shape mismatch: {x.shape} vs {y.shape}")
-    d = x.astype(np.float64) - y.astype(np.float64)
-    return float(np.mean(d * d))
+    d = np.subtract(x, y, dtype=np.float64)  # both cast to float64 first, no float64 copies
+    np.multiply(d, d, out=d)
+    return float(np.mean(d))
 
 
 def psnr_from_mse(m: float, data_range: float = 1.0) -> float:
@@ -72,17 +75,56 @@ def _blur_valid(z: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
     Accumulates shifted slices instead of calling ``conv2d``: for float64 on CPU, conv2d falls
     back to an im2col path whose buffer is ``len(k)`` times the input (1.8 GB for a 1-megapixel
-    RGB pair); this uses only the output's memory and gives the same sums.
+    RGB pair); this uses only the output's memory and gives the same sums. Each output value is
+    ``(((z_0 k_0 + z_1 k_1) + z_2 k_2) + ...)`` with every product rounded, along H then W,
+    whatever ``N``, the layout or the thread count (element-wise operations only).
     """
     win = k.numel()
     h, w = z.shape[-2] - win + 1, z.shape[-1] - win + 1
     rows = z[:, 0:h, :] * k[0]
+    product = torch.empty_like(rows)
     for i in range(1, win):
-        rows += z[:, i:i + h, :] * k[i]
+        rows += torch.mul(z[:, i:i + h, :], k[i], out=product)
     out = rows[:, :, 0:w] * k[0]
+    product = torch.empty_like(out)
     for j in range(1, win):
-        out += rows[:, :, j:j + w] * k[j]
+        out += torch.mul(rows[:, :, j:j + w], k[j], out=product)
     return out
+
+
+@dataclass(frozen=True)
+class SSIMConvention:
+    """One reading of SSIM's filtered moments (Wang et al. 2004: Gaussian window sigma = 1.5,
+    11 x 11, K1 = 0.01, K2 = 0.03, population covariance): the SSIM conventions in use differ
+    only in the data range, the region averaged and a clamp, so that several of them can share
+    one filtering (:func:`ssim_conventions`).
+
+    Attributes:
+        region: ``"valid"``: the windows that lie inside the image, ``(H - 10) x (W - 10)``
+            values per channel (scikit-image's ``structural_similarity``); ``"reflect"``: every
+            pixel, the image reflect-padded by 5 (``torch.nn.functional.pad(mode="reflect")``,
+            torchmetrics' ``structural_similarity_index_measure``).
+        data_range: ``L`` of ``c1 = (K1 L)^2`` and ``c2 = (K2 L)^2``: a number (1.0 for
+            images in [0, 1]), or None for torchmetrics' default: the larger of the two
+            batches' max - min (over the whole batch, in the computation's dtype).
+        clamp_variance: variances below 0 (rounding) are set to 0 before the map, as
+            torchmetrics does; scikit-image leaves them.
+    """
+
+    region: str = "valid"
+    data_range: float | None = 1.0
+    clamp_variance: bool = False
+
+    def __post_init__(self):
+        if self.region not in ("valid", "reflect"):
+            raise ValueError(f"SSIM region must be 'valid' or 'reflect', got {self.region!r}")
+
+
+#: roundtrip's SSIM (scikit-image's convention, data range 1).
+VALID = SSIMConvention()
+#: torchmetrics' default SSIM (``StructuralSimilarityIndexMeasure()``: reflect padding, clamped
+#: variances, each update's own data range).
+REFLECT_OWN_RANGE = SSIMConvention("reflect", None, True)
 
 
 def ssim_batch(x: torch.Tensor, y: torch.Tensor, data_range: float = 1.0,
@@ -100,38 +142,137 @@ def ssim_batch(x: torch.Tensor, y: torch.Tensor, data_range: float = 1.0,
     Raises:
         ValueError: shapes differ or the image is smaller than the window.
     """
+    return ssim_conventions(x, y, [SSIMConvention("valid", data_range)], sigma, dtype)[0]
+
+
+def ssim_conventions(x: torch.Tensor, y: torch.Tensor, conventions: list[SSIMConvention],
+                     sigma: float = SSIM_SIGMA, dtype=torch.float64) -> list[torch.Tensor]:
+    """SSIM of each pair of a batch under several :class:`SSIMConvention` from one filtering:
+    the Gaussian-filtered means, variances and covariance of a pair are computed once and read
+    by every convention (a ``valid`` one reads the interior of a ``reflect`` one's maps: the
+    same windows). Each value is the one its convention gives alone, to the bit (tested).
+
+    The moments are filtered on values centered by the pair's per-channel mean (variances as
+    E[z^2] - E[z]^2 cancel catastrophically in float32 where the image is flat and bright,
+    white paper: 1 - 1; they are shift-invariant, and the means get the shift back for the
+    luminance term): float32 agrees with float64 to ~1e-5 at 4x the speed.
+
+    Args:
+        x, y: ``[B, C, H, W]`` tensors (for a ``reflect`` convention, ``y`` is torchmetrics'
+            ``target``; the map is symmetric in the two).
+        conventions: what to compute; at least one.
+        sigma: the Gaussian window's sigma (window side ``2 int(3.5 sigma + 0.5) + 1``).
+        dtype: computation precision (float32 or float64).
+
+    Returns:
+        One ``[B]`` float64 tensor per convention, in order: the mean over channels of the mean
+        over the region. A ``valid`` convention's mean is PyTorch's over the map laid out as
+        ``x`` (the value of the whole-image computation, to the bit); a ``reflect`` one's is
+        summed in float64 in a fixed order (the same bits at any thread count).
+
+    Raises:
+        ValueError: shapes differ or are not 4D; a side smaller than the window (``valid``) or
+            not larger than its radius (``reflect``); no convention.
+    """
     if x.shape != y.shape or x.ndim != 4:
         raise ValueError(f"expected equal [B, C, H, W] shapes, got {tuple(x.shape)}, {tuple(y.shape)}")
+    if not conventions:
+        raise ValueError("ssim_conventions needs at least one convention")
     k = _gaussian_kernel(sigma, SSIM_TRUNCATE, dtype).to(x.device)
     win = k.numel()
+    pad = win // 2
     b, c, h, w = x.shape
-    if h < win or w < win:
+    padded = any(cv.region == "reflect" for cv in conventions)
+    if any(cv.region == "valid" for cv in conventions) and (h < win or w < win):
         raise ValueError(f"image {h}x{w} smaller than the {win}x{win} SSIM window")
+    if padded and min(h, w) <= pad:
+        raise ValueError(f"SSIM's {win} x {win} window reflect-pads by {pad}: images need more "
+                         f"than {pad} pixels a side, got {h}x{w}")
     x = x.to(dtype).reshape(b * c, h, w)
     y = y.to(dtype).reshape(b * c, h, w)
-    # Variances as E[z^2] - E[z]^2 cancel catastrophically in float32 where the image is flat
-    # and bright (white paper: 1 - 1). They are shift-invariant, so compute them on values
-    # centered by the pair's per-channel mean; the means get the shift back for the luminance
-    # term. float32 then agrees with float64 to ~1e-5 (test) at 4x the speed.
+    consts = [_constants(cv, x, y) for cv in conventions]
     shift = ((x.mean(dim=(1, 2)) + y.mean(dim=(1, 2))) / 2)[:, None, None]
+    valid_maps = {i: _empty_in_layout_of(x, (b * c, h - win + 1, w - win + 1))
+                  for i, cv in enumerate(conventions) if cv.region == "valid"}
     x, y = x - shift, y - shift
-    c1, c2 = (SSIM_K1 * data_range) ** 2, (SSIM_K2 * data_range) ** 2
-    # The SSIM map is built in strips of output rows so that each strip's intermediates stay
-    # in the CPU cache (half the time of whole-image passes on a 1-megapixel image). Every
-    # value is an element-wise function of its window, computed in the same order either
-    # way, so the map and its mean are the same bits.
-    s = _empty_in_layout_of(x, (b * c, h - win + 1, w - win + 1))
-    for r0 in range(0, s.shape[1], _SSIM_STRIP):
-        r1 = min(s.shape[1], r0 + _SSIM_STRIP)
+    if padded:
+        x = F.pad(x[None], (pad, pad, pad, pad), mode="reflect")[0]
+        y = F.pad(y[None], (pad, pad, pad, pad), mode="reflect")[0]
+    # The maps are built in strips of output rows so that each strip's intermediates stay in
+    # the CPU cache (half the time of whole-image passes on a 1-megapixel image). Every value
+    # is an element-wise function of its window, computed in the same order either way. Row r
+    # of the filtered grid is image row r (reflect-padded) or r + pad (valid windows only).
+    sums = {i: np.zeros(b * c) for i, cv in enumerate(conventions) if cv.region == "reflect"}
+    offset = pad if padded else 0
+    grid_h = x.shape[1] - win + 1
+    for r0 in range(0, grid_h, _SSIM_STRIP):
+        r1 = min(grid_h, r0 + _SSIM_STRIP)
         xs, ys = x[:, r0:r1 + win - 1], y[:, r0:r1 + win - 1]
-        mx0, my0 = _blur_valid(xs, k), _blur_valid(ys, k)
-        vx = _blur_valid(xs * xs, k) - mx0 * mx0
-        vy = _blur_valid(ys * ys, k) - my0 * my0
-        cxy = _blur_valid(xs * ys, k) - mx0 * my0
-        mx, my = mx0 + shift, my0 + shift
-        s[:, r0:r1] = (((2 * mx * my + c1) * (2 * cxy + c2))
-                       / ((mx * mx + my * my + c1) * (vx + vy + c2)))
-    return s.mean(dim=(1, 2)).view(b, c).mean(dim=1).to(torch.float64)
+        moments = [_blur_valid(z, k) for z in (xs, ys, xs * xs, ys * ys, xs * ys)]
+        terms = _ssim_terms(moments, shift)
+        for i, cv in enumerate(conventions):
+            c1, c2 = consts[i]
+            if cv.region == "valid":
+                a0 = max(r0, offset) - r0
+                a1 = min(r1, offset + h - win + 1) - r0
+                if a1 > a0:
+                    inner = [t[:, a0:a1, offset:offset + w - win + 1] for t in terms]
+                    valid_maps[i][:, r0 + a0 - offset:r0 + a1 - offset] = _ssim_map(
+                        inner, c1, c2, cv.clamp_variance)
+            else:
+                s = _ssim_map(terms, c1, c2, cv.clamp_variance).contiguous()
+                # numpy's float64 sum of each plane: one thread, a fixed order
+                sums[i] += np.add.reduce(s.cpu().numpy().reshape(b * c, -1), axis=1,
+                                         dtype=np.float64)
+    out = []
+    for i, cv in enumerate(conventions):
+        if cv.region == "valid":
+            s = valid_maps[i]
+            value = s.mean(dim=(1, 2)).view(b, c).mean(dim=1).to(torch.float64)
+        else:
+            value = torch.from_numpy((sums[i] / (h * w)).reshape(b, c).mean(axis=1))
+        if cv.data_range is None and float(consts[i][1]) == 0.0:
+            # both batches constant: every window is 0 / 0 (torchmetrics: NaN), which float
+            # rounding of the moments would otherwise turn into an arbitrary number
+            value = torch.full_like(value, math.nan)
+        out.append(value.cpu())
+    return out
+
+
+def _constants(cv: SSIMConvention, x: torch.Tensor, y: torch.Tensor) -> tuple:
+    """``(c1, c2)`` of a convention: Python floats for a fixed range, 0-d tensors in the
+    computation's dtype for torchmetrics' default (its ``pow(k * data_range, 2)``, the range
+    ``max(preds.max() - preds.min(), target.max() - target.min())`` with ``x`` as preds).
+
+    Raises:
+        ValueError: a fixed range that is not positive.
+    """
+    if cv.data_range is not None:
+        if not cv.data_range > 0:
+            raise ValueError(f"SSIM data_range must be positive, got {cv.data_range}")
+        return (SSIM_K1 * cv.data_range) ** 2, (SSIM_K2 * cv.data_range) ** 2
+    data_range = max(x.max() - x.min(), y.max() - y.min())
+    return pow(SSIM_K1 * data_range, 2), pow(SSIM_K2 * data_range, 2)
+
+
+def _ssim_terms(moments, shift: torch.Tensor) -> tuple:
+    """The parts of the SSIM map that do not depend on the constants, from the filtered
+    moments of centered values ``(mx0, my0, E[x^2], E[y^2], E[xy])`` (the means get ``shift``
+    back): ``(2 mx my, mx^2 + my^2, 2 cov, var_x, var_y)``."""
+    mx0, my0, exx, eyy, exy = moments
+    vx, vy = exx - mx0 * mx0, eyy - my0 * my0
+    cxy = exy - mx0 * my0
+    mx, my = mx0 + shift, my0 + shift
+    return 2 * mx * my, mx * mx + my * my, 2 * cxy, vx, vy
+
+
+def _ssim_map(terms, c1, c2, clamp: bool) -> torch.Tensor:
+    """``((2 mx my + c1)(2 cov + c2)) / ((mx^2 + my^2 + c1)(var_x + var_y + c2))`` of
+    :func:`_ssim_terms`, the variances first clamped at 0 when ``clamp``."""
+    lum_num, lum_den, cs_num, vx, vy = terms
+    if clamp:
+        vx, vy = torch.clamp(vx, min=0.0), torch.clamp(vy, min=0.0)
+    return ((lum_num + c1) * (cs_num + c2)) / ((lum_den + c1) * (vx + vy + c2))
 
 
 def _empty_in_layout_of(x: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
@@ -144,8 +285,9 @@ def _empty_in_layout_of(x: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor
     return empty.permute([order.index(d) for d in range(x.dim())])
 
 
-#: Output rows per strip of :func:`ssim_batch` (128 rows of a 1024-pixel-wide RGB image in
-#: float32: about 1.5 MB per intermediate).
+#: Output rows per strip of :func:`ssim_conventions` (128 rows of a 1024-pixel-wide RGB image in
+#: float32: about 1.5 MB per intermediate; 32 or 64 rows, or the five moment maps filtered as
+#: one stack, were no faster).
 _SSIM_STRIP = 128
 
 

@@ -10,7 +10,14 @@ Two conventions side by side:
 * roundtrip's, at the size the model was scored at: ``psnr``, ``ssim`` (per item, data range 1,
   then the mean over items), ``psnr_pooled`` (one MSE over the set), and the earlier reading of
   the evaluator at that size, ``psnr_range`` (range max - min of the originals) and
-  ``ssim_pair_range`` (torchmetrics SSIM with each pair's own range).
+  ``ssim_pair_range`` (torchmetrics' default SSIM with each pair's own range, from the moments
+  that roundtrip's SSIM filters: :data:`~roundtrip.metrics.image_quality.REFLECT_OWN_RANGE`).
+
+Each SSIM is computed once per view and convention: at the scored size one filtering serves
+``ssim`` and ``ssim_pair_range`` (:func:`~roundtrip.metrics.image_quality.ssim_conventions`), at
+256 x 256 one filtering serves every batch range of ``ssim_vtbench``
+(:func:`~roundtrip.evals.vtbench.released.ssim_at_ranges`, torchmetrics' operations). Every
+value is the same at any thread count.
 
 Every manifest item gets a row: scored items carry numbers, the others carry ``status`` and the
 ``reason`` they could not be scored, so tables can say why a number is missing.
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -33,12 +41,18 @@ from roundtrip.evals.vtbench.released import (
     as_tensor,
     evaluated_view,
     released_order,
-    released_ssim,
     released_ssim_set,
     ssim_at_ranges,
     view_extremes,
 )
-from roundtrip.metrics.image_quality import mse, pooled_psnr, psnr_from_mse, ssim_batch
+from roundtrip.metrics.image_quality import (
+    REFLECT_OWN_RANGE,
+    VALID,
+    mse,
+    pooled_psnr,
+    psnr_from_mse,
+    ssim_conventions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,8 +70,9 @@ class ImageQualityScorer(ReconScorer):
     the released evaluator's SSIM at 256 x 256, ``ssim_vtbench``, and the per-pair-range SSIM at
     the scored size, ``ssim_pair_range``; the originals' value range in [0, 1] at both sizes) and
     ``set`` (pooled PSNR, the released evaluator's PSNR and SSIM, the earlier range PSNR, the
-    image size). ``options`` is unused. roundtrip's SSIM runs on the job's device when it is a
-    GPU (on the CPU it would take longer than a VAE's forward pass there), else on the CPU.
+    image size). ``options`` is unused. The SSIMs at the scored size run on the job's device
+    when it is a GPU (on the CPU they would take longer than a VAE's forward pass there), else
+    on the CPU.
 
     Records: a dict of the row's values, the evaluated pair's :meth:`ReleasedPSNR.pair_stats`
     (``released``) and its SSIM at every batch range (``ssim_ranges``:
@@ -135,14 +150,43 @@ def score_image_quality_files(manifest_path: str | Path, status_path: str | Path
                               recon_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:class:`ImageQualityScorer`'s two frames of a finished reconstruction, from its files.
 
+    With ``n`` > 1 torch threads (``torch.get_num_threads()``), ``n`` threads each decode and
+    score a pair at a time, PyTorch's own threads set to 1 for the call (and restored): a pair's
+    many small tensor operations would otherwise wait on each other's threads, and decoding
+    runs beside scoring. With one thread it decodes and scores in turn. The values are the same
+    either way, to the bit (every sum runs in one thread's order).
+
     Returns:
         ``(per-item frame with IMAGE_QUALITY_COLUMNS, set rows of set_image_quality)``.
     """
     scorer = ImageQualityScorer(None, {})
     items = [i.without_images() for i in iter_recon_items(manifest_path, status_path, recon_dir)]
-    records = [scorer.score([item])[0] for item in items]
+    threads = torch.get_num_threads()
+    if threads > 1:
+        torch.set_num_threads(1)
+        try:
+            with ThreadPoolExecutor(threads, thread_name_prefix="image-quality") as pool:
+                records = list(pool.map(lambda item: scorer.score([_with_images(item)])[0],
+                                        items))
+        finally:
+            torch.set_num_threads(threads)
+    else:
+        records = [scorer.score([item])[0] for item in items]
     per_item, released = image_quality_rows(items, records)
     return per_item, set_image_quality(per_item, released)
+
+
+def _with_images(item: ReconItem) -> ReconItem:
+    """The item with both images decoded into memory; unchanged when it was not reconstructed
+    or a file does not decode (the scorer then reads it and records why)."""
+    if item.status != "ok":
+        return item
+    try:
+        return ReconItem(item.item_id, item.status, item.reason, item.reference,
+                         item.reconstruction, item.read_reference(), item.read_reconstruction(),
+                         item.fields)
+    except (ImageReadError, ValueError):
+        return item
 
 
 def _score_item(original: np.ndarray, reconstruction: np.ndarray, device=None) -> dict:
@@ -150,18 +194,23 @@ def _score_item(original: np.ndarray, reconstruction: np.ndarray, device=None) -
     m = mse(x, y)
     tx = torch.from_numpy(x).permute(2, 0, 1)[None]
     ty = torch.from_numpy(y).permute(2, 0, 1)[None]
-    pair_range = released_ssim(ty, tx)  # the evaluator's SSIM at this size, its own range
     if device is not None:
         tx, ty = tx.to(device), ty.to(device)
-    # float32 SSIM: within 1e-5 of float64/scikit-image (centered moments), 4x faster
-    ssim = float(ssim_batch(tx, ty, dtype=torch.float32)[0])
+    # at the scored size, from one filtering of the pair: roundtrip's SSIM (float32, centered
+    # moments: within 1e-5 of scikit-image) and torchmetrics' default SSIM with the pair's own
+    # range (the earlier reading of the evaluator at this size)
+    ssim, pair_range = (float(v[0]) for v in ssim_conventions(
+        ty, tx, [VALID, REFLECT_OWN_RANGE], dtype=torch.float32))
     # what the released evaluator scores: both images at 256 x 256 (the model's input size
-    # does not matter there)
+    # does not matter there), torchmetrics' operations to the bit
     vx, vy = evaluated_view(original), evaluated_view(reconstruction)
     stats = ReleasedPSNR.pair_stats(as_tensor(vy), as_tensor(vx))
     k0, at_ranges = ssim_at_ranges(vy, vx)
+    scale = float(np.iinfo(original.dtype).max)
+    ref_min = float(np.float32(original.min()) / np.float32(scale))
+    ref_max = float(np.float32(original.max()) / np.float32(scale))
     return {"psnr": psnr_from_mse(m), "ssim": ssim, "mse": m, "n_values": x.size,
-            "ssim_pair_range": pair_range, "ref_min": float(x.min()), "ref_max": float(x.max()),
+            "ssim_pair_range": pair_range, "ref_min": ref_min, "ref_max": ref_max,
             "mse_vtbench": stats[0] / stats[1], "n_values_vtbench": stats[1],
             "ref_min_vtbench": stats[2], "ref_max_vtbench": stats[3],
             "height": x.shape[0], "width": x.shape[1], "released": stats,
@@ -170,12 +219,14 @@ def _score_item(original: np.ndarray, reconstruction: np.ndarray, device=None) -
 
 def range_psnr(ok: pd.DataFrame) -> float:
     """roundtrip's earlier reading of the released PSNR, at the scored size: one MSE over the
-    set and the range max - min of the originals (``psnr_range``); NaN with no item."""
+    set and the range max - min of the originals (``psnr_range``); NaN with no item, and where
+    every original is one flat colour (a range of 0 has no PSNR)."""
     if ok.empty or "ref_max" not in ok:
         return math.nan
     n = ok["n_values"].to_numpy(dtype=np.float64)
     m = float((ok["mse"].to_numpy(dtype=np.float64) * n).sum() / n.sum())
-    return psnr_from_mse(m, float(ok["ref_max"].max() - ok["ref_min"].min()))
+    value_range = float(ok["ref_max"].max() - ok["ref_min"].min())
+    return psnr_from_mse(m, value_range) if value_range > 0 else math.nan
 
 
 def set_image_quality(per_item: pd.DataFrame,

@@ -28,7 +28,10 @@ parameters; the authors' released code (github.com/xingjianleng/VTBench @ 01368b
 
 roundtrip reproduces these operations without importing torchmetrics at run time (importing it
 loads torchvision, transformers and scipy.signal: seconds in every job); the tests compare the
-values with the authors' code run on the same inputs.
+values with the authors' code run on the same inputs. Its sums run in one thread's order at any
+thread count, so its values are the same bits at 1 thread (the ``portable`` mode) and at more:
+torchmetrics' at one thread; torchmetrics itself, at more threads, sums a batch of a single
+image in another order (its last bits, within 2e-7 in SSIM).
 """
 from __future__ import annotations
 
@@ -100,6 +103,22 @@ def as_tensor(view: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.array(view, dtype=np.uint8)).permute(2, 0, 1)[None].float().div(255)
 
 
+def _one_thread_sum(values: torch.Tensor) -> torch.Tensor:
+    """The sum of every value of ``values`` (a 0-d tensor of its dtype) in the order one thread
+    sums it, at any thread count: PyTorch splits a sum with a single output between its threads (a
+    two-pass reduction, another order), and sums several rows one row per thread in one
+    thread's order, so the values are summed as the first of two identical rows, in the
+    order they lie in memory (where one thread sums a whole tensor).
+
+    Args:
+        values: any tensor whose elements fill their memory (contiguous in some dimension
+            order, as an element-wise result is).
+    """
+    order = sorted(range(values.dim()), key=lambda d: values.stride(d), reverse=True)
+    row = values.permute(order).reshape(1, -1)
+    return torch.cat((row, row)).sum(dim=1)[0]
+
+
 def _check(reconstruction: torch.Tensor, original: torch.Tensor) -> None:
     if reconstruction.shape != original.shape or reconstruction.ndim != 4:
         raise ValueError("the released evaluator compares images of one size: got "
@@ -139,7 +158,7 @@ class ReleasedPSNR:
         """
         _check(reconstruction, original)
         diff = reconstruction.double() - original.double()
-        return (float((diff * diff).sum()), diff.numel(), float(original.min()),
+        return (float(_one_thread_sum(diff * diff)), diff.numel(), float(original.min()),
                 float(original.max()))
 
     def add(self, stats: tuple) -> None:
@@ -211,8 +230,11 @@ def _ssim_per_image(moments: tuple, data_range: torch.Tensor) -> torch.Tensor:
 
 def released_ssim(reconstruction: torch.Tensor, original: torch.Tensor) -> float:
     """SSIM of one update with torchmetrics' defaults: ``data_range`` = the larger of the two
-    tensors' max minus min, the mean of the per-image values (bit for bit torchmetrics' on CPU;
-    tested). roundtrip's *per-pair range* column (each pair its own update) at the model's size.
+    tensors' max minus min, the mean of the per-image values (bit for bit torchmetrics' on CPU at
+    one thread; tested): the operations :func:`ssim_at_ranges` runs, at one range. (The
+    *per-pair range* column, each pair its own update at the model's size, is computed from
+    the moments roundtrip's own SSIM filters:
+    :data:`roundtrip.metrics.image_quality.REFLECT_OWN_RANGE`.)
 
     Args:
         reconstruction: ``[B, C, H, W]`` (``preds``), computed in float32.
@@ -264,14 +286,23 @@ def ssim_at_ranges(reconstruction: np.ndarray, original: np.ndarray) -> tuple[in
     # are broadcast along the batch dimension in chunks: the same element-wise operations per
     # range, so the same bits as one range at a time, at a fraction of the time.
     ranges = torch.arange(k0, 256, dtype=torch.float32).div(255)
-    values = torch.cat([_ssim_per_image(moments, chunk.reshape(-1, 1, 1, 1))
-                        for chunk in ranges.split(_RANGE_CHUNK)])
+    values = torch.cat([_per_range(moments, chunk) for chunk in ranges.split(_RANGE_CHUNK)])
     return k0, values.numpy().astype(np.float32)
 
 
-#: Data ranges evaluated at once by :func:`ssim_at_ranges` (a chunk of 16 ranges of a 256 x 256
-#: RGB pair: 12 MB per intermediate).
-_RANGE_CHUNK = 16
+def _per_range(moments: tuple, ranges: torch.Tensor) -> torch.Tensor:
+    """:func:`_ssim_per_image` of one pair's moments at each of ``ranges`` (``[n]``), one map
+    row per range. A lone range is evaluated twice over: PyTorch sums a single row in a
+    thread-dependent order (:func:`_one_thread_sum`), several rows each in one thread's order, so
+    every value is the one-thread value at any thread count."""
+    lone = len(ranges) == 1
+    values = _ssim_per_image(moments, (ranges.repeat(2) if lone else ranges).reshape(-1, 1, 1, 1))
+    return values[:1] if lone else values
+
+
+#: Data ranges evaluated at once by :func:`ssim_at_ranges` (4 ranges of a 256 x 256 RGB pair:
+#: 3 MB per intermediate, which stay in the CPU cache; 16 took 6x as long).
+_RANGE_CHUNK = 4
 
 
 def released_ssim_set(records: list[tuple[int, np.ndarray, tuple]]) -> tuple[float, list[float]]:
