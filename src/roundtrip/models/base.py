@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from roundtrip.core.limits import time_limit
 from roundtrip.models.diagnosis import diagnose
 from roundtrip.models.outputs import (DEFAULT_TOLERANCE, OutputError, reconstruction_defects,
                                       repeat_defect, token_defects)
@@ -123,8 +124,8 @@ class Adapter(ABC):
         return latent, self.decode(latent)
 
     @torch.no_grad()
-    def reconstruct_items(self, x: torch.Tensor, seeds: list[int] | None = None
-                          ) -> tuple[torch.Tensor | None, list[str]]:
+    def reconstruct_items(self, x: torch.Tensor, seeds: list[int] | None = None,
+                          limit_s: float | None = None) -> tuple[torch.Tensor | None, list[str]]:
         """:meth:`round_trip` of ``x`` with every item checked: the reconstruction
         (:func:`~roundtrip.models.outputs.reconstruction_defects`: shape, finite values, the value
         range within :attr:`output_tolerance`), the convention mistakes a simple fix would
@@ -136,15 +137,21 @@ class Adapter(ABC):
             x: float32 ``[B, C, H, W]`` (or ``[B, C, D, H, W]``) in ``[-1, 1]``.
             seeds: for a :attr:`stochastic` model, one seed per item: each item is then
                 reconstructed alone under its seed (:func:`seeded`). Ignored otherwise.
+            limit_s: seconds the model's forward pass may take (each item's, for a stochastic
+                model), the checks apart; None: no limit.
 
         Returns:
             ``(y, reasons)``: float32 ``y`` of ``x``'s shape clamped to ``[-1, 1]`` (None where the
             whole batch failed), and one reason per item, ``""`` for an item that passed (the
             values of a failed item are not to be used).
+
+        Raises:
+            roundtrip.core.limits.TimeLimitExceeded: the forward pass ran past ``limit_s``.
         """
         if self.stochastic and seeds is not None:
-            return self._reconstruct_seeded(x, seeds)
-        latent, y = self.round_trip(x)
+            return self._reconstruct_seeded(x, seeds, limit_s)
+        with time_limit(limit_s):
+            latent, y = self.round_trip(x)
         info = self.info()
         reasons = reconstruction_defects(x, y, self.name, info.downsample, self.output_tolerance)
         if info.family != "api" and any(not r for r in reasons):
@@ -183,7 +190,7 @@ class Adapter(ABC):
             again = again.float().clamp(-1.0, 1.0)
         return repeat_defect(y[:1], again, self.name, self.stochastic)
 
-    def _reconstruct_seeded(self, x: torch.Tensor, seeds: list[int]
+    def _reconstruct_seeded(self, x: torch.Tensor, seeds: list[int], limit_s: float | None
                             ) -> tuple[torch.Tensor | None, list[str]]:
         """:meth:`reconstruct_items` of each item alone under its seed (a failed item's values
         are zeros)."""
@@ -192,7 +199,7 @@ class Adapter(ABC):
         ys, reasons = [], []
         for i, s in enumerate(seeds):
             with seeded(s):
-                y, why = self.reconstruct_items(x[i:i + 1])
+                y, why = self.reconstruct_items(x[i:i + 1], limit_s=limit_s)
             ys.append(y if y is not None else torch.zeros_like(x[i:i + 1]))
             reasons += why
         if all(reasons):

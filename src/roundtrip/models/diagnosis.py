@@ -18,15 +18,20 @@ A fix *explains* the error when it raises the PSNR by at least :data:`MIN_GAIN_D
 mean squared error at least halved: the fix accounts for most of the error) and the SSIM by at
 least :data:`MIN_SSIM_GAIN`, and the fixed output correlates with its input (Pearson's r at
 least :data:`MIN_FIXED_CORRELATION`: an output unrelated to its input has nothing a fix could
-explain). A shift needs less, :data:`MIN_SHIFT_GAIN_DB` (one pixel costs a
-25 dB model only 1 to 2 dB), because an unshifted model is always best aligned as it is: for
-JPEG, resampling and blurring autoencoders every shift loses PSNR. Over several images at once
-(:func:`diagnose_set`, the probe), the errors are pooled and the shift must be one for all. The test is "a simple fix explains most of the error", never "the
-error is large": a deliberately lossy model (JPEG at quality 10, a blurring autoencoder) gains
-nothing from any of these fixes and is never flagged. An item whose input is nearly flat
-(standard deviation below :data:`MIN_INPUT_STD`, where a flip or a shift changes nothing and a
-range change cannot be told from a colour cast) or whose reconstruction is already close
-(PSNR at least :data:`MAX_PSNR_DB`) is not judged.
+explain). A value-range fix also needs the output's values to lie as that mistake puts them
+(:data:`RANGE_QUANTILE`, :data:`RANGE_SLACK`): none below 0 for outputs in ``[0, 1]``, some
+below -1 for outputs mapped twice; a page reconstructed too grey is a poor model, not a range
+mistake. A shift needs less, :data:`MIN_SHIFT_GAIN_DB` (one pixel costs a 25 dB model only 1
+to 2 dB), because an unshifted model is always best aligned as it is: for JPEG, resampling and
+blurring autoencoders every shift loses PSNR. Over several images at once
+(:func:`diagnose_set`, the probe), the errors are pooled and the shift must be one for all.
+
+The test is "a simple fix explains most of the error", never "the error is large": a
+deliberately lossy model (JPEG at quality 10, a blurring autoencoder) gains nothing from any of
+these fixes and is never flagged. An item whose input is nearly flat (standard deviation below
+:data:`MIN_INPUT_STD`, where a flip or a shift changes nothing and a range change cannot be
+told from a colour cast) or whose reconstruction is already close (PSNR at least
+:data:`MAX_PSNR_DB`) is not judged.
 
 To keep the cost per item small, the comparison reads a centred crop of at most
 :data:`CROP` pixels a side (symmetric, so that a flip of the crop is the crop of the flip),
@@ -50,6 +55,13 @@ MIN_GAIN_DB = 3.0
 MIN_SHIFT_GAIN_DB = 1.0
 #: The same over several images pooled (the probe), where the shift must be the same for all.
 MIN_SET_SHIFT_GAIN_DB = 0.5
+#: A value-range fix also needs the output's values to look like that range, as the share
+#: :data:`RANGE_QUANTILE` of its lowest values says: outputs in ``[0, 1]`` go no lower than
+#: ``-RANGE_SLACK``; outputs mapped twice (``2 y - 1`` of a ``[-1, 1]`` output) reach below
+#: ``-1 - 5 RANGE_SLACK`` wherever the input is darker than mid-grey. A model whose outputs are
+#: merely too dark or too bright (a white page reconstructed grey) is neither.
+RANGE_QUANTILE = 0.01
+RANGE_SLACK = 0.02
 #: The correlation with the input that a fixed output must reach: a value-range fix is affine
 #: and changes no correlation, so an output unrelated to its input (a constant, noise) moved
 #: closer in mean (a dark image and a grey output) explains nothing.
@@ -216,6 +228,7 @@ class _Compared:
     m: int
     mse: dict
     shifts: torch.Tensor | None
+    low: float = 0.0  # the RANGE_QUANTILE quantile of the output's values
 
 
 def _compared(x: torch.Tensor, y: torch.Tensor) -> list[_Compared | None]:
@@ -238,7 +251,9 @@ def _compare(x: torch.Tensor, y: torch.Tensor) -> _Compared | None:
     mse = {"": float(((y[inner] - target) ** 2).mean())}
     mse |= {name: float(((c[inner] - target) ** 2).mean())
             for name, c in _candidates(y).items()}
-    return _Compared(target, y[inner], y, m, mse, _shift_distances(target, y, m) if m else None)
+    low = float(torch.quantile(y.flatten()[::max(1, y.numel() // 65536)], RANGE_QUANTILE))
+    return _Compared(target, y[inner], y, m, mse, _shift_distances(target, y, m) if m else None,
+                     low)
 
 
 def _decide(items: list[_Compared], pooled: bool = False) -> Finding | None:
@@ -249,6 +264,10 @@ def _decide(items: list[_Compared], pooled: bool = False) -> Finding | None:
         return None
     fixes = {name: (_psnr(sum(c.mse[name] for c in items) / len(items)), (0, 0))
              for name in items[0].mse if name and all(name in c.mse for c in items)}
+    if any(c.low < -RANGE_SLACK for c in items):
+        fixes.pop("range_unit")  # values below 0: not a [0, 1] output
+    if any(c.low > -1.0 - 5 * RANGE_SLACK for c in items):
+        fixes.pop("range_inverse")  # nothing below -1: not mapped twice
     if all(c.shifts is not None for c in items):
         shift = _best_of(sum(c.shifts for c in items))
         mse = sum(float(((_shifted_back(c.full, shift, c.m) - c.target) ** 2).mean())

@@ -50,7 +50,8 @@ from roundtrip.models import Adapter, build_model, item_seed
 log = logging.getLogger(__name__)
 
 #: Columns of ``status.csv`` (and the shard status files): ``seconds`` is the item's share of its
-#: batch's forward pass (wall clock; a read or resize failure has 0), ``size`` the model's input
+#: batch's time in the model, its output checks included (wall clock; a read or resize failure
+#: has 0), ``size`` the model's input
 #: ``HxW``, ``seed`` the item's seed for a stochastic model (:func:`roundtrip.models.item_seed`;
 #: empty otherwise). The seconds differ from run to run; no table reads them.
 STATUS_COLUMNS = ["item_id", "status", "reason", "reference", "seconds", "size", "seed"]
@@ -445,10 +446,11 @@ def _run_batch(model: Adapter, batch, repeats: dict[str, str] | None = None) -> 
     size = f"{x.shape[2]}x{x.shape[3]}"
     x = (x * 2.0 - 1.0).to(model.device)
     seeds = [item_seed(model.seed, i) for i, _, _ in batch] if model.stochastic else None
-    limit = model.item_timeout_s * len(batch) if model.item_timeout_s else None
+    # the limit is the forward pass's (a stochastic model's items run one by one, each its own)
+    limit = (model.item_timeout_s * (1 if seeds else len(batch)) if model.item_timeout_s
+             else None)
     try:
-        with time_limit(limit):
-            y, defects = model.reconstruct_items(x, seeds)
+        y, defects = model.reconstruct_items(x, seeds, limit)
         seconds = (time.perf_counter() - t0) / len(batch)
         if repeats is not None and size not in repeats and len(repeats) < REPEAT_SIZES \
                 and y is not None and not defects[0]:

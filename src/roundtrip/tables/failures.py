@@ -81,7 +81,7 @@ class Slowness:
         model, dataset: the names in the config.
         slow_size, fast_size: model input sizes ``HxW`` (``status.csv``'s ``size``).
         slow_seconds, fast_seconds: median seconds per item at each (``status.csv``'s
-            ``seconds``: the item's share of its batch's forward pass).
+            ``seconds``: the item's share of its batch's time in the model).
         ratio: how many times longer per pixel at ``slow_size``.
         items: items at ``slow_size``.
     """
