@@ -73,10 +73,12 @@ rule all:
         PLAN.targets(),
 
 
-# API usage of this run, summed, and the items that failed (rules/common.smk).
+# API usage of this run, summed, and the items that failed (rules/common.smk); then exit status 1
+# where an endpoint went down or a reader's errors exceed its share (end_of_run).
 onsuccess:
     report_api_usage()
     report_item_failures()
+    end_of_run()
 
 
 onerror:

@@ -80,6 +80,36 @@ def report_item_failures():
             print(f"  {s.line()}", file=sys.stderr)
 
 
+# Checks of a run's results, each a function giving why they are not whole (one line each; none:
+# whole): an evaluation's rules add theirs (a reader whose errors exceed its share). end_of_run
+# reads them.
+RUN_CHECKS = []
+
+
+def end_of_run():
+    """At the end of a successful run (every table and the report written): where an endpoint
+    went down during the run (the usage ledger) or a check of RUN_CHECKS has lines, print them
+    and exit with status 1, the last console line saying why; run.tolerate_reader_errors: true
+    prints the same lines and keeps exit status 0."""
+    from roundtrip.api.usage import USAGE_LEDGER, endpoints_went_down
+
+    problems = [f"endpoint down: {line}"
+                for line in endpoints_went_down(USAGE_LEDGER, RUN_STARTED)]
+    for check in RUN_CHECKS:
+        problems += check()
+    if not problems:
+        return
+    for line in problems:
+        print(f"[roundtrip] {line}", file=sys.stderr)
+    what = (f"{len(problems)} problems (above)" if len(problems) > 1 else problems[0])
+    if RUN.get("tolerate_reader_errors"):
+        print(f"[roundtrip] exit status 0 despite {what}: run.tolerate_reader_errors is true",
+              file=sys.stderr, flush=True)
+        return
+    sys.exit(f"[roundtrip] exit status 1: {what}; every table and the report are written "
+             "(run.tolerate_reader_errors: true exits 0)")
+
+
 def report_table(name, category, subcategory=None, caption_file=None):
     """The CSV, Markdown and LaTeX files of table ``name`` and its provenance record; the CSV
     goes into Snakemake's report with the caption report/{name}.rst (``caption_file``: an

@@ -130,11 +130,15 @@ class FakeOpenAI:
         srv = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # connections kept open, as a real server does
+            disable_nagle_algorithm = True  # headers and body go out at once (no 40 ms stall)
+
             def log_message(self, *args):  # quiet
                 pass
 
             def do_GET(self):  # noqa: N802 - http.server API
                 if srv.dead:
+                    self.close_connection = True
                     return  # the connection closes without an answer
                 with srv._lock:
                     srv.probes += 1
@@ -148,6 +152,7 @@ class FakeOpenAI:
                 if srv.dead:
                     with srv._lock:
                         srv.outcomes["dropped"] += 1
+                    self.close_connection = True
                     return  # the connection closes without an answer
                 srv._flight(+1)
                 try:

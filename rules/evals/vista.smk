@@ -36,6 +36,8 @@ for ANSWER_RULE, ANSWER_READERS, IN_PROCESS_RULE in VISTA.answer_rules():
             extraction=VISTA.section.get("extraction", "release"),
             prompt_layout=VISTA.section.get("prompt_layout", "release"),
             reask=lambda wc: VISTA.reask(wc.reader, wc.model, wc.dataset),
+            # later runs that ask again a request malformed on every attempt (answers.py)
+            max_reask_runs=config["api"]["max_reask_runs"],
         log:
             "logs/vista_answers/{reader}/{model}/{dataset}.log",
         benchmark:
@@ -53,6 +55,11 @@ for ANSWER_RULE, ANSWER_READERS, IN_PROCESS_RULE in VISTA.answer_rules():
             "../../envs/roundtrip.yaml"
         script:
             "../../scripts/vista_answers.py"
+
+
+# The end of a run exits with status 1 where a reader's errors exceed vista.max_error_share
+# (rules/common.smk, end_of_run; run.tolerate_reader_errors keeps 0).
+RUN_CHECKS.append(VISTA.error_problems)
 
 
 rule vista_tables:

@@ -1,6 +1,7 @@
 # The report: reconstruction galleries (VTBench Figs. 4, 5), then one PDF with every
 # table, figure and the provenance of the run. Each table's provenance record is written by the
 # rule that writes the table (report_table in rules/common.smk names it as an output).
+from roundtrip.api.endpoint import config_without_transport
 from roundtrip.core.config import config_paths
 from roundtrip.workflow.verify import RUN_RECORD, TABLES_FOLDER, run_record_text
 
@@ -86,7 +87,9 @@ rule report_pdf:
         # read for page 1's failed items; the tables that depend on them are inputs already
         status_files=PLAN.status_files(),
         commit=git_commit(),
-        config=config,
+        # without the endpoints' transport settings (how answers are fetched, never which):
+        # changing them does not remake the report
+        config=config_without_transport(config),
         weights_cache=config["metrics"]["weights_cache"],
         galleries={
             d: {"manifest": PLAN.galleries.paths(d)["manifest"], "figure": f}

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from roundtrip.api.client import Endpoint, MissingApiKey
+from roundtrip.api.endpoint import Endpoint
+from roundtrip.api.errors import MissingApiKey
 
 #: The ``type`` of a chat use that runs its model in process (no endpoint).
 IN_PROCESS = "transformers"

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from roundtrip.api.client import DEFAULT_CACHE_DIR
+from roundtrip.api.endpoint import DEFAULT_CACHE_DIR
 from roundtrip.core.registry import build_registered
 from roundtrip.readers.question_family import CATEGORIES, Unsolvable, solve
 from roundtrip.readers.transformers_vlm import ChatVLM, _InProcessReader
@@ -127,8 +127,11 @@ class Question:
         text: the pure-text prompt: question, then one ``X. option`` line per option.
         hint: context text printed before the question (VLMEvalKit's ``hint``), may be empty.
         options: ``[(letter, text)]``; empty for an open question.
-        images: the item's own images (``(H, W, 3)`` uint8), none for unimodal questions.
-        question_image: the rendered question (VT mode), ``(H, W, 3)`` uint8.
+        images: the item's own images (``(H, W, 3)`` uint8, or for an endpoint reader
+            :class:`roundtrip.api.images.ImageFile` objects, read when the request is built),
+            none for unimodal questions.
+        question_image: the rendered question (VT mode), ``(H, W, 3)`` uint8 or an
+            :class:`~roundtrip.api.images.ImageFile`.
         ocr_text: what the OCR engine read from ``question_image`` (OCR readers, VT mode).
         message: the text part of the request as the evaluation lays it out, instruction
             included; None: the reader's own layout (:func:`hint_prefix`, the text, a blank
@@ -138,8 +141,8 @@ class Question:
     text: str
     hint: str = ""
     options: list[tuple[str, str]] = field(default_factory=list)
-    images: list[np.ndarray] = field(default_factory=list)
-    question_image: np.ndarray | None = None
+    images: list = field(default_factory=list)
+    question_image: object = None
     ocr_text: str | None = None
     message: str | None = None
 
@@ -148,12 +151,17 @@ def _instruction(prompts: dict, mode: str, open_question: bool) -> str:
     return OPEN_INSTRUCTION[mode] if open_question else prompts[mode]
 
 
-def _image_parts(images: list[np.ndarray]) -> list[dict]:
-    from roundtrip.api.client import image_data_url
-    from roundtrip.api.images import png_bytes
+def _image_parts(images: list) -> list[dict]:
+    """Chat image parts of ``(H, W, 3)`` arrays (PNG-encoded) or image files (sent as they are
+    where they are 8-bit RGB PNGs, :class:`roundtrip.api.images.ImageFile`).
 
-    return [{"type": "image_url", "image_url": {"url": image_data_url(png_bytes(im))}}
-            for im in images]
+    Raises:
+        ImageReadError: an image file that cannot be read.
+    """
+    from roundtrip.api.images import ImageFile, image_data_url, png_bytes
+
+    return [{"type": "image_url", "image_url": {"url": image_data_url(
+        im.png() if isinstance(im, ImageFile) else png_bytes(im))}} for im in images]
 
 
 def hint_prefix(q: Question) -> str:
@@ -190,9 +198,12 @@ def resolve_prompts(prompt: str | dict | None) -> dict[str, str]:
 
 
 class _ChatAnswerer:
-    """Shared by the endpoint readers: client, model, decoding settings."""
+    """Shared by the endpoint readers: client, model, decoding settings. They take image files
+    (``sends_files``: read and encoded by the worker that builds each request) and are asked on
+    their endpoint's :attr:`workers` (``roundtrip.api.client.ApiClient.workers``)."""
 
     needs_ocr = False
+    sends_files = True
 
     def __init__(self, endpoint: dict, model: str, prompt: str | dict | None = None,
                  max_tokens: int = 256, temperature: float = 0.0, decoding: dict | None = None,
@@ -208,7 +219,23 @@ class _ChatAnswerer:
 
     @property
     def concurrency(self) -> int:
+        """``concurrency`` of the reader's endpoint: requests in flight at once."""
         return int(self.endpoint.get("concurrency", 4))
+
+    @property
+    def workers(self) -> int:
+        """Threads that ask this reader's questions, as its endpoint client's
+        (:func:`roundtrip.api.scheduler.item_workers`: twice the concurrency)."""
+        from roundtrip.api.scheduler import item_workers
+
+        return item_workers(self.concurrency)
+
+    def stopped(self):
+        """The error of a question not asked once the endpoint is found down
+        (:meth:`roundtrip.api.client.ApiClient.stopped`), else None."""
+        from roundtrip.api.client import stopped
+
+        return stopped(self.endpoint)
 
     def _chat(self, content: list[dict]) -> str:
         from roundtrip.api.client import client_for

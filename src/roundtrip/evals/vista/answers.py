@@ -16,29 +16,38 @@ outside what the reader answers at all, ``reason`` starting with :data:`OUT_OF_S
 of accuracies, counted in footnotes).
 
 A reader with ``answer_many`` (run in process, batched) is asked its questions a batch at a
-time, requests with as many images together; the others one question at a time on
-``concurrency`` workers (:func:`roundtrip.api.client.pool_map`: a request waiting for its retry
-does not hold a worker). The job logs its progress (:class:`roundtrip.core.progress.Progress`;
-on an endpoint every retry is one more request to make, so the time left counts them).
+time, requests with as many images together; the others one question at a time on the reader's
+``workers`` threads (:func:`roundtrip.api.scheduler.pool_map`; an endpoint reader's are twice
+its ``concurrency``, so that the endpoint keeps ``concurrency`` requests in flight while some
+wait for a retry). An endpoint reader is given its images as files
+(:class:`roundtrip.api.images.ImageFile`), read by the worker that builds the request, so that a
+cached answer costs no decoding. Once the reader's endpoint is found down, the questions not yet
+asked are error rows at once. The job logs its progress (:class:`roundtrip.core.progress.
+Progress`).
 
 Errors are asked again by the next run of the job: failed requests are not cached, and
 :func:`write_answers` keeps a record beside ``answers.csv`` (:data:`REASK_FILE`) that changes
-whenever a run leaves errors; the workflow passes it to the job as a parameter
+whenever a run leaves errors to ask again; the workflow passes it to the job as a parameter
 (:func:`reask_marker`), so Snakemake runs the job again, which sends only the requests whose
-answers are not cached.
+answers are not cached. A request malformed on every attempt of a run (the failure of the
+request, not of the endpoint) is asked again by at most ``api.max_reask_runs`` later runs of
+the job (:func:`exhausted`); then it stays an error with its reason, is not asked again and no
+longer makes the job run again.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
-import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
 
 import pandas as pd
 
+from roundtrip.api.errors import MALFORMED
+from roundtrip.api.images import ImageFile
 from roundtrip.core.imaging import ImageReadError, read_image
 from roundtrip.core.progress import Progress
 from roundtrip.evals.vista.extract import (
@@ -71,6 +80,8 @@ IMAGE_CACHE_QUESTIONS = 64
 REASK_FILE = "reask.json"
 #: :func:`reask_marker` of a job none of whose runs left an error.
 NO_ERRORS = "no errors to ask again"
+#: In the reason of an error row no later run asks again (:func:`write_answers`).
+NOT_ASKED_AGAIN = "not asked again"
 
 
 def error_reason(exc: BaseException) -> str:
@@ -81,44 +92,115 @@ def error_reason(exc: BaseException) -> str:
     return f"{kind}: {exc}"[:300]
 
 
-def write_answers(rows: pd.DataFrame, path: str | Path) -> int:
-    """Write an answer job's rows to ``path`` (``answers.csv``) and, where some are errors,
-    a new :data:`REASK_FILE` beside it, so that the next run of the workflow runs the job again
-    (:func:`reask_marker`); a run without errors leaves the record as it is (a run after it
-    then has nothing to do).
+def job_fingerprint(params: dict, inputs=()) -> str:
+    """What an answer job's re-ask record belongs to: the hex SHA-256 of its tracked parameters
+    (``params``: reader, judge, extraction, prompt layout; JSON with sorted keys) and of the bytes
+    of its input files (manifest, reconstruction status, OCR). A record of another fingerprint
+    (a reader, prompt or question set changed) counts nothing (:func:`exhausted`)."""
+    h = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode())
+    for path in inputs:
+        h.update(Path(path).read_bytes())
+    return h.hexdigest()
+
+
+def _record(answers_csv: str | Path) -> dict:
+    """The :data:`REASK_FILE` beside ``answers_csv``, or ``{}`` (none, or damaged)."""
+    try:
+        record = json.loads(Path(answers_csv).with_name(REASK_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _row_key(mode: str, item_id: str) -> str:
+    return f"{mode}/{item_id}"
+
+
+def exhausted(answers_csv: str | Path, fingerprint: str, max_reask_runs: int) -> dict:
+    """The jobs not to ask again: ``{(mode, item_id): reason}`` of the requests malformed on
+    every attempt of ``1 + max_reask_runs`` runs in a row of this job (the first and
+    ``api.max_reask_runs`` later ones), from the :data:`REASK_FILE` beside ``answers_csv`` when
+    its fingerprint is ``fingerprint`` (:func:`job_fingerprint`); each keeps its last reason."""
+    record = _record(answers_csv)
+    if record.get("fingerprint") != fingerprint:
+        return {}
+    out = {}
+    for key, item in (record.get("items") or {}).items():
+        if int(item.get("runs", 0)) > int(max_reask_runs):
+            mode, _, item_id = key.partition("/")
+            out[(mode, item_id)] = str(item.get("reason", ""))
+    return out
+
+
+def write_answers(rows: pd.DataFrame, path: str | Path, fingerprint: str = "",
+                  max_reask_runs: int = 1, skipped=()) -> int:
+    """Write an answer job's rows to ``path`` (``answers.csv``) and keep the re-ask record
+    (:data:`REASK_FILE`) beside it.
+
+    The record counts, per job malformed on every attempt (reason starting with ``malformed
+    response``), the runs in a row it failed so; a job asked again by ``max_reask_runs`` later
+    runs and failing again gets its reason ended with ``not asked again`` and is no longer asked
+    (:func:`exhausted`). Where a run leaves other errors, or malformed ones that may still be
+    asked again, the record's round goes up, so that the next run of the workflow runs the job
+    again (:func:`reask_marker`); a run without such errors leaves the round as it is (a run
+    after it then has nothing to do).
+
+    Args:
+        rows: the job's rows (:data:`ANSWER_COLUMNS`); the reasons of newly exhausted jobs are
+            completed in place.
+        path: ``answers.csv``.
+        fingerprint: the job's :func:`job_fingerprint`; a record of another resets the counts.
+        max_reask_runs: ``api.max_reask_runs`` (>= 0).
+        skipped: ``(mode, item_id)`` of the jobs not asked this run (:func:`exhausted`): their
+            counts stay.
 
     Returns:
         The number of error rows.
     """
     path = Path(path)
+    record = _record(path)
+    before = (record.get("items") or {}) if record.get("fingerprint") == fingerprint else {}
+    skipped = {_row_key(m, i) for m, i in skipped}
+    items, again = {}, 0
+    error_rows = rows.index[rows["status"] == ERROR]
+    for idx in error_rows:
+        reason = str(rows.at[idx, "reason"])
+        key = _row_key(rows.at[idx, "mode"], rows.at[idx, "item_id"])
+        if not reason.startswith(MALFORMED):
+            again += 1
+            continue
+        runs = int(before.get(key, {}).get("runs", 0)) + (key not in skipped)
+        if runs > max_reask_runs and key not in skipped:
+            reason = (f"{reason} (malformed on every attempt of {runs} runs: "
+                      f"{NOT_ASKED_AGAIN}, api.max_reask_runs: {max_reask_runs})")
+            rows.at[idx, "reason"] = reason
+        items[key] = {"runs": runs, "reason": reason}
+        again += runs <= max_reask_runs
     rows.to_csv(path, index=False)
-    errors = int((rows["status"] == ERROR).sum())
-    if errors:
-        record = path.with_name(REASK_FILE)
-        try:
-            before = int(json.loads(record.read_text()).get("round", 0))
-        except (OSError, ValueError, AttributeError, TypeError):
-            before = 0
-        tmp = record.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"round": before + 1, "errors": errors, "rows": len(rows),
-                                   "written": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                            time.gmtime())}))
-        tmp.replace(record)
-    return errors
+    if again or items or record:
+        out = {k: record[k] for k in ("round", "errors", "rows", "written") if k in record}
+        if again:
+            out = {"round": int(record.get("round", 0)) + 1, "errors": again, "rows": len(rows),
+                   "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        out |= {"fingerprint": fingerprint, "items": items}
+        tmp = path.with_name(REASK_FILE + ".tmp")
+        tmp.write_text(json.dumps(out))
+        tmp.replace(path.with_name(REASK_FILE))
+    return len(error_rows)
 
 
 def reask_marker(answers_csv: str | Path) -> str:
     """What the workflow passes to an answer job as its ``reask`` parameter: one line from the
     :data:`REASK_FILE` beside ``answers_csv`` (``"round 2: 283 of 600 answers were errors;
-    asked again"``), :data:`NO_ERRORS` where there is none. It changes only when a run of the
-    job leaves errors, so Snakemake (whose default rerun triggers include parameters) runs the
-    job again once after each such run, and a run after one without errors is a no-op."""
-    record = Path(answers_csv).with_name(REASK_FILE)
+    asked again"``), :data:`NO_ERRORS` where no run left errors to ask again. It changes only
+    when a run of the job leaves errors to ask again, so Snakemake (whose default rerun triggers
+    include parameters) runs the job again once after each such run, and a run after one
+    without them is a no-op."""
+    r = _record(answers_csv)
     try:
-        r = json.loads(record.read_text())
         return f"round {int(r['round'])}: {int(r['errors'])} of {int(r['rows'])} answers were " \
                "errors; asked again"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError, ValueError):
         return NO_ERRORS
 
 
@@ -162,10 +244,12 @@ def _picture_paths(row: dict) -> list[str]:
 
 class _Images:
     """Loads the item's pictures (VLM readers only; the offline solver never looks), keeping
-    the last :data:`IMAGE_CACHE_QUESTIONS` questions' in memory."""
+    the last :data:`IMAGE_CACHE_QUESTIONS` questions' in memory; a reader that takes image files
+    (``sends_files``: an endpoint reader) gets :class:`~roundtrip.api.images.ImageFile` objects
+    instead, read when its request is built."""
 
-    def __init__(self, root: Path, wanted: bool):
-        self.root, self.wanted = root, wanted
+    def __init__(self, root: Path, wanted: bool, files: bool = False):
+        self.root, self.wanted, self.files = root, wanted, files
         self.cache: OrderedDict[str, list] = OrderedDict()
 
     def count(self, row: dict) -> int:
@@ -176,6 +260,8 @@ class _Images:
         rels = _picture_paths(row)
         if not self.wanted or not rels:
             return []
+        if self.files:
+            return [_image_file(self.root / r) for r in rels]
         key = row.get("question_id")
         if key not in self.cache:
             self.cache[key] = [read_image(self.root / r) for r in rels]
@@ -185,10 +271,22 @@ class _Images:
         return self.cache[key]
 
 
+def _image_file(path: Path) -> ImageFile:
+    """An :class:`~roundtrip.api.images.ImageFile` of an existing file.
+
+    Raises:
+        ImageReadError: the file is missing (as :func:`~roundtrip.core.imaging.read_image`
+            says it).
+    """
+    if not path.is_file():
+        read_image(path)  # raises with read_image's message
+    return ImageFile(path)
+
+
 def answer_set(manifest_path: str | Path, reader, model: str = "original",
                recon_dir: str | Path | None = None, ocr_csv: str | Path | None = None,
                judge: dict | None = None, extraction: str = RELEASE,
-               prompt_layout: str = RELEASE_LAYOUT) -> pd.DataFrame:
+               prompt_layout: str = RELEASE_LAYOUT, skip: dict | None = None) -> pd.DataFrame:
     """Ask ``reader`` every question of a set in both modes and score the answers.
 
     Args:
@@ -204,6 +302,8 @@ def answer_set(manifest_path: str | Path, reader, model: str = "original",
             C.3's prose): :mod:`roundtrip.evals.vista.extract`.
         prompt_layout: ``release`` (the requests as the release sends them) or ``matched``
             (the reader's own layout): :mod:`roundtrip.evals.vista.prompts`.
+        skip: ``{(mode, item_id): reason}`` of jobs not asked again (:func:`exhausted`): error
+            rows with that reason.
 
     Returns:
         DataFrame with :data:`ANSWER_COLUMNS`: text rows first (``item_id`` = question id),
@@ -219,7 +319,8 @@ def answer_set(manifest_path: str | Path, reader, model: str = "original",
     """
     manifest_path = Path(manifest_path)
     manifest = read_questions_manifest(manifest_path)
-    images = _Images(manifest_path.parent, wanted=getattr(reader, "sees_item_images", True))
+    images = _Images(manifest_path.parent, wanted=getattr(reader, "sees_item_images", True),
+                     files=getattr(reader, "sends_files", False))
     ocr = _read_ocr(ocr_csv) if reader.needs_ocr else None
     if reader.needs_ocr and ocr is None:
         raise ValueError(f"reader {reader.name} needs the OCR of the question images")
@@ -234,6 +335,9 @@ def answer_set(manifest_path: str | Path, reader, model: str = "original",
     pending = []  # indices of the jobs the reader is asked
     for i, (mode, row) in enumerate(jobs):
         rows[i] = ask.skipped(mode, row)
+        if rows[i] is None and skip and (mode, _base(mode, row)["item_id"]) in skip:
+            rows[i] = _base(mode, row) | {"status": ERROR,
+                                          "reason": skip[(mode, _base(mode, row)["item_id"])]}
         if rows[i] is None:
             pending.append(i)
     label = getattr(reader, "config_key", "") or reader.name
@@ -242,31 +346,30 @@ def answer_set(manifest_path: str | Path, reader, model: str = "original",
         with Progress(len(pending), what, unit="answers", logger=log) as progress:
             _ask_in_batches(ask, jobs, pending, rows, progress)
     else:
-        with Progress(len(pending), what, unit="requests", logger=log) as progress:
+        with Progress(len(pending), what, unit="answers", logger=log) as progress:
             _ask_one_by_one(ask, jobs, pending, rows, progress)
     return pd.DataFrame(rows, columns=ANSWER_COLUMNS)
 
 
 def _ask_one_by_one(ask: "_Asking", jobs: list, pending: list[int], rows: list,
                     progress: Progress) -> None:
-    """Ask a reader without ``answer_many`` the ``pending`` jobs on ``concurrency`` workers
-    (:func:`roundtrip.api.client.pool_map`): a request that waits for its retry puts its job
-    aside instead of holding a worker, and is one more request in the progress's total."""
-    from roundtrip.api.client import pool_map
+    """Ask a reader without ``answer_many`` the ``pending`` jobs on its ``workers`` threads
+    (:func:`roundtrip.api.scheduler.pool_map`; one where it has none), each answer scored as it
+    arrives; once the reader's endpoint is found down (its ``stopped()``), the jobs not yet
+    begun are error rows at once."""
+    from roundtrip.api.scheduler import pool_map
 
-    lock = threading.Lock()
-
-    def counted(retry: bool) -> None:
-        if retry:
-            with lock:
-                progress.total += 1
+    def done(k: int, out) -> None:
         progress.add()
 
-    workers = max(1, int(getattr(ask.reader, "concurrency", 1)))
-    outs = pool_map(lambda i: ask.one(*jobs[i]), pending, workers, on_call=counted)
+    workers = max(1, int(getattr(ask.reader, "workers", 1)))
+    outs = pool_map(lambda i: ask.one(*jobs[i]), pending, workers, on_done=done,
+                    stop=getattr(ask.reader, "stopped", None))
     for i, out in zip(pending, outs):
-        if isinstance(out, Exception):  # not a reader's failure (ask.one records those): a bug
-            raise out
+        if isinstance(out, Exception):
+            if getattr(out, "kind", None) is None:  # not an API error: a bug, not an answer
+                raise out
+            out = ask.scored(*jobs[i], None, out)  # the endpoint was down: not asked
         rows[i] = out
 
 
@@ -340,7 +443,7 @@ class _Asking:
             return out | {"status": NOT_SCORED, "reason": f"image: {exc}"}
         return q
 
-    def scored(self, mode: str, row: dict, q: Question, raw: str | Exception) -> dict:
+    def scored(self, mode: str, row: dict, q: Question | None, raw: str | Exception) -> dict:
         """The row of one answer; an exception (the request or the generation failed) is an
         error row: its reason (:func:`error_reason`), no answer, no score (``hit`` and
         ``exact_match`` empty: left out of the accuracies, never counted wrong)."""
@@ -358,6 +461,8 @@ class _Asking:
             return q
         try:
             raw = self.reader.answer(q, mode)
+        except ImageReadError as exc:  # an image file read when the request was built
+            return _base(mode, row) | {"status": NOT_SCORED, "reason": f"image: {exc}"}
         except (RuntimeError, ValueError) as exc:  # ApiError is a RuntimeError
             raw = exc
         return self.scored(mode, row, q, raw)
@@ -442,7 +547,7 @@ def _question(reader, mode, row, root, images, recon, ocr) -> Question:
     else:
         path = (recon["dir"] / f"{row['item_id']}.png" if recon is not None
                 else root / row["path"])
-        q.question_image = read_image(path)
+        q.question_image = _image_file(path) if images.files else read_image(path)
     return q
 
 

@@ -118,6 +118,8 @@ class AnswerCounts:
         errors: of them, errors (no answer: the request or the generation failed).
         invalid: of them, answers with no option to read (counted wrong).
         reasons: the errors' most common causes with counts (``connection error (283x)``).
+        final: of the errors, those no later run asks again (malformed on every attempt of
+            ``1 + api.max_reask_runs`` runs: their reason says ``not asked again``).
     """
     label: str
     questions: int
@@ -125,6 +127,7 @@ class AnswerCounts:
     errors: int
     invalid: int
     reasons: str
+    final: int = 0
 
     @property
     def error_share(self) -> float:
@@ -140,17 +143,29 @@ class AnswerCounts:
 def answer_counts(results: RunResults) -> dict[str, AnswerCounts]:
     """:class:`AnswerCounts` per ``vista_accuracy`` row label, from the declared answer files of
     the original renders; empty without files."""
-    from roundtrip.evals.vista.answers import NOT_SCORED, out_of_scope
+    return answer_counts_of(results.files, _include_failed_audit(results))
+
+
+def _original_files(files) -> list[Path]:
+    return [Path(f) for f in files if Path(f).name == "answers.csv"
+            and _file_parts(Path(f))[1] == ORIGINAL]
+
+
+def answer_counts_of(files, include_failed_audit: bool = False) -> dict[str, AnswerCounts]:
+    """:class:`AnswerCounts` per row label (``reader``, or ``reader (dataset)`` where several
+    question sets ran) of the answer files of the original renders among ``files``
+    (``results/vista/{reader}/original/{dataset}/answers.csv``); the counts page 1 and the end
+    of a run (:func:`roundtrip.evals.vista.plan.VistaPlan.error_problems`) both read."""
+    from roundtrip.evals.vista.answers import NOT_ASKED_AGAIN, NOT_SCORED, out_of_scope
     from roundtrip.evals.vista.tables import admitted, is_error, read_answers, table1_rows
     from roundtrip.tables.reasons import summarize_reasons
 
-    files = [Path(f) for f in results.files if Path(f).name == "answers.csv"
-             and _file_parts(Path(f))[1] == ORIGINAL]
+    files = _original_files(files)
     many = len({_file_parts(f)[2] for f in files}) > 1
     out = {}
     for f in files:
         reader, _, dataset = _file_parts(f)
-        df = table1_rows(admitted(read_answers(f), _include_failed_audit(results))[0])
+        df = table1_rows(admitted(read_answers(f), include_failed_audit)[0])
         asked = df[~out_of_scope(df) & (df["status"] != NOT_SCORED)]
         errors = asked[is_error(asked)]
         label = f"{reader} ({dataset})" if many else reader
@@ -158,7 +173,117 @@ def answer_counts(results: RunResults) -> dict[str, AnswerCounts]:
             label, int((df["mode"] == "text").sum()), len(asked), len(errors),
             int(((asked["extracted_by"] == "invalid") & ~is_error(asked)).sum()),
             summarize_reasons((str(r).split(":")[0] for r in errors["reason"]), top=2,
-                              counts="always"))
+                              counts="always"),
+            int(errors["reason"].astype(str).str.contains(NOT_ASKED_AGAIN, regex=False).sum()))
+    return out
+
+
+@dataclass(frozen=True)
+class PairedAnswers:
+    """A reader's Table 1 questions scored in both modes, the set a modality gap is over
+    (VISTA-Bench App. D.1: the gap pairs each question's text answer with its VT answer).
+
+    Attributes:
+        label: the ``vista_accuracy`` row label.
+        questions: the reader's Table 1 questions (in its scope).
+        vt, text: hits (100 right, 0 wrong) of the paired questions, in the same order.
+        no_vt, no_text: why each unpaired question has no scored VT or text answer: ``error:
+            <kind>`` (no answer) or the first words of a not-scored row's reason.
+    """
+    label: str
+    questions: int
+    vt: np.ndarray
+    text: np.ndarray
+    no_vt: tuple[str, ...]
+    no_text: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        """Questions scored in both modes."""
+        return len(self.vt)
+
+
+def _why_unscored(row) -> str:
+    from roundtrip.evals.vista.answers import ERROR
+
+    if row is None:
+        return "no answer row"
+    first = str(row["reason"]).split(":")[0] or str(row["status"])
+    return f"error: {first}" if row["status"] == ERROR else first
+
+
+def paired_answers(results: RunResults) -> dict[str, PairedAnswers]:
+    """:class:`PairedAnswers` per ``vista_accuracy`` row label, from the declared answer files
+    of the original renders (questions outside a reader's scope left out, as its accuracies
+    leave them); empty without files."""
+    from roundtrip.evals.vista.answers import out_of_scope
+    from roundtrip.evals.vista.tables import admitted, read_answers, table1_rows
+
+    files = _original_files(results.files)
+    many = len({_file_parts(f)[2] for f in files}) > 1
+    out = {}
+    for f in files:
+        reader, _, dataset = _file_parts(f)
+        df = table1_rows(admitted(read_answers(f), _include_failed_audit(results))[0])
+        df = df[~out_of_scope(df)]
+        text = {r["question_id"]: r for r in df[df["mode"] == "text"].to_dict("records")}
+        vt = {r["question_id"]: r for r in df[df["mode"] == "vt"].to_dict("records")}
+        pairs, no_vt, no_text = [], [], []
+        for q, t in text.items():
+            v = vt.get(q)
+            v_ok = v is not None and not math.isnan(v["hit"])
+            t_ok = not math.isnan(t["hit"])
+            if v_ok and t_ok:
+                pairs.append((100.0 * v["hit"], 100.0 * t["hit"]))
+                continue
+            if not v_ok:
+                no_vt.append(_why_unscored(v))
+            if not t_ok:
+                no_text.append(_why_unscored(t))
+        arr = np.array(pairs, float).reshape(-1, 2)
+        label = f"{reader} ({dataset})" if many else reader
+        out[label] = PairedAnswers(label, len(text), arr[:, 0], arr[:, 1], tuple(no_vt),
+                                   tuple(no_text))
+    return out
+
+
+def left_out_sentence(paired: dict[str, PairedAnswers]) -> str | None:
+    """Per reader some of whose questions are not scored in both modes: how many of its
+    questions the gap leaves out, and why (no VT answer, no text answer, with their causes);
+    None where every reader's gap is over all its questions."""
+    from roundtrip.tables.reasons import summarize_reasons
+
+    parts = []
+    for label, p in paired.items():
+        left = p.questions - p.n
+        if left <= 0:
+            continue
+        why = []
+        for n, mode, reasons in ((len(p.no_vt), "VT", p.no_vt),
+                                 (len(p.no_text), "text", p.no_text)):
+            if n:
+                why.append(f"{n} without a scored {mode} answer ("
+                           f"{summarize_reasons(reasons, top=2, counts='always')})")
+        parts.append(f"{label}'s gap is over {p.n} of its {p.questions} questions; {left} "
+                     f"{'is' if left == 1 else 'are'} left out: " + ", ".join(why))
+    return ". ".join(parts) + "." if parts else None
+
+
+def _paired_rows(results: RunResults, rows) -> list:
+    """``rows`` (:func:`reader_rows`) with each VT and Text accuracy over the questions its gap
+    is over, where the table's three cells count different questions (errors or unscored
+    answers in one mode only): the paired accuracies from the answer files, with the run's
+    bootstrap CIs, and the gap's n. A row whose files are not declared keeps the table's
+    cells."""
+    if all(vt.n == text.n == gap.n for _, vt, text, gap in rows):
+        return list(rows)
+    paired = paired_answers(results)
+    out = []
+    for name, vt, text, gap in rows:
+        p = paired.get(name)
+        if not (vt.n == text.n == gap.n) and p is not None and p.n == gap.n:
+            vt, text = results.summary(p.vt), results.summary(p.text)
+        out.append((name, vt, text, gap))
     return out
 
 
@@ -190,9 +315,14 @@ def answers_sentence(results: RunResults) -> str | None:
     for label, c in answer_counts(results).items():
         said = []
         if c.errors and c.error_share > MENTION_SHARE:
+            again = ("asked again by the next run" if not c.final else
+                     f"asked again by the next run but for {c.final} malformed on every attempt "
+                     "of 1 + api.max_reask_runs runs" if c.final < c.errors else
+                     "not asked again (each malformed on every attempt of 1 + "
+                     "api.max_reask_runs runs)")
             said.append(f"{c.errors} of {c.asked} answers ({_pct(c.error_share)}) are errors "
                         f"({c.reasons}): left out of its accuracies, not counted wrong, and "
-                        "asked again by the next run")
+                        f"{again}")
             if c.error_share > limit:
                 said.append(f"more than vista.max_error_share ({100 * limit:g} %), so no "
                             "finding is reported for it")
@@ -214,12 +344,18 @@ def gap_sentence(rows, confidence: float = 0.95, left_out: int = 0) -> str:
     """The paper's comparison (Table 1): VT against Text accuracy and the modality gap, for the
     one reader, or for the readers with the largest and smallest gap and how many readers' gap
     interval (at the run's bootstrap ``confidence``) lies above 0; ``left_out``: readers with
-    no finding (too many errors), named in :func:`answers_sentence`."""
+    no finding (too many errors), named in :func:`answers_sentence`. The accuracies of a gap
+    are over the questions it is over (:func:`_paired_rows`), so one n is stated; where they
+    are not (the answer files are not there), the gap is stated alone with its n."""
     if len(rows) == 1:
         name, vt, text, gap = rows[0]
         only = ("it is the run's only reader" if not left_out else
                 f"it is the only reader reported ({left_out} other{'s' * (left_out > 1)} with "
                 "too many errors)")
+        if not vt.n == text.n == gap.n:
+            return (f"{name}'s modality gap (Text - VT) is {_signed(gap)} points over the "
+                    f"{gap.n} questions scored both as visualized text (one render per "
+                    f"question) and as pure text; {only}, so readers are not ranked.")
         return (f"{name} answers {with_ci(vt, 1)} % of {vt.n} questions right as visualized "
                 f"text (one render per question) and {with_ci(text, 1)} % as pure text: a "
                 f"modality gap (Text - VT) of {_signed(gap)} points; {only}, so readers are not "
@@ -231,12 +367,16 @@ def gap_sentence(rows, confidence: float = 0.95, left_out: int = 0) -> str:
     known.sort(key=lambda r: -r[3].mean)
     above = sum(1 for r in known if not math.isnan(r[3].ci_low) and r[3].ci_low > 0)
     (hi, hvt, htext, hgap), (lo, lvt, ltext, lgap) = known[0], known[-1]
+
+    def pair(vt, text, gap):
+        if not vt.n == text.n == gap.n:
+            return f"over {gap.n} questions scored in both modes"
+        return f"VT {number(vt.mean, 1)} % vs Text {number(text.mean, 1)} %"
     return (f"The modality gap (Text - VT, overall) lies above 0 with {100 * confidence:g} % "
             f"confidence for "
             f"{above} of {len(known)} readers; it is largest for {hi} ({_signed(hgap)} points: "
-            f"VT {number(hvt.mean, 1)} % vs Text {number(htext.mean, 1)} %) and smallest for "
-            f"{lo} ({_signed(lgap)}: VT {number(lvt.mean, 1)} % vs Text "
-            f"{number(ltext.mean, 1)} %).")
+            f"{pair(hvt, htext, hgap)}) and smallest for {lo} ({_signed(lgap)}: "
+            f"{pair(lvt, ltext, lgap)}).")
 
 
 def vt_ranking(results: RunResults, rows) -> list[str]:
@@ -349,7 +489,9 @@ def tokenizer_sentence(results: RunResults, failing: set[str] = frozenset()) -> 
 
 def findings(results: RunResults) -> list[str]:
     """Two to five sentences: VT against Text accuracy and the modality gap per reader
-    (VISTA-Bench Table 1), how many answers are errors or invalid where more than
+    (VISTA-Bench Table 1) over the questions scored in both modes, with how many questions each
+    reader's gap leaves out and why (:func:`left_out_sentence`), how many answers are errors or
+    invalid where more than
     :data:`MENTION_SHARE` (:func:`answers_sentence`), the best and worst reader on VT accuracy
     with the best against the runner-up over their shared questions, the readers that cannot
     answer every question (:func:`scope_sentence`), and the tokenizer axis (or that it is off).
@@ -372,8 +514,14 @@ def findings(results: RunResults) -> list[str]:
         out = [f"No modality gap is reported: every reader's answers are more than "
                f"{100 * max_error_share(results):g} % errors (vista.max_error_share)."]
         return out + [s for s in (counts, scope) if s]
-    out = [gap_sentence(shown, float((results.bootstrap or {}).get("confidence", 0.95)),
+    paired = _paired_rows(results, shown)
+    out = [gap_sentence(paired, float((results.bootstrap or {}).get("confidence", 0.95)),
                         left_out=len(rows) - len(shown))]
+    if any(not vt.n == text.n == gap.n for _, vt, text, gap in shown):
+        left = left_out_sentence({k: v for k, v in paired_answers(results).items()
+                                  if k not in failing})
+        if left:
+            out[0] += " " + left
     out += [counts] if counts else []
     if len(shown) > 1:
         out += vt_ranking(results, shown)

@@ -6,6 +6,7 @@ One :class:`VistaPlan` per run (:meth:`roundtrip.workflow.plan.Plan.view`), read
 from __future__ import annotations
 
 from functools import cached_property
+from pathlib import Path
 
 from roundtrip.core.manifest import ORIGINAL
 from roundtrip.datasets import DATASET_TYPES, QUESTION_TYPES
@@ -86,20 +87,38 @@ class VistaPlan:
 
     def reader_params(self, reader: str) -> dict:
         """The reader's spec as its answer job's tracked parameter: its endpoint without the
-        transport settings (:data:`roundtrip.api.client.TRANSPORT_KEYS`: ``concurrency``,
+        transport settings (:data:`roundtrip.api.endpoint.TRANSPORT_KEYS`: ``concurrency``,
         timeouts, retries, backoff, the circuit breaker), which change how answers are fetched,
         never which, and so rerun no job; the job reads them from the config
-        (:func:`roundtrip.api.client.with_transport`)."""
-        from roundtrip.api.client import without_transport
+        (:func:`roundtrip.api.endpoint.with_transport`)."""
+        from roundtrip.api.endpoint import without_transport
 
         return without_transport(self.readers[reader])
 
     def judge_params(self) -> dict | None:
         """``vista.judge`` as the answer jobs' tracked parameter, its endpoint without the
         transport settings (as :meth:`reader_params`); None without a judge."""
-        from roundtrip.api.client import without_transport
+        from roundtrip.api.endpoint import without_transport
 
         return without_transport(self.section.get("judge"))
+
+    def error_problems(self) -> list[str]:
+        """Why the run's VISTA-Bench results are not whole, one line per reader more than
+        ``vista.max_error_share`` of whose answers on the original renders are errors (the
+        counts of page 1, :func:`roundtrip.evals.vista.findings.answer_counts_of`, from the
+        answer files there are); empty where none is. The end of a run reads it
+        (``run.tolerate_reader_errors``)."""
+        from roundtrip.evals.vista.findings import MAX_ERROR_SHARE, answer_counts_of
+
+        files = [f for r, m, d in self.keys if m == ORIGINAL
+                 and Path(f := self.answer_file(r, m, d)).is_file()]
+        limit = self.section.get("max_error_share")
+        limit = MAX_ERROR_SHARE if limit is None else float(limit)
+        counts = answer_counts_of(files, bool(self.section.get("include_failed_audit", False)))
+        return [f"VISTA-Bench reader {c.label}: {c.errors} of {c.asked} answers "
+                f"({100 * c.error_share:.1f} %) are errors ({c.reasons}), more than "
+                f"vista.max_error_share ({100 * limit:g} %)"
+                for c in counts.values() if c.error_share > limit]
 
     def reask(self, reader: str, model: str, dataset: str) -> str:
         """The answer job's ``reask`` parameter (:func:`roundtrip.evals.vista.answers.
