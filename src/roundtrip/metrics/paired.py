@@ -397,6 +397,10 @@ def paired_set(statistic: Callable[[np.ndarray], np.ndarray], n_items: int, clus
 
     if k < 2 or not math.isfinite(diff):
         low = high = eq_low = eq_high = se = p = math.nan
+    elif diff == 0 and not np.any(stat(np.random.default_rng(settings.seed).integers(
+            0, k, (16, k))) != 0):  # the same set number under 16 weightings
+        low = high = eq_low = eq_high = se = 0.0  # (a model against its rerun): no resampling
+        p = 1.0
     else:
         *bounds, dist = _bootstrap((np.arange(k),), stat, settings)
         low, high, eq_low, eq_high, se = map(float, bounds)
@@ -423,9 +427,17 @@ def holm(p) -> np.ndarray:
     out = np.full(p.shape, np.nan)
     ok = np.isfinite(p)
     if ok.any():
+        import gc
+
         from statsmodels.stats.multitest import multipletests
 
-        out[ok] = multipletests(p[ok], method="holm")[1]
+        # statsmodels' Holm calls gc.collect(), which scans every object of the process (0.2 s
+        # in a comparison's process); frozen objects are not scanned
+        gc.freeze()
+        try:
+            out[ok] = multipletests(p[ok], method="holm")[1]
+        finally:
+            gc.unfreeze()
     return out
 
 

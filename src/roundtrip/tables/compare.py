@@ -217,6 +217,10 @@ class Run:
         self._digests: dict[Path, str] = {}
         self._manifests: dict[str, str | None] = {}
         self.read: set[Path] = set()
+        #: the per-item files read, by path (callers must not modify them)
+        self.frames: dict[Path, pd.DataFrame] = {}
+        #: their rows by item, per file and key columns (:func:`_items`)
+        self.bases: dict[tuple, pd.DataFrame] = {}
 
     @property
     def read_by(self) -> dict[str, set[str]]:
@@ -286,18 +290,21 @@ class Run:
 def common_names(run_a: Run, run_b: Run, evaluations) -> list[str]:
     """The names (models, readers, pairs) both runs have files of, for some evaluation's
     declaration, in run A's order: what ``roundtrip compare`` compares when given no name."""
-    names_a, names_b = [], set()
+    names_a, names_b = {}, set()
     for ev in evaluations.values():
         for cm in ev.comparisons:
-            names_a += [k[0] for k in run_a.files(cm) if k[0] not in names_a]
+            names_a.update(dict.fromkeys(k[0] for k in run_a.files(cm)))
             names_b |= {k[0] for k in run_b.files(cm)}
     return [n for n in names_a if n in names_b]
 
 
 def _read(run: Run, path: Path) -> pd.DataFrame:
+    """A per-item file as read (once per run: several metrics read one file)."""
     run.read.add(path)
-    return pd.read_csv(path, dtype={"item_id": str}, keep_default_na=False,
-                       na_values=["", "nan", "NaN"])
+    if path not in run.frames:
+        run.frames[path] = pd.read_csv(path, dtype={"item_id": str}, keep_default_na=False,
+                                       na_values=["", "nan", "NaN"])
+    return run.frames[path]
 
 
 def _where_text(dims: dict) -> str:
@@ -312,14 +319,35 @@ def _key(df: pd.DataFrame, columns) -> pd.Series:
     return key
 
 
-def _items(frame: pd.DataFrame, cm: ComparedMetric) -> pd.DataFrame:
+def _items(run: Run, path: Path, cm: ComparedMetric) -> pd.DataFrame:
     """The declaration's rows of a per-item file: ``where`` applied, an ``_item`` key, a
     ``_cluster`` key, ``_ok`` (status ok and a value), ``_value`` (the column times scale)
-    and ``_reason``."""
+    and ``_reason``; the keys and statuses made once per file and key columns."""
+    key = (path, cm.rows, cm.item, cm.cluster, tuple(sorted(cm.where.items())))
+    if key not in run.bases:
+        run.bases[key] = _base(_read(run, path), cm)
+    df = run.bases[key].copy()
+    if df.empty:
+        return df.assign(_value=pd.Series(dtype=float), _ok=pd.Series(dtype=bool))
+    if cm.column and cm.column in df.columns:
+        value = pd.to_numeric(df[cm.column], errors="coerce") * cm.scale
+    elif cm.column and cm.kind != SET:
+        raise CompareError(f"{cm.files}: no column {cm.column!r} ({cm.metric})")
+    else:
+        value = pd.Series(0.0, df.index)
+    df["_value"] = value
+    ok = df["_status"] == "ok"
+    df["_ok"] = ok & value.notna()
+    df.loc[ok & value.isna(), "_reason"] = f"no {cm.column} value"
+    return df
+
+
+def _base(frame: pd.DataFrame, cm: ComparedMetric) -> pd.DataFrame:
+    """:func:`_items` without the metric's column: rows, keys, status and reason."""
     df = _set_function(cm.rows)(frame) if cm.rows else frame
     for col, value in cm.where.items():
         if col not in df.columns:
-            return df.iloc[0:0].assign(_item=[], _cluster=[], _ok=[], _value=[], _reason=[])
+            return df.iloc[0:0].assign(_item=[], _cluster=[], _status=[], _reason=[])
         df = df[df[col].astype(str) == str(value)]
     df = df.copy()
     missing = [c for c in (*cm.item, *cm.cluster) if c not in df.columns]
@@ -328,19 +356,16 @@ def _items(frame: pd.DataFrame, cm: ComparedMetric) -> pd.DataFrame:
                            f"{cm.metric})")
     df["_item"] = _key(df, cm.item)
     df["_cluster"] = _key(df, cm.cluster) if cm.cluster else df["_item"]
-    status = df["status"].astype(str) if "status" in df.columns else pd.Series("ok", df.index)
-    reason = df["reason"].map(lambda x: "" if pd.isna(x) else str(x)) \
-        if "reason" in df.columns else pd.Series("", df.index)
-    if cm.column and cm.column in df.columns:
-        value = pd.to_numeric(df[cm.column], errors="coerce") * cm.scale
-    elif cm.column and cm.kind != SET:
-        raise CompareError(f"{cm.files}: no column {cm.column!r} ({cm.metric})")
-    else:
-        value = pd.Series(0.0, df.index)
-    df["_value"] = value
-    df["_ok"] = (status == "ok") & value.notna()
-    df["_reason"] = np.where(status != "ok", status + (": " + reason).where(reason != "", ""),
-                             np.where(value.isna(), f"no {cm.column} value", ""))
+    status = (df["status"].astype(str) if "status" in df.columns
+              else pd.Series("ok", df.index, dtype=object))
+    df["_status"] = status
+    reason = pd.Series("", df.index, dtype=object)
+    bad = (status != "ok").to_numpy()
+    if bad.any():
+        why = (df.loc[bad, "reason"].map(lambda x: "" if pd.isna(x) else str(x))
+               if "reason" in df.columns else pd.Series("", df.index[bad]))
+        reason[bad] = status[bad] + np.where(why != "", ": " + why, "")
+    df["_reason"] = reason
     return df.drop_duplicates("_item", keep="last")
 
 
@@ -450,10 +475,18 @@ def _compare_files(run_a, run_b, pair, ev, cm, dataset, dims, path_a, path_b, se
                    gallery_items):
     """One row of the comparison (and its item rows and gallery entries) from the two sides'
     files; ``(None, [], [])`` where the run did not measure the metric."""
+    with np.errstate(invalid="ignore"):  # inf - inf: PSNR of two exact copies, left out
+        return _compare_frames(run_a, run_b, pair, ev, cm, dataset, dims, path_a, path_b,
+                               settings, info, gallery_items)
+
+
+def _compare_frames(run_a, run_b, pair, ev, cm, dataset, dims, path_a, path_b, settings, info,
+                    gallery_items):
     label, higher, digits = info
-    a = _items(_read(run_a, path_a), cm).set_index("_item", drop=False)
-    b = _items(_read(run_b, path_b), cm).set_index("_item", drop=False)
-    ok_a, ok_b = set(a.index[a["_ok"].to_numpy()]), set(b.index[b["_ok"].to_numpy()])
+    a = _items(run_a, path_a, cm).set_index("_item", drop=False)
+    b = _items(run_b, path_b, cm).set_index("_item", drop=False)
+    ok_a = set(a.index[a["_ok"].to_numpy(dtype=bool)])
+    ok_b = set(b.index[b["_ok"].to_numpy(dtype=bool)])
     shared = [i for i in a.index if i in ok_a and i in ok_b]
     paired = set(shared)
     only = [i for i in dict.fromkeys([*a.index, *b.index]) if i not in paired]
@@ -514,6 +547,14 @@ def _compare_files(run_a, run_b, pair, ev, cm, dataset, dims, path_a, path_b, se
                               "difference": diff[k], "paired": True, "reason": "",
                               "baseline_text": texts[0].get(i, "") if texts else "",
                               "candidate_text": texts[1].get(i, "") if texts else ""})
+    if result.n == 0:  # nothing scored on both sides: no row where nothing was scored at all
+        if not only and not result.not_finite:
+            return None, [], []
+        why = (f"{result.not_finite} shared item(s) without a finite value on a side (PSNR = "
+               "inf of an exact copy)" if result.not_finite else
+               f"no item scored on both sides ({len(only)} on one side or neither)")
+        return (_row(pair, ev, cm, dataset, dims, label, digits, note=why,
+                     n_paired=0, n_unpaired=len(only)), item_rows, [])
     note = ""
     if result.not_finite:
         note = (f"{result.not_finite} shared item(s) without a finite value on a side "
