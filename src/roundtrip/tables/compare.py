@@ -706,6 +706,12 @@ def what_changed(rows: pd.DataFrame, largest: int = 2) -> list[str]:
         counts = done["verdict"].value_counts()
         parts = [f"{counts.get(v, 0)} {v}" for v in (BETTER, WORSE, EQUIVALENT, INCONCLUSIVE)]
         text = f"{name}, {ev}: of {len(done)} rows, " + ", ".join(parts)
+        unsure = done[done["verdict"] == INCONCLUSIVE]
+        if len(unsure) == len(done):
+            n = pd.to_numeric(unsure["n_paired"], errors="coerce")
+            text += (f"; {int(n.min())} to {int(n.max())} items per row are too few to tell "
+                     f"after correcting for {len(rows[rows['verdict'] != NOT_COMPARED])} "
+                     "tests (the column detectable: the smallest change each row could show)")
         moved = done[done["verdict"].isin([BETTER, WORSE])].copy()
         if len(moved):
             moved["_size"] = (moved["difference"].abs()
