@@ -77,16 +77,13 @@ def _verify(args) -> int:
 
 
 def _compare(args) -> int:
-    import json
     import shlex
 
     from roundtrip.core.evaluation import load_evaluations
-    from roundtrip.metrics.paired import PairedSettings
-    from roundtrip.report.compare import ROWS_TABLE, ITEMS_TABLE, summary_text, write_comparison
-    from roundtrip.tables.compare import (CompareError, PairSpec, Run, compare, common_names,
-                                          regressions, row_text)
-    from roundtrip.tables.provenance import provenance
+    from roundtrip.workflow.compare import (CompareError, PairedSettings, Run, pairs_between,
+                                            regression_lines, run_comparison)
 
+    out = Path(args.out)
     try:
         margins = {}
         for m in args.margin:
@@ -94,41 +91,26 @@ def _compare(args) -> int:
             margins[key] = float(value)
         run_a, run_b = Run(args.results_a), Run(args.results_b)
         evaluations = load_evaluations(args.plugin, args.plugin_path)
-        if args.baseline or args.candidate:
-            names = [(args.baseline or args.candidate, args.candidate or args.baseline)]
-        else:
-            names = [(n, n) for n in common_names(run_a, run_b, evaluations)]
-        if not names:
-            raise CompareError(f"{run_a.folder} and {run_b.folder} share no model, reader or "
-                               "pair: name them with --baseline and --candidate")
-        pairs = [PairSpec(a, b, margins=margins) for a, b in names]
+        pairs = pairs_between(run_a, run_b, evaluations, args.baseline, args.candidate, margins)
         settings = PairedSettings(args.resamples, args.confidence, 0.8, args.seed)
-        result = compare(run_a, run_b, pairs, evaluations, settings)
+        params = {"results_a": str(run_a.folder), "results_b": str(run_b.folder),
+                  "pairs": [p.__dict__ for p in pairs], "settings": settings.__dict__}
+        command = "roundtrip compare " + " ".join(shlex.quote(a) for a in (args.argv or []))
+        result, lines = run_comparison(run_a, run_b, pairs, evaluations, settings, out, out,
+                                       "roundtrip compare", command, params)
     except (CompareError, ValueError, OSError) as exc:
         print(f"compare: {exc}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    written = write_comparison(result, out, out, settings)
-    params = {"results_a": str(run_a.folder), "results_b": str(run_b.folder),
-              "pairs": [p.__dict__ for p in pairs], "settings": settings.__dict__}
-    command = "roundtrip compare " + " ".join(shlex.quote(a) for a in (args.argv or []))
-    for table in (ROWS_TABLE, ITEMS_TABLE):
-        record = provenance(table, "roundtrip compare", result.inputs, params)
-        record["command"] = command
-        (out / f"{table}.provenance.json").write_text(
-            json.dumps(record, indent=1, sort_keys=True, default=str) + "\n")
-    lines = summary_text(result.rows, result.items)
     (out / "what_changed.md").write_text("# What changed\n\n" + "".join(
         f"- {line}\n" for line in lines))
     for line in lines:
         print(line)
-    print(f"tables, figures and what_changed.md in {out} ({len(result.rows)} rows; figure "
-          f"{written['differences'].name})")
-    worse = regressions(result.rows)
-    if args.fail_on_regression and len(worse):
+    print(f"tables, figures and what_changed.md in {out} ({len(result.rows)} rows)")
+    worse = regression_lines(result)
+    if args.fail_on_regression and worse:
         print(f"regression: {len(worse)} row(s) worse after correction:", file=sys.stderr)
-        for _, r in worse.iterrows():
-            print(f"  {r['comparison']}, {r['evaluation']}: {row_text(r)}", file=sys.stderr)
+        for line in worse:
+            print(f"  {line}", file=sys.stderr)
         return 1
     return 0
 
