@@ -32,6 +32,10 @@ LIGHT_SCRIPTS = {
     "vista_tables.py": ["matplotlib.pyplot"],
     "telephone_tables.py": ["matplotlib.pyplot", "scipy.optimize"],
     "gallery.py": ["matplotlib.pyplot"],
+    # the comparison of checkpoints: every evaluation's spec and set-level recomputations
+    "compare.py": ["matplotlib.pyplot", "statsmodels.stats.multitest", "scipy.stats",
+                   "roundtrip.evals.vtbench.compare", "roundtrip.evals.chd.compare",
+                   "roundtrip.evals.telephone.compare"],
     # the report loads every evaluation's spec and findings
     "report_pdf.py": ["reportlab.platypus", "roundtrip.evals.vista.spec",
                       "roundtrip.evals.vista.findings", "roundtrip.evals.vtbench.findings",
