@@ -173,3 +173,35 @@ def test_a_plugin_declares_its_comparison(tmp_path, monkeypatch):
     row = out.rows.set_index("evaluation").loc["Brightness"]
     assert row["metric"] == "|Brightness shift|" and row["verdict"] == "worse"
     assert row["difference"] == pytest.approx(0.02)
+
+
+def test_set_numbers_under_weights_equal_the_set_with_items_repeated():
+    """FID (torch-fidelity's, roundtrip.metrics.distribution.fid) and CHD
+    (roundtrip.metrics.tokens.chd) recomputed from item weights equal the metric of the set with
+    each item repeated as often as its weight: what a bootstrap resample is."""
+    from types import SimpleNamespace
+
+    from roundtrip.evals.chd.compare import chd_from_tokens
+    from roundtrip.evals.vtbench.compare import weighted_fid
+    from roundtrip.metrics.distribution import fid
+
+    rng = np.random.default_rng(5)
+    real = rng.normal(size=(10, 32))
+    fake = real + rng.normal(scale=0.4, size=(10, 32))
+    w = np.array([[1.0] * 10, [3, 0, 1, 1, 2, 0, 1, 1, 0, 1]])
+    idx = np.repeat(np.arange(10), w[1].astype(int))
+    got = weighted_fid(real, fake, w)
+    assert got[0] == pytest.approx(fid(real, fake), rel=1e-6)
+    assert got[1] == pytest.approx(fid(real[idx], fake[idx]), rel=1e-6)
+    grids = [rng.integers(0, 16, (6, 6)) for _ in range(10)]
+    recon = [np.where(rng.random((6, 6)) < 0.3, rng.integers(0, 16, (6, 6)), g) for g in grids]
+    side = SimpleNamespace(frame=pd.DataFrame({"item_id": [str(k) for k in range(10)]}),
+                           name="m", dataset="d",
+                           records=lambda scorer: {str(k): (grids[k], recon[k], 0.0, 0.0)
+                                                   for k in range(10)})
+    statistic = chd_from_tokens(side, side)
+    a, b = TokenHistogram(16), TokenHistogram(16)
+    for k in idx:
+        a.add(grids[k])
+        b.add(recon[k])
+    assert statistic(w)[1] == pytest.approx([chd(a, b)["chd"]] * 2)
