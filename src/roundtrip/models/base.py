@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from roundtrip.core.limits import time_limit
-from roundtrip.models.diagnosis import diagnose
+from roundtrip.models.diagnosis import diagnose, diagnose_set
 from roundtrip.models.outputs import (DEFAULT_TOLERANCE, OutputError, reconstruction_defects,
                                       repeat_defect, token_defects)
 
@@ -125,7 +125,8 @@ class Adapter(ABC):
 
     @torch.no_grad()
     def reconstruct_items(self, x: torch.Tensor, seeds: list[int] | None = None,
-                          limit_s: float | None = None) -> tuple[torch.Tensor | None, list[str]]:
+                          limit_s: float | None = None, pooled: bool = False
+                          ) -> tuple[torch.Tensor | None, list[str]]:
         """:meth:`round_trip` of ``x`` with every item checked: the reconstruction
         (:func:`~roundtrip.models.outputs.reconstruction_defects`: shape, finite values, the value
         range within :attr:`output_tolerance`), the convention mistakes a simple fix would
@@ -139,6 +140,9 @@ class Adapter(ABC):
                 reconstructed alone under its seed (:func:`seeded`). Ignored otherwise.
             limit_s: seconds the model's forward pass may take (each item's, for a stochastic
                 model), the checks apart; None: no limit.
+            pooled: the items are parts of one thing (the slices of a volume): the diagnosis
+                pools them (:func:`~roundtrip.models.diagnosis.diagnose_set`) and its finding,
+                if any, is every item's reason.
 
         Returns:
             ``(y, reasons)``: float32 ``y`` of ``x``'s shape clamped to ``[-1, 1]`` (None where the
@@ -157,8 +161,9 @@ class Adapter(ABC):
         if info.family != "api" and any(not r for r in reasons):
             # an image API re-draws its input (VTBench's GPT-4o row): scored as it answers
             unit = getattr(self, "unit_range", None)
+            found = [diagnose_set(x, y)] * len(x) if pooled else diagnose(x, y)
             reasons = [r or (f.reason(self.name, unit) if f else "")
-                       for r, f in zip(reasons, diagnose(x, y))]
+                       for r, f in zip(reasons, found)]
         if info.family in DISCRETE_FAMILIES:
             ids = self.tokens(latent)
             if ids is not None:
@@ -207,13 +212,14 @@ class Adapter(ABC):
         return torch.cat(ys), reasons
 
     @torch.no_grad()
-    def reconstruct(self, x: torch.Tensor) -> torch.Tensor:
-        """``decode(encode(x))``, checked (:meth:`reconstruct_items`), clamped to ``[-1, 1]``.
+    def reconstruct(self, x: torch.Tensor, pooled: bool = False) -> torch.Tensor:
+        """``decode(encode(x))``, checked (:meth:`reconstruct_items`, ``pooled`` as there),
+        clamped to ``[-1, 1]``.
 
         Raises:
             OutputError: an item's output failed a check; ``reasons`` holds one per item.
         """
-        y, reasons = self.reconstruct_items(x)
+        y, reasons = self.reconstruct_items(x, pooled=pooled)
         if any(reasons):
             raise OutputError(reasons)
         return y

@@ -78,7 +78,8 @@ def reconstruct_slicewise(model: Adapter, volume01: np.ndarray, axis: int = 2,
         x = torch.from_numpy(np.ascontiguousarray(slices[start:start + batch_size]))[:, None]
         x = (x * 2.0 - 1.0).expand(-1, channels, -1, -1).contiguous()
         padded, crop = _divisible(x, k)
-        y = model.reconstruct(padded.to(model.device)).float().cpu()
+        # a volume's slices are one item: a convention mistake shows pooled over them
+        y = model.reconstruct(padded.to(model.device), pooled=True).float().cpu()
         y = y[(slice(None), slice(None)) + crop].mean(dim=1)
         out[start:start + len(y)] = on_grid(((y + 1.0) / 2.0).numpy())
     return np.moveaxis(out, 0, axis)
