@@ -80,7 +80,7 @@ def failed_run(tmp_path_factory):
     for flaw in ("unit", "vflip", "shift1"):
         models[f"ae_{flaw}"] = ae_spec(tmp_path, flaw)
     models["ae_timeout"] = ae_spec(tmp_path, "slow", kwargs={"seconds": 60.0}, item_timeout_s=1)
-    models["ae_slow"] = ae_spec(tmp_path, "slow", kwargs={"seconds": 1.5})
+    models["ae_slow"] = ae_spec(tmp_path, "slow", kwargs={"seconds": 2.5})
     models["ae_blurred"] = ae_spec(tmp_path, at=None, factor=4)  # the controls
     models["jpeg_q10"] = {"type": "jpeg", "quality": 10}
     config = {"run": {"probe_models": False},
@@ -168,13 +168,13 @@ def test_plausible_but_wrong_items_are_flagged_and_the_controls_are_not(failed_r
 
 @pytest.mark.workflow
 def test_a_model_far_slower_at_one_size_is_named_with_its_seconds(failed_run):
-    """``ae_slow`` sleeps 1.5 s at inputs of height 180: status.csv has every item's seconds and
+    """``ae_slow`` sleeps 2.5 s at inputs of height 180: status.csv has every item's seconds and
     size, and the end of the run, summary.rst and page 1 name the slow size."""
     tmp_path, stderr, page1 = failed_run
     status = pd.read_csv(tmp_path / "results/recon/ae_slow/mine/status.csv").set_index("item_id")
     assert list(status["size"]) == ["172x256", "176x256", "180x200"]
-    assert status.loc["p2", "seconds"] >= 1.5 > 10 * status.loc["p0", "seconds"]
-    start = "ae_slow on mine: 1 item of 180x200 took 1."
+    assert status.loc["p2", "seconds"] >= 2.5 > 10 * status.loc["p0", "seconds"]
+    start = "ae_slow on mine: 1 item of 180x200 took 2."
     console = [line.strip() for line in stderr.splitlines()]
     assert "Items far slower at one input size (seconds per item in status.csv):" in console
     assert any(c.startswith(start) and c.endswith("models.ae_slow.item_timeout_s sets a limit")

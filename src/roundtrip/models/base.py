@@ -174,26 +174,29 @@ class Adapter(ABC):
         return y.float().clamp_(-1.0, 1.0), reasons
 
     @torch.no_grad()
-    def repeat_defect(self, x: torch.Tensor, y: torch.Tensor, seeds: list[int] | None = None
-                      ) -> str:
-        """Reconstruct the first item of ``x`` again, alone, and compare it with its
-        reconstruction ``y[0]`` (:func:`~roundtrip.models.outputs.repeat_defect`): ``""`` where
-        they agree, else why the model cannot be scored (an active dropout or sampling). A
-        :attr:`stochastic` model runs under the item's seed again (``seeds[0]``).
+    def repeat_defect(self, x: torch.Tensor, seeds: list[int] | None = None) -> str:
+        """Reconstruct the first item of ``x`` twice, alone, and compare the two
+        (:func:`~roundtrip.models.outputs.repeat_defect`): ``""`` where they agree, else why the
+        model cannot be scored (an active dropout or sampling). The item alone both times, not
+        against its reconstruction in the batch: a quantizer's nearest code may change with the
+        batch's last bits, which is no sampling. A :attr:`stochastic` model runs under the
+        item's seed both times (``seeds[0]``).
 
         Args:
             x: the batch the model reconstructed, float ``[B, C, H, W]`` in ``[-1, 1]``.
-            y: its reconstruction, as :meth:`reconstruct_items` returned it.
             seeds: the items' seeds, for a stochastic model.
         """
         if self.info().family in ("codec", "api"):
             return ""  # pixel codecs are roundtrip's deterministic code; an API call is paid
         seed = seeds[0] if self.stochastic and seeds else None
-        with seeded(seed) if seed is not None else contextlib.nullcontext():
-            _, again = self.round_trip(x[:1])
-        if torch.is_tensor(again):
-            again = again.float().clamp(-1.0, 1.0)
-        return repeat_defect(y[:1], again, self.name, self.stochastic)
+        outputs = []
+        for _ in range(2):
+            with seeded(seed) if seed is not None else contextlib.nullcontext():
+                _, y = self.round_trip(x[:1])
+            outputs.append(y.float().clamp(-1.0, 1.0) if torch.is_tensor(y) else y)
+        if not torch.is_tensor(outputs[0]):
+            return ""  # the output checks speak for it
+        return repeat_defect(outputs[0], outputs[1], self.name, self.stochastic)
 
     def _reconstruct_seeded(self, x: torch.Tensor, seeds: list[int], limit_s: float | None
                             ) -> tuple[torch.Tensor | None, list[str]]:

@@ -15,7 +15,8 @@ no table cell is computed from them:
 - **token ids**: integers with ``0 <= id < codebook_size`` (per quantizer for residual models),
   one row per input item;
 - **repeats**: a second reconstruction of the same input equals the first within
-  :data:`REPEAT_NOISE` (:func:`repeat_defect`); for a ``stochastic`` model, under the same seed.
+  :data:`REPEAT_NOISE` but on :data:`REPEAT_SHARE` of the values (:func:`repeat_defect`); for a
+  ``stochastic`` model, under the same seed.
 """
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ MAX_OUT_OF_RANGE_SHARE = 0.25
 #: level of 8 bits) come from a model that samples; less is float noise (a GPU's
 #: nondeterministic reductions, a batch against a single item: about 1e-6).
 REPEAT_NOISE = 1.0 / 255
+#: ... on more than this share of the values: a dropout of p = 0.01 changes 2 % of them between
+#: two calls, a sampling decoder nearly all; a quantizer whose nearest code flips on the last
+#: bits of a nondeterministic GPU kernel changes one patch (0.1 % of a page).
+REPEAT_SHARE = 0.01
 
 
 class OutputError(ValueError):
@@ -175,17 +180,18 @@ def repeat_defect(first: torch.Tensor, again, name: str, stochastic: bool = Fals
         stochastic: the model is declared stochastic and ``again`` ran under the same seed.
 
     Returns:
-        ``""`` where they agree within :data:`REPEAT_NOISE` on every value, else the defect
-        (how far and how many values) and the fix: keep dropout and sampling off in eval mode,
-        or declare ``stochastic: true``.
+        ``""`` where they agree within :data:`REPEAT_NOISE` on all but :data:`REPEAT_SHARE` of
+        the values, else the defect (how far and how many values) and the fix: keep dropout and
+        sampling off in eval mode, or declare ``stochastic: true``.
     """
     if not torch.is_tensor(again) or again.shape != first.shape:
         return ""
     diff = (again.detach().float().cpu() - first.detach().float().cpu()).abs()
-    if float(diff.max()) <= REPEAT_NOISE:
+    beyond = float((diff > REPEAT_NOISE).float().mean())
+    if beyond <= REPEAT_SHARE:
         return ""
     key = f"models.{name}"
-    share = 100 * float((diff > REPEAT_NOISE).float().mean())
+    share = 100 * beyond
     what = f"by up to {float(diff.max()):.3g} on [-1, 1], {share:.0f} % of values"
     if stochastic:
         return (f"{key}.stochastic: true, but two reconstructions of the same input under the "

@@ -425,7 +425,7 @@ class _Outcome(NamedTuple):
 
 #: Input sizes of a job whose first batch is checked for repeats (:func:`_run_batch`): a model
 #: that samples at one size only is caught there; a set of many sizes (photographs at their own
-#: resolution) pays the extra forward pass of one item for its first sizes only.
+#: resolution) pays two extra forward passes of one item for its first sizes only.
 REPEAT_SIZES = 8
 
 
@@ -439,8 +439,8 @@ def _run_batch(model: Adapter, batch, repeats: dict[str, str] | None = None) -> 
     Args:
         repeats: the job's input sizes checked so far -> their repeat defect (``""``: none):
             the first batch of each of the first :data:`REPEAT_SIZES` sizes has its first item
-            reconstructed again (:meth:`Adapter.repeat_defect`); every item of a size with a
-            defect fails with it. None checks nothing."""
+            reconstructed twice more, alone (:meth:`Adapter.repeat_defect`); every item of a
+            size with a defect fails with it. None checks nothing."""
     t0 = time.perf_counter()
     x = torch.from_numpy(np.stack([p.x for _, _, p in batch])).permute(0, 3, 1, 2)
     size = f"{x.shape[2]}x{x.shape[3]}"
@@ -454,8 +454,8 @@ def _run_batch(model: Adapter, batch, repeats: dict[str, str] | None = None) -> 
         seconds = (time.perf_counter() - t0) / len(batch)
         if repeats is not None and size not in repeats and len(repeats) < REPEAT_SIZES \
                 and y is not None and not defects[0]:
-            with time_limit(model.item_timeout_s):  # one item again
-                repeats[size] = model.repeat_defect(x, y, seeds)
+            with time_limit(2 * model.item_timeout_s if model.item_timeout_s else None):
+                repeats[size] = model.repeat_defect(x, seeds)  # one item, twice
     except Exception as exc:  # noqa: BLE001 - any model failure is an item outcome
         if len(batch) > 1:
             return [r for one in batch for r in _run_batch(model, [one], repeats)]
