@@ -39,8 +39,10 @@ What is timed, in a fresh process each (imports not timed), ``torch.set_num_thre
 
 PNG decoding is included in every time. Each (size, threads) runs every contestant once per run,
 ``--runs`` runs interleaved (run 1 of every setting, then run 2, ...); the record holds each
-time, the median and pairs/s (one pair = an original and its reconstruction), the ratios of
-roundtrip's pairs/s to the others', the load average at each start, and the values: the
+wall time, the median and pairs/s (one pair = an original and its reconstruction), the CPU
+seconds (the process and its ended children: the DataLoader workers) and their median per
+pair, which a busy machine inflates less than the wall time, the ratios of roundtrip's pairs/s
+to the others', the load average at each start, and the values: the
 released evaluator's PSNR and SSIM against roundtrip's ``psnr_vtbench`` and ``ssim_vtbench``,
 whether roundtrip's per-item rows were the same bytes in every run and at every thread count,
 and the largest difference of each column from the baseline's rows and, with ``--reference``,
@@ -120,6 +122,15 @@ def make_pairs(root: Path, n: int, side: int, seed: int) -> dict[str, str]:
     return {k: str(v) for k, v in paths.items()}
 
 
+def cpu_seconds() -> float:
+    """User and system CPU seconds of this process and of its children that ended (the
+    released evaluator's DataLoader workers)."""
+    import resource
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                          resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def child(spec: dict) -> dict:
     """One timed contestant, in this (fresh) process: ``spec`` from :func:`run_child`."""
     if spec["contestant"].startswith("released"):
@@ -137,23 +148,23 @@ def child(spec: dict) -> dict:
         args = argparse.Namespace(original_dir=data["originals"], reconstructed_dir=data["recon"],
                                   output_dir=str(out), metrics=["psnr", "ssim"], batch_size=16,
                                   image_size=256, num_workers=spec["workers"])
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), cpu_seconds()
         evaluate_images.evaluate(args)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
         metrics = pd.read_csv(out / "metrics.csv")
-        return {"seconds": seconds, "psnr": float(metrics["psnr"][0]),
+        return {"seconds": seconds, "cpu_s": cpu, "psnr": float(metrics["psnr"][0]),
                 "ssim": float(metrics["ssim"][0]), "torchmetrics": torchmetrics.__version__}
     from roundtrip.core.compute import tune_allocator
     from roundtrip.evals.vtbench.image_quality import score_image_quality_files
 
     tune_allocator()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), cpu_seconds()
     per_item, set_rows = score_image_quality_files(data["manifest"], data["status"], data["recon"])
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     Path(spec["out"]).parent.mkdir(parents=True, exist_ok=True)
     per_item.to_csv(spec["out"], index=False)
     values = set_rows.set_index("metric")["value"]
-    return {"seconds": seconds, "psnr_vtbench": float(values["psnr_vtbench"]),
+    return {"seconds": seconds, "cpu_s": cpu, "psnr_vtbench": float(values["psnr_vtbench"]),
             "ssim_vtbench": float(values["ssim_vtbench"]),
             "ssim_vtbench_item_mean": float(per_item["ssim_vtbench"].mean())}
 
@@ -218,11 +229,15 @@ def summarize(settings: dict) -> dict:
         entry = {"pairs": setting["pairs"], "threads": setting["threads"], "side": setting["side"]}
         for name, results in setting["results"].items():
             times = [r["seconds"] for r in results if "seconds" in r]
+            cpu = [r["cpu_s"] for r in results if "cpu_s" in r]
             errors = [r["error"] for r in results if "error" in r]
             entry[name] = {"seconds": [round(t, 3) for t in times],
                            "median_s": round(statistics.median(times), 3) if times else None,
                            "pairs_per_s": (round(setting["pairs"] / statistics.median(times), 2)
                                            if times else None),
+                           "cpu_s": [round(c, 2) for c in cpu],
+                           "cpu_ms_per_pair": (round(1000 * statistics.median(cpu)
+                                                     / setting["pairs"], 1) if cpu else None),
                            "load_1min": [r.get("load_1min") for r in results]}
             if errors:
                 entry[name]["errors"] = errors[:1]

@@ -15,6 +15,12 @@ Conventions (shared by every table in roundtrip):
   valid region (no padding: the 5-pixel border is excluded) and averaged over pixels then
   channels. This equals ``skimage.metrics.structural_similarity(x, y, data_range=1,
   channel_axis=-1, gaussian_weights=True, sigma=1.5, use_sample_covariance=False)``.
+* torchmetrics' default SSIM (``StructuralSimilarityIndexMeasure()``) differs only in what reads
+  the same filtered moments: every pixel of the image reflect-padded by 5, clamped variances and
+  the data range of the update (:data:`REFLECT_OWN_RANGE`). :func:`ssim_conventions` computes
+  several such conventions from one filtering of a pair.
+* The sums of an RGB pair run in one thread's order (per channel, or in numpy): the values are
+  the same bits at any thread count.
 """
 from __future__ import annotations
 
@@ -167,8 +173,9 @@ def ssim_conventions(x: torch.Tensor, y: torch.Tensor, conventions: list[SSIMCon
     Returns:
         One ``[B]`` float64 tensor per convention, in order: the mean over channels of the mean
         over the region. A ``valid`` convention's mean is PyTorch's over the map laid out as
-        ``x`` (the value of the whole-image computation, to the bit); a ``reflect`` one's is
-        summed in float64 in a fixed order (the same bits at any thread count).
+        ``x`` (the value of the whole-image computation, to the bit; with several planes, one
+        thread's order at any thread count); a ``reflect`` one's is summed in float64 by numpy
+        (one thread, a fixed order).
 
     Raises:
         ValueError: shapes differ or are not 4D; a side smaller than the window (``valid``) or
