@@ -205,3 +205,109 @@ def test_set_numbers_under_weights_equal_the_set_with_items_repeated():
         a.add(grids[k])
         b.add(recon[k])
     assert statistic(w)[1] == pytest.approx([chd(a, b)["chd"]] * 2)
+
+
+def test_kid_under_weights_is_torch_fidelitys_and_centred_on_the_set():
+    """KID recomputed from item weights (roundtrip.evals.vtbench.compare.weighted_kid): on the
+    set, torch-fidelity's KID with one subset as large as the set and the mean of
+    torch-fidelity's per-subset estimate over every pair of subsets of the size the run draws
+    (half the set: roundtrip.evals.vtbench.perceptual.distribution_rows), with the run's KID
+    (100 random subsets, roundtrip.metrics.distribution.kid) within its Monte Carlo error; on a
+    resample, torch-fidelity's kernel over the copies written out with the pairs of two copies
+    of one item left out, and the mean over every resample of the set its KID (the estimator
+    on the copies as samples is not: it counts k(x_i, x_i))."""
+    import itertools
+
+    import torch
+    from torch_fidelity.metric_kid import kernel_mmd, kernel_poly, kid_features_to_metric
+
+    from roundtrip.evals.vtbench.compare import weighted_kid
+    from roundtrip.metrics.distribution import kid
+
+    poly = dict(kid_kernel="poly", kid_kernel_poly_degree=3, kid_kernel_poly_gamma=None,
+                kid_kernel_poly_coef0=1)
+    rng = np.random.default_rng(7)
+    real = rng.normal(size=(8, 16))
+    fake = real + rng.normal(scale=0.7, size=(8, 16)) + 0.3
+    value = weighted_kid(real, fake, np.ones((1, 8)))[0]
+    whole = kid_features_to_metric(torch.as_tensor(real), torch.as_tensor(fake), kid_subsets=1,
+                                   kid_subset_size=8, verbose=False)
+    assert value == pytest.approx(whole["kernel_inception_distance_mean"], rel=1e-9)
+    subsets = list(itertools.combinations(range(8), 4))
+    every = np.mean([kernel_mmd(real[list(p)], fake[list(q)], **poly)
+                     for p, q in itertools.product(subsets, subsets)])
+    assert value == pytest.approx(every, rel=1e-9)
+    mean, std = kid(real, fake, 4, 100, 0)  # the run's: 100 random subsets of 4 of the 8
+    assert mean != value and abs(mean - value) <= 4 * std / np.sqrt(100)
+
+    w = np.array([2.0, 0, 1, 1, 3, 0, 1, 0])  # a resample of the 8 items
+    idx = np.repeat(np.arange(8), w.astype(int))
+    x, y = real[idx], fake[idx]
+    distinct = idx[:, None] != idx[None, :]  # pairs of positions holding two distinct items
+    kxx, kyy, kxy = (kernel_poly(a, b, **poly) for a, b in ((x, x), (y, y), (x, y)))
+    n = len(idx)
+    expected = (kxx[distinct].mean() + kyy[distinct].mean()
+                - 2 * (np.trace(kxy) / n ** 2 + (1 - 1 / n) * kxy[distinct].mean()))
+    got = weighted_kid(real, fake, np.stack([w, np.eye(8)[4]]))
+    assert got[0] == pytest.approx(expected, rel=1e-9)
+    assert np.isnan(got[1])  # one item: no pair of distinct items
+
+    small_real, small_fake = real[:5], fake[:5]
+    draws = np.array(list(itertools.product(range(5), repeat=5)))  # every resample of 5
+    weights = np.stack([np.bincount(d, minlength=5) for d in draws]).astype(float)
+    resampled = weighted_kid(small_real, small_fake, weights)
+    one_item = np.isnan(resampled)
+    assert one_item.sum() == 5  # the 5 resamples of a single item
+    assert resampled[~one_item].mean() == pytest.approx(
+        weighted_kid(small_real, small_fake, np.ones((1, 5)))[0], rel=1e-9)
+    naive = [kernel_mmd(small_real[d], small_fake[d], **poly) for d in draws[~one_item][::7]]
+    assert abs(np.mean(naive) - resampled[~one_item].mean()) > 0.5  # copies as samples
+
+
+def test_kid_and_fid_rows_are_recomputed_from_the_score_journals_features(tmp_path,
+                                                                          evaluations):
+    """The comparison's KID and FID rows from the Inception features of each item's
+    ``perceptual`` record: both sides' values those of the whole set (torch-fidelity's KID with
+    one subset of the set, FID on the 256 px copies), the interval from the paired bootstrap,
+    and the KID row's note saying how it differs from the table's."""
+    import torch
+    from torch_fidelity.metric_kid import kid_features_to_metric
+
+    from roundtrip.metrics.distribution import fid
+
+    rng = np.random.default_rng(3)
+    ids = [f"i{k}" for k in range(10)]
+    real = rng.normal(size=(10, 24)).astype(np.float32)
+    real256 = rng.normal(size=(10, 24)).astype(np.float32)
+    files, fakes = [], {}
+    for model, scale in (("m1", 0.2), ("m2", 1.5)):
+        fake = (real + rng.normal(scale=scale, size=real.shape)).astype(np.float32)
+        fake256 = (real256 + rng.normal(scale=scale, size=real.shape)).astype(np.float32)
+        fakes[model] = (fake, fake256)
+        journal = ScoreJournal(tmp_path / f"recon/{model}/set/shards/0-of-1.scores.pkl",
+                               {"perceptual:abc": lambda r: True})
+        journal.append("perceptual:abc", [(i, {"lpips": None, "features": (
+            real[k], fake[k], real256[k], fake256[k])}) for k, i in enumerate(ids)])
+        journal.close()
+        files.append(_write(tmp_path, f"metrics/{model}/set/image_quality.csv", pd.DataFrame(
+            {"item_id": ids, "status": "ok", "reason": "", "psnr": 30.0, "ssim": 0.9,
+             "mse_vtbench": 0.001, "n_values_vtbench": 100, "ref_min_vtbench": 0.0,
+             "ref_max_vtbench": 1.0})))
+    _provenance(tmp_path, "reconstruction_model_size", files)
+    _manifest(tmp_path, "set", ids)
+    run = Run(tmp_path)
+    out = compare(run, run, [PairSpec("m1", "m2")], evaluations, SETTINGS)
+    rows = out.rows.set_index("metric")
+    k = rows.loc["KID"]
+    for model, column in (("m1", "baseline_value"), ("m2", "candidate_value")):
+        fake, fake256 = fakes[model]
+        whole = kid_features_to_metric(torch.as_tensor(real.astype(np.float64)),
+                                       torch.as_tensor(fake.astype(np.float64)), kid_subsets=1,
+                                       kid_subset_size=10, verbose=False)
+        assert k[column] == pytest.approx(whole["kernel_inception_distance_mean"], rel=1e-9)
+        assert rows.loc["FID (VTBench eval.)", column] == pytest.approx(
+            fid(real256, fake256), rel=1e-6)
+    assert k["test"] == "paired bootstrap" and k["n_paired"] == 10 and k["kind"] == "set"
+    assert k["difference"] == pytest.approx(k["candidate_value"] - k["baseline_value"])
+    assert k["ci_low"] < k["difference"] < k["ci_high"] and 0 < k["p"] <= 1
+    assert k["note"].startswith("KID recomputed on the whole set")

@@ -66,6 +66,8 @@ class ComparedMetric:
         text: what a side read or answered per item, shown beside the items that changed
             (an OCR line, an extracted answer): a column of the per-item file, or
             ``"pattern:column"`` of another file of the side (``ocr/{ocr}/{name}/{dataset}.csv:text``).
+        note: a sentence every row of the metric carries (how its set number is recomputed,
+            where that differs from the table's number).
         wildcards: a regular expression per wildcard of ``files`` (as Snakemake's wildcard
             constraints), where a pattern would also match other files (``text_{ocr}.csv`` and
             ``text_set_{ocr}.csv``); default ``[^/]+``.
@@ -91,6 +93,7 @@ class ComparedMetric:
     images: str = ""
     original: str = ""
     text: str = ""
+    note: str = ""
     rows: str | None = None
     wildcards: dict[str, str] = field(default_factory=dict)
 

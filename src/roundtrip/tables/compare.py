@@ -555,10 +555,11 @@ def _compare_frames(run_a, run_b, pair, ev, cm, dataset, dims, path_a, path_b, s
                f"no item scored on both sides ({len(only)} on one side or neither)")
         return (_row(pair, ev, cm, dataset, dims, label, digits, note=why,
                      n_paired=0, n_unpaired=len(only)), item_rows, [])
-    note = ""
+    note = cm.note
     if result.not_finite:
-        note = (f"{result.not_finite} shared item(s) without a finite value on a side "
-                "(PSNR = inf of an exact copy) left out")
+        note = "; ".join(filter(None, [note, (
+            f"{result.not_finite} shared item(s) without a finite value on a side (PSNR = inf "
+            "of an exact copy) left out")]))
     row = _row(pair, ev, cm, dataset, dims, label, digits, note=note,
                n_paired=result.n, n_unpaired=len(only), baseline_value=result.baseline,
                candidate_value=result.candidate, difference=result.difference,

@@ -24,7 +24,9 @@ _OCR_LINE = "ocr/{ocr}/{name}/{dataset}.csv:text"
 _ENGINE = {"ocr": r"(?!set_)[A-Za-z0-9][A-Za-z0-9_-]*"}
 #: What a comparison of two checkpoints reads (docs/comparing.md): per-item PSNR, SSIM, LPIPS
 #: and CER/WER, and the released evaluator's set-level PSNR and CER recomputed from the items
-#: (FID from the items' Inception features where the weights were present).
+#: (FID and KID from the items' Inception features where the weights were present). Kendall's
+#: tau of the OCR rank agreement is not compared: it is a number of two OCR engines over every
+#: model of the run, not of a model (docs/comparing.md).
 _COMPARISONS = (
     ComparedMetric("psnr", _IMAGE_FILE, column="psnr", tables=_IMAGE_TABLES, headline=True,
                    images=_RECON, original=_ORIGINAL),
@@ -39,6 +41,11 @@ _COMPARISONS = (
                    tables=("reconstruction_",),
                    set_value="roundtrip.evals.vtbench.compare:released_fid",
                    label="FID (VTBench eval.)"),
+    ComparedMetric("kid", _IMAGE_FILE, kind="set", column="mse_vtbench",
+                   tables=("reconstruction_",), set_value="roundtrip.evals.vtbench.compare:kid",
+                   note="KID recomputed on the whole set (the mean over every pair of subsets, "
+                        "which the tables' KID estimates from metrics.fid.kid_subsets random "
+                        "ones): it may differ from the table's by that estimate's error"),
     ComparedMetric("cer", _TEXT_FILE, column="cer", tables=_TEXT_TABLES, headline=True,
                    references=("ocr/{ocr}/original/{dataset}.csv",), text=_OCR_LINE,
                    wildcards=_ENGINE),
