@@ -19,9 +19,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 import yaml
-from conftest import REPO
 from PIL import Image
 from skimage import data
+from test_output_checks import _check as check_models
 
 from roundtrip.core.limits import TimeLimitExceeded, time_limit
 from roundtrip.models import build_model, item_seed
@@ -29,7 +29,6 @@ from roundtrip.models.diagnosis import (MIN_GAIN_DB, MIN_SHIFT_GAIN_DB, diagnose
                                         diagnose_set)
 from roundtrip.stages.reconstruct import reconstruct_shard
 from roundtrip.tables.failures import read_slowness
-from roundtrip.workflow.checks import check_file
 
 AE_MODULE = textwrap.dedent('''
     import time
@@ -256,15 +255,8 @@ def test_a_volumes_slices_are_diagnosed_together(zoo):
 # ------------------------------------------------------------------ the probe refuses
 
 def _check(tmp_path, monkeypatch, models: dict) -> str | None:
-    photos = tmp_path / "photos"
-    photos.mkdir(exist_ok=True)
-    Image.fromarray(photo("astronaut", 180, 200)).save(photos / "a.png")
-    config = {"datasets": {"mine": {"type": "folder", "path": str(photos)}}, "models": models,
-              "metrics": {"missing_weights": "n/a"}}
-    path = tmp_path / "my.yaml"
-    path.write_text(yaml.safe_dump(config))
-    monkeypatch.chdir(tmp_path)
-    return check_file(str(path), str(REPO / "config.schema.yaml"))
+    return check_models(tmp_path, monkeypatch, models,
+                        Image.fromarray(photo("astronaut", 180, 200)))
 
 
 @pytest.mark.parametrize("flaw", [*FLAWS, "dropout"])

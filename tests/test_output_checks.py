@@ -206,10 +206,12 @@ def test_a_misspelt_module_under_pythonpath_is_named_as_such(zoo, tmp_path, monk
                        "module name in models.bad.import_path")
 
 
-def _check(tmp_path, monkeypatch, models: dict) -> str | None:
+def _check(tmp_path, monkeypatch, models: dict, image=None) -> str | None:
+    """``check_file`` of a config of ``models`` on a folder of one image (default: 80 x 64 of
+    one colour), in ``tmp_path``."""
     photos = tmp_path / "photos"
     photos.mkdir(exist_ok=True)
-    Image.new("RGB", (80, 64), (90, 120, 200)).save(photos / "a.png")
+    (image or Image.new("RGB", (80, 64), (90, 120, 200))).save(photos / "a.png")
     config = {"datasets": {"mine": {"type": "folder", "path": str(photos)}}, "models": models,
               "metrics": {"missing_weights": "n/a"}}
     path = tmp_path / "my.yaml"

@@ -49,11 +49,7 @@ def read_failures(status_files: dict[tuple[str, str], str | Path]) -> list[Failu
     (a job that did not run has its own message from Snakemake).
     """
     out = []
-    for (model, dataset), path in status_files.items():
-        try:
-            status = pd.read_csv(path, dtype=str, keep_default_na=False)
-        except (OSError, ValueError):
-            continue
+    for (model, dataset), status in _status_frames(status_files):
         if "status" not in status:
             continue
         errors = status[status["status"] == "error"]
@@ -110,11 +106,7 @@ def read_slowness(status_files: dict[tuple[str, str], str | Path]) -> list[Slown
     :data:`SLOW_SECONDS` each (medians per size over the items with a recorded time); files
     without ``seconds`` and ``size`` columns (volumes, an earlier version) are passed over."""
     out = []
-    for (model, dataset), path in status_files.items():
-        try:
-            status = pd.read_csv(path, dtype=str, keep_default_na=False)
-        except (OSError, ValueError):
-            continue
+    for (model, dataset), status in _status_frames(status_files):
         if not {"seconds", "size"} <= set(status.columns):
             continue
         timed = status.assign(seconds=pd.to_numeric(status["seconds"], errors="coerce"))
@@ -131,3 +123,14 @@ def read_slowness(status_files: dict[tuple[str, str], str | Path]) -> list[Slown
                                 float(per_size.loc[fast, "median"]), ratio,
                                 int(per_size.loc[slow, "size"])))
     return out
+
+
+def _status_frames(status_files: dict[tuple[str, str], str | Path]):
+    """``((model, dataset), frame)`` of every readable status file, its cells as strings;
+    missing or unreadable files are passed over (a job that did not run has its own message
+    from Snakemake)."""
+    for key, path in status_files.items():
+        try:
+            yield key, pd.read_csv(path, dtype=str, keep_default_na=False)
+        except (OSError, ValueError):
+            continue
