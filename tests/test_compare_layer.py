@@ -311,3 +311,87 @@ def test_kid_and_fid_rows_are_recomputed_from_the_score_journals_features(tmp_pa
     assert k["difference"] == pytest.approx(k["candidate_value"] - k["baseline_value"])
     assert k["ci_low"] < k["difference"] < k["ci_high"] and 0 < k["p"] <= 1
     assert k["note"].startswith("KID recomputed on the whole set")
+
+
+def _png(folder, rel, value):
+    path = folder / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    img = np.full((48, 64, 3), value, np.uint8)
+    img[8:20, 8:40] = 255 - value  # a block a reconstruction may change
+    from PIL import Image
+
+    Image.fromarray(img).save(path)
+
+
+def test_the_ocr_and_vista_items_that_flipped_make_their_own_gallery(tmp_path, evaluations):
+    """OCR items (CER per item, with the recognized lines) and VISTA answers (right or wrong,
+    with the extracted answers) whose images both sides kept become the gallery of the items
+    that flipped: the answers right -> wrong first, the largest change of CER first, taken in
+    turn, two per row at most; an item without kept images is passed over; none of them goes
+    to the gallery of the items that changed most; with nothing flipped, the figure says so and
+    the report leaves it out."""
+    from PIL import Image
+
+    from roundtrip.report.assemble import what_changed_inputs
+    from roundtrip.report.compare import _said, flipped_items, write_comparison
+
+    ids = ["p0", "p1", "p2", "p3"]
+    cer = {"m1": [0.1, 0.1, 0.1, 0.1], "m2": [0.5, 0.1, 0.3, 0.9]}
+    files = []
+    for model, values in cer.items():
+        files.append(_write(tmp_path, f"metrics/{model}/scan/text_tess.csv", pd.DataFrame(
+            {"item_id": ids, "status": "ok", "reason": "", "cer": values, "wer": values})))
+        _write(tmp_path, f"ocr/tess/{model}/scan.csv", pd.DataFrame(
+            {"item_id": ids, "text": [f"{model} read {i}" for i in ids], "status": "ok"}))
+        for i in ids[:3]:  # p3 not kept
+            _png(tmp_path, f"recon/{model}/scan/{i}.png", 40 if model == "m1" else 90)
+    for i in ids:
+        _png(tmp_path, f"datasets/scan/images/{i}.png", 0)
+    _manifest(tmp_path, "scan", ids)
+    _provenance(tmp_path, "text_preservation", files)
+    questions = ["q0", "q1", "q2", "q3"]
+    hits = {"m1": [1, 0, 1, 1], "m2": [0, 1, 0, 1]}  # q0, q2 right -> wrong; q1 wrong -> right
+    answer_files = []
+    for model, h in hits.items():
+        frame = _answers(questions, [[x, x] for x in h], [1] * 4,
+                         lambda q, k, hit: "A" if hit else "C")
+        answer_files.append(_write(tmp_path, f"vista/r/{model}/qs/answers.csv", frame))
+        for q in questions:
+            for k in range(2):
+                _png(tmp_path, f"recon/{model}/qs/{q}__r{k}.png", 40 if model == "m1" else 90)
+    for q in questions:
+        for k in range(2):
+            _png(tmp_path, f"datasets/qs/images/{q}__r{k}.png", 0)
+    _manifest(tmp_path, "qs", questions)
+    _provenance(tmp_path, "vista_accuracy", answer_files)
+    run = Run(tmp_path)
+    out = compare(run, run, [PairSpec("m1", "m2")], evaluations, SETTINGS)
+    cer_entries = [g for g in out.gallery if g["metric"] == "CER"]
+    assert [g["item_id"] for g in cer_entries] == ["p0", "p2", "p1"]  # p3: no image kept
+    assert cer_entries[0]["baseline_image"] == tmp_path / "recon/m1/scan/p0.png"
+    assert cer_entries[0]["original"] == tmp_path / "datasets/scan/images/p0.png"
+    vt = [g for g in out.gallery if g["metric"] == "VT"]  # right -> wrong first, the render
+    assert [g["item_id"] for g in vt] == ["q0__r0", "q2__r0", "q1__r0"]
+    assert vt[0]["candidate_image"] == tmp_path / "recon/m2/qs/q0__r0.png"
+    shown = flipped_items(out.gallery, strips=4)
+    assert [(g["metric"], g["item_id"]) for g in shown] == [
+        ("VT", "q0__r0"), ("CER", "p0"), ("VT", "q2__r0"), ("CER", "p2")]
+    assert _said(shown[0], "baseline") == 'right: "A"'
+    assert _said(shown[0], "candidate") == 'wrong: "C"'
+    assert _said(shown[1], "candidate") == 'CER 0.5000: "m2 read p0"'
+    assert shown[1]["difference"] == pytest.approx(0.4)
+
+    written = write_comparison(out, tmp_path / "out", tmp_path / "out", SETTINGS)
+    assert written["flipped_caption"].startswith("OCR and VISTA items that flipped")
+    with Image.open(written["flipped"]) as img:
+        assert img.size[1] == round(3 * 1.5 * 200)  # three strips at 200 dpi
+    assert written["gallery_caption"].startswith("No compared item")  # no image row here
+    files = sorted((tmp_path / "out").glob("*.*"))
+    figures = what_changed_inputs(files)["figures"]
+    assert [f.name for f, _ in figures] == ["differences.png", "changed.png", "flipped.png"]
+
+    same = compare(run, run, [PairSpec("m1", "m1")], evaluations, SETTINGS)
+    written = write_comparison(same, tmp_path / "same", tmp_path / "same", SETTINGS)
+    assert written["flipped_caption"] is None and written["flipped"].is_file()
+    figures = what_changed_inputs(sorted((tmp_path / "same").glob("*.*")))["figures"]
+    assert [f.name for f, _ in figures] == ["differences.png", "changed.png"]

@@ -143,6 +143,10 @@ def test_the_report_says_what_changed_on_page_one(run):
     assert "**What changed**" in summary and "3 worse" in summary
     for figure in ("differences.png", "changed.png"):
         assert (run / "results/figures/compare" / figure).stat().st_size > 10_000
+    # no OCR or VISTA item here: the flipped items' figure says so and the report leaves it out
+    assert (run / "results/figures/compare/flipped.png").is_file()
+    captions = (run / "results/figures/compare/captions.txt").read_text()
+    assert "changed.png\t" in captions and "flipped.png" not in captions
     text = subprocess.run(["pdftotext", str(run / "results/report.pdf"), "-"],
                           capture_output=True, text=True, check=True).stdout
     assert "What changed: every compared row" in text  # the table whole, in the appendix

@@ -258,9 +258,10 @@ def test_targets(plan, tmp_path):
     assert "results/tables/medibench_latent_shapes.tex" in targets
     assert "results/figures/medical/synthetic_3d.png" in targets
     assert "results/figures/token_sensitivity.png" in targets
-    # the default config compares small_rvq with small_vq: two tables and two figures more
-    assert "results/tables/compare.csv" in targets and len(plan.compare_files) == 8
-    assert len(targets) == 3 * len(plan.tables) + len(plan.figures) + 8 + 1
+    # the default config compares small_rvq with small_vq: two tables and three figures more
+    assert "results/tables/compare.csv" in targets and len(plan.compare_files) == 9
+    assert "results/figures/compare/flipped.png" in plan.compare_files
+    assert len(targets) == 3 * len(plan.tables) + len(plan.figures) + 9 + 1
     assert targets[-1] == "results/report.pdf"
     assert "results/figures/gallery/posters.png" in plan.figures
     assert "results/figures/gallery/medical_2d.png" not in plan.figures  # galleries: VTBench sets

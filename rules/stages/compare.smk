@@ -1,8 +1,9 @@
 # Checkpoint B against checkpoint A (config compare:; roundtrip.tables.compare, docs/comparing.md):
 # one job after the tables, reading every evaluation's per-item files through the evaluations'
 # declarations (Evaluation.comparisons) found by the tables' provenance records; it writes the
-# tables compare and compare_items, the differences figure and the gallery of the items that
-# changed most, which the report's "What changed" section reads.
+# tables compare and compare_items, the differences figure, the gallery of the items that
+# changed most and that of the OCR and VISTA items that flipped, which the report's "What
+# changed" section reads.
 from roundtrip.tables.compare import compare_config
 
 
@@ -22,6 +23,11 @@ if PLAN.compares:
             gallery=report(
                 "results/figures/compare/changed.png",
                 caption=caption("compare_changed"),
+                category="Comparison",
+            ),
+            flipped=report(
+                "results/figures/compare/flipped.png",
+                caption=caption("compare_flipped"),
                 category="Comparison",
             ),
         params:

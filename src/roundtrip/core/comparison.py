@@ -61,8 +61,15 @@ class ComparedMetric:
             is measured against, a reference tokenizer's checkpoint): a changed one is named
             and the row is left out.
         images: a pattern of an item's image (``{item}`` for its id) on each side, for the
-            gallery of the items that changed most (e.g. ``recon/{name}/{dataset}/{item}.png``);
-            ``original`` the pattern of the item's original.
+            galleries of the items that changed most (e.g. ``recon/{name}/{dataset}/{item}.png``),
+            or several tried in order (the first that is a file on both sides);
+            ``original`` the pattern of the item's original. A declaration with ``text`` goes to
+            the gallery of the OCR and VISTA items that flipped
+            (:func:`roundtrip.report.compare.flipped_gallery`), the others to that of the items
+            that changed most (:func:`roundtrip.report.compare.changed_gallery`).
+        image_item: the per-item column whose value is ``{item}`` in ``images`` and
+            ``original`` where the item key is another (a question's Table 1 render, keyed by
+            ``question_id``, is the image ``item_id``); empty: the item key.
         text: what a side read or answered per item, shown beside the items that changed
             (an OCR line, an extracted answer): a column of the per-item file, or
             ``"pattern:column"`` of another file of the side (``ocr/{ocr}/{name}/{dataset}.csv:text``).
@@ -90,9 +97,10 @@ class ComparedMetric:
     digits: int | None = None
     set_value: str | None = None
     references: tuple[str, ...] = ()
-    images: str = ""
+    images: str | tuple[str, ...] = ""
     original: str = ""
     text: str = ""
+    image_item: str = ""
     note: str = ""
     rows: str | None = None
     wildcards: dict[str, str] = field(default_factory=dict)

@@ -133,15 +133,15 @@ def same_model(published: str, ran: str) -> bool:
 def what_changed_inputs(files) -> dict:
     """What the report shows of the run's comparison (config ``compare:``; rule ``compare``):
     ``lines`` (page 1's "What changed", :func:`roundtrip.report.compare.summary_text`),
-    ``figures`` (``[(png, caption)]``: the differences and the gallery of the items that
-    changed most) and ``table`` (the ``compare`` Markdown, whole in the appendix); empty where
-    the run compares nothing.
+    ``figures`` (``[(png, caption)]``: the differences, the gallery of the items that changed
+    most and, where some flipped, that of the OCR and VISTA items that flipped) and ``table``
+    (the ``compare`` Markdown, whole in the appendix); empty where the run compares nothing.
 
     Args:
         files: the comparison's files (``Plan.compare_files``: the tables' CSV, Markdown and
-            LaTeX and the two figures).
+            LaTeX and the three figures).
     """
-    from roundtrip.report.compare import DIFFERENCES, GALLERY, read_rows, summary_text
+    from roundtrip.report.compare import DIFFERENCES, FLIPPED, GALLERY, read_rows, summary_text
 
     files = [Path(f) for f in files]
     by_name = {f.name: f for f in files}
@@ -150,11 +150,13 @@ def what_changed_inputs(files) -> dict:
     rows = read_rows(by_name["compare.csv"])
     items = read_rows(by_name["compare_items.csv"]) if "compare_items.csv" in by_name else None
     captions = {}
-    figures = [f for f in files if f.name in (DIFFERENCES, GALLERY)]
+    figures = [by_name[n] for n in (DIFFERENCES, GALLERY, FLIPPED) if n in by_name]
     if figures and (figures[0].parent / "captions.txt").is_file():
         for line in (figures[0].parent / "captions.txt").read_text().splitlines():
             name, _, caption = line.partition("\t")
             captions[name] = caption
+    # the flipped items' gallery only where some flipped (captions.txt has its line)
+    figures = [f for f in figures if f.name != FLIPPED or f.name in captions]
     return {"lines": summary_text(rows, items) or ["No row was compared."],
             "figures": [(f, captions.get(f.name, "")) for f in figures],
             "table": by_name.get("compare.md")}

@@ -1,9 +1,10 @@
 """What a person reads of a comparison of two checkpoints (:mod:`roundtrip.tables.compare`):
 the tables ``compare`` and ``compare_items``, the figure of every difference with its interval
-coloured by verdict, the gallery of the items that changed most (original | A | B, zoomed) and
-the lines of the OCR and VISTA items that flipped. The rule ``compare`` and ``roundtrip compare``
-both write them with :func:`write_comparison`; the PDF report's "What changed" section reads
-them back (:func:`read_rows`)."""
+coloured by verdict, the gallery of the items that changed most (original | A | B, zoomed),
+that of the OCR and VISTA items that flipped (the same strips, with what each side read or
+answered) and their lines in words. The rule ``compare`` and ``roundtrip compare`` both write
+them with :func:`write_comparison`; the PDF report's "What changed" section reads them back
+(:func:`read_rows`)."""
 from __future__ import annotations
 
 import math
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from roundtrip.metrics.paired import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
+from roundtrip.metrics.paired import BETTER, BINARY, EQUIVALENT, INCONCLUSIVE, WORSE
 from roundtrip.tables.compare import (ITEM_COLUMNS, NOT_COMPARED, ROW_COLUMNS, Comparison,
                                       what_changed)
 from roundtrip.tables.engine import write_frame
@@ -22,9 +23,11 @@ VERDICT_COLOURS = {BETTER: "#0072B2", WORSE: "#D55E00", EQUIVALENT: "#009E73",
                    INCONCLUSIVE: "#8a8a8a"}
 #: Table names and figure file names.
 ROWS_TABLE, ITEMS_TABLE = "compare", "compare_items"
-DIFFERENCES, GALLERY = "differences.png", "changed.png"
-#: Panels of the differences figure at most (the rest are in the table).
-MAX_PANELS = 8
+DIFFERENCES, GALLERY, FLIPPED = "differences.png", "changed.png", "flipped.png"
+#: Panels of the differences figure at most (the rest are in the table): four, so that the
+#: figure and the gallery of the items that changed most share the first headline page, and
+#: the gallery of the items that flipped the second with the first evaluation's figure.
+MAX_PANELS = 4
 
 
 def _cell(x, digits: int) -> str:
@@ -177,20 +180,75 @@ def difference_figure(rows: pd.DataFrame, path: str | Path) -> str:
             "(grey band), grey inconclusive (after Holm and Benjamini-Yekutieli)." + shown)
 
 
-def changed_gallery(gallery: list[dict], path: str | Path, per_row: int = 3) -> str | None:
-    """The items that changed most, one line each: original | baseline | candidate, each
-    zoomed on the window where the two reconstructions differ most
-    (:func:`roundtrip.report.gallery.detail_window` of their difference). Returns the caption,
-    or None (no file written) where no compared item kept its images."""
-    if not gallery:
-        return None
+def _strips(chosen: list[dict], path: Path, title, labels=None, zoom: str = "difference"
+            ) -> None:
+    """Draw one line per gallery entry (:attr:`roundtrip.tables.compare.Comparison.gallery`):
+    original | baseline | candidate, 1.35 in (1.5 in with ``labels``) a line at the printed
+    width, so that the report prints three lines at full size. Each is zoomed on one window
+    (:func:`roundtrip.report.gallery.detail_window`): with ``zoom="difference"``, where the
+    two sides' images differ most (the whole image where they are the same); with
+    ``zoom="detail"``, the original's most detailed window, where the report's reconstruction
+    galleries zoom (small text on a text set). ``title(entry, j)`` is the title over panel
+    ``j`` (0 original, 1 baseline, 2 candidate); ``labels(entry, j)``, where given, the text
+    under it (two lines at most; CJK and Devanagari from the reconstruction galleries'
+    fonts)."""
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg")
     from roundtrip.core.imaging import read_image, to_uint8
-    from roundtrip.report.gallery import detail_window
+    from roundtrip.report.gallery import FONT_FALLBACK, detail_window
     from roundtrip.report.style import figure, save
 
+    fig, axes = figure(len(chosen), 3, height_in=(1.35 if labels is None else 1.5) * len(chosen))
+    for i, g in enumerate(chosen):
+        a = to_uint8(read_image(g["baseline_image"]))
+        b = to_uint8(read_image(g["candidate_image"]))
+        orig = to_uint8(read_image(g["original"])) if g.get("original") else None
+        same = a.shape == b.shape
+        if zoom == "detail":
+            y, x, side = detail_window(orig if orig is not None and orig.shape == a.shape
+                                       else a)
+        else:
+            diff = (np.abs(a.astype(np.int16) - b.astype(np.int16)).astype(np.uint8) if same
+                    else a)
+            if same and not diff.any():  # one image read twice: all of it
+                y, x, side = 0, 0, None
+            else:
+                y, x, side = detail_window(
+                    np.repeat(diff.max(axis=2, keepdims=True), 3, axis=2) if same else a)
+        for j, img in enumerate((orig, a, b)):
+            ax = axes[i, j]
+            ax.set_xticks([])
+            ax.set_yticks([])
+            for spine in ax.spines.values():
+                spine.set_visible(False)
+            if img is None:
+                ax.text(0.5, 0.5, "n/a", ha="center", va="center")
+            else:
+                crop = (img[y:y + side, x:x + side]
+                        if side and img.shape[:2] == a.shape[:2] else img)
+                ax.imshow(crop, interpolation="nearest")
+            ax.set_title(title(g, j), fontsize=7.5)
+            if labels is not None:
+                text = labels(g, j)
+                if text:
+                    ax.set_xlabel(textwrap.fill(text, 34, max_lines=2, placeholder=" ..."),
+                                  fontsize=7.5, fontfamily=FONT_FALLBACK)
+    save(fig, path)
+
+
+def changed_gallery(gallery: list[dict], path: str | Path, strips: int = 3) -> str | None:
+    """The items that changed most, one line each: original | baseline | candidate, each
+    zoomed on the window where the two reconstructions differ most (:func:`_strips`), of the
+    declarations without a text (the others: :func:`flipped_gallery`): per (comparison,
+    dataset, where) its first metric's items, largest change first, at most two per dataset
+    and ``strips`` in all. Returns the caption, or None (no file written) where no compared
+    item kept its images."""
+    gallery = [g for g in gallery if not g.get("text")]
+    if not gallery:
+        return None
     # per (comparison, dataset), the first metric's items that changed, largest change first:
     # a few items per set, each once
     first = {}
@@ -201,40 +259,103 @@ def changed_gallery(gallery: list[dict], path: str | Path, per_row: int = 3) -> 
         key = (g["comparison"], g["dataset"], g["where"])
         item = (*key, g["item_id"])
         if (g["difference"] == 0 or first[key] != g["metric"] or item in shown
-                or seen.get(key, 0) >= per_row - 1 or len(chosen) >= 2 * per_row):
+                or seen.get(key, 0) >= 2 or len(chosen) >= strips):
             continue
         seen[key] = seen.get(key, 0) + 1
         shown.add(item)
         chosen.append(g)
     if not chosen:
         return None
-    fig, axes = figure(len(chosen), 3, height_in=1.45 * len(chosen))
-    for i, g in enumerate(chosen):
-        a = to_uint8(read_image(g["baseline_image"]))
-        b = to_uint8(read_image(g["candidate_image"]))
-        orig = to_uint8(read_image(g["original"])) if g.get("original") else None
-        same = a.shape == b.shape
-        diff = np.abs(a.astype(np.int16) - b.astype(np.int16)).astype(np.uint8) if same else a
-        y, x, side = detail_window(np.repeat(diff.max(axis=2, keepdims=True), 3, axis=2)
-                                   if same else a)
-        panels = [("original", orig), (g["baseline"], a), (g["candidate"], b)]
-        d = g.get("digits", 2)
-        for j, (label, img) in enumerate(panels):
-            ax = axes[i, j]
-            ax.axis("off")
-            if img is None:
-                ax.text(0.5, 0.5, "n/a", ha="center", va="center")
-            else:
-                crop = img[y:y + side, x:x + side] if img.shape[:2] == a.shape[:2] else img
-                ax.imshow(crop, interpolation="nearest")
-            title = label if j else f"{g['dataset']}/{g['item_id']}"
-            if j == 2:
-                title += f" ({g['metric']} {g['difference']:+.{d}f})"
-            ax.set_title(title, fontsize=7.5)
-    save(fig, path)
+
+    def title(g, j):
+        if j == 0:
+            return f"{g['dataset']}/{g['item_id']}"
+        if j == 1:
+            return g["baseline"]
+        return f"{g['candidate']} ({g['metric']} {g['difference']:+.{g.get('digits', 2)}f})"
+    _strips(chosen, Path(path), title)
     return ("The items whose value changed most (of the kept reconstructions; per dataset, "
             "its first metric): original, baseline and candidate, zoomed on where the two "
             "differ most; the change of the item's metric beside the candidate.")
+
+
+def _said(g: dict, side: str) -> str:
+    """What one side of a gallery entry read or answered, with its outcome: ``wrong: "B"``
+    (a right/wrong outcome) or ``CER 0.1234: "the text"``."""
+    value = g[f"{side}_value"]
+    if g.get("kind") == BINARY:
+        head = "right" if value > 0 else "wrong"
+    else:
+        head = f"{g['metric']} {_cell(value, int(g.get('digits', 4)))}"
+    text = " ".join(str(g.get(f"{side}_text", "")).split())
+    return f'{head}: "{text}"' if text else f"{head}: (nothing)"
+
+
+def flipped_items(gallery: list[dict], strips: int = 3) -> list[dict]:
+    """The gallery entries :func:`flipped_gallery` shows: of the declarations with a text (an
+    OCR line, an extracted answer), the answers that flipped (right -> wrong first) and the
+    OCR items whose value changed most, taken in turn, at most two per (comparison, dataset,
+    where) and ``strips`` in all, each item once.
+
+    Args:
+        gallery: :attr:`roundtrip.tables.compare.Comparison.gallery`.
+        strips: how many entries at most.
+    """
+    gallery = [g for g in gallery if g.get("text") and g["difference"] != 0
+               and np.isfinite(g["difference"])]
+    flips = [g for g in gallery if g.get("kind") == BINARY]
+    flips.sort(key=lambda g: g["difference"] > 0)  # right -> wrong first, stable
+    changes = sorted((g for g in gallery if g.get("kind") != BINARY),
+                     key=lambda g: -abs(g["difference"]))
+    seen, chosen, shown = {}, [], set()
+
+    def take(queue) -> bool:
+        """Show the queue's next entry that may be shown; False where none is left."""
+        while queue:
+            g = queue.pop(0)
+            key = (g["comparison"], g["dataset"], g["where"])
+            item = (g["comparison"], g["dataset"], g["item_id"], g["baseline_image"],
+                    g["candidate_image"])
+            if item in shown or seen.get(key, 0) >= 2:  # each once, two per row of the table
+                continue
+            seen[key] = seen.get(key, 0) + 1
+            shown.add(item)
+            chosen.append(g)
+            return True
+        return False
+    turn = 0
+    while len(chosen) < strips and (flips or changes):
+        first, second = (flips, changes) if turn % 2 == 0 else (changes, flips)
+        if not take(first):
+            take(second)
+        turn += 1
+    return chosen
+
+
+def flipped_gallery(gallery: list[dict], path: str | Path, strips: int = 3) -> str | None:
+    """The OCR and VISTA items that flipped (:func:`flipped_items`), one line each: original |
+    baseline | candidate (:func:`_strips`: zoomed on the original's most detailed window, as
+    the reconstruction galleries zoom), with what each side read or answered under it. Returns
+    the caption, or None (no file written) where no such item kept its images."""
+    chosen = flipped_items(gallery, strips)
+    if not chosen:
+        return None
+
+    def title(g, j):
+        if j == 0:
+            where = ", ".join(v.split("=", 1)[-1] for v in g["where"].split(", ")) \
+                if g["where"] else ""
+            return f"{g['dataset']}/{g['item_id']}" + (f" ({where})" if where else "")
+        return g["baseline"] if j == 1 else g["candidate"]
+
+    def label(g, j):
+        return "" if j == 0 else _said(g, "baseline" if j == 1 else "candidate")
+    _strips(chosen, Path(path), title, label, zoom="detail")
+    return ("OCR and VISTA items that flipped: the answers that went from right to wrong (or "
+            "back) and the OCR readings whose error changed most between the baseline and the "
+            "candidate; original, baseline and candidate, zoomed on the original's most "
+            "detailed window (as the reconstruction galleries), with what each side read or "
+            "answered.")
 
 
 def flipped_lines(items: pd.DataFrame, limit: int = 4) -> list[str]:
@@ -273,12 +394,27 @@ def summary_text(rows: pd.DataFrame | None, items: pd.DataFrame | None = None) -
     return out
 
 
+def _placeholder(path: Path, text: str) -> None:
+    """A one-line figure that says why there is no picture (a declared output is always
+    written)."""
+    from roundtrip.report.style import figure, save
+
+    fig, axes = figure(1, 1, height_in=0.6)
+    axes[0, 0].axis("off")
+    axes[0, 0].text(0.5, 0.5, text, ha="center", va="center")
+    save(fig, path)
+
+
 def write_comparison(comparison: Comparison, tables_dir: str | Path, figures_dir: str | Path,
                      settings) -> dict[str, Path | str | None]:
-    """Write the two tables (:func:`write_tables`), the differences figure and the gallery
-    (:data:`DIFFERENCES`, :data:`GALLERY`; the gallery says so in its place where no item kept
-    its images). Returns ``{"differences": path, "differences_caption": ..., "gallery":
-    path, "gallery_caption": ...}``."""
+    """Write the two tables (:func:`write_tables`), the differences figure, the gallery of the
+    items that changed most and that of the OCR and VISTA items that flipped
+    (:data:`DIFFERENCES`, :data:`GALLERY`, :data:`FLIPPED`), and ``captions.txt`` (``file<TAB>
+    caption`` of each figure the report shows). Where no item kept its images, the gallery
+    says so in its place; where no OCR or VISTA item flipped, ``flipped.png`` says so and has
+    no caption line (the report leaves it out). Returns ``{"differences": path,
+    "differences_caption": ..., "gallery": path, "gallery_caption": ..., "flipped": path,
+    "flipped_caption": ... or None}``."""
     figures_dir = Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
     write_tables(comparison, tables_dir, settings)
@@ -287,14 +423,14 @@ def write_comparison(comparison: Comparison, tables_dir: str | Path, figures_dir
     gallery = figures_dir / GALLERY
     gcap = changed_gallery(comparison.gallery, gallery)
     if gcap is None:
-        from roundtrip.report.style import figure, save
-
-        fig, axes = figure(1, 1, height_in=0.6)
-        axes[0, 0].axis("off")
-        axes[0, 0].text(0.5, 0.5, "No compared item kept its images.", ha="center",
-                        va="center")
-        save(fig, gallery)
+        _placeholder(gallery, "No compared item kept its images.")
         gcap = "No compared item kept its reconstructions (run.keep_reconstructions)."
-    (figures_dir / "captions.txt").write_text(f"{DIFFERENCES}\t{caption}\n{GALLERY}\t{gcap}\n")
+    flipped = figures_dir / FLIPPED
+    fcap = flipped_gallery(comparison.gallery, flipped)
+    if fcap is None:
+        _placeholder(flipped, "No OCR or VISTA item flipped (of those whose images were kept).")
+    lines = [f"{DIFFERENCES}\t{caption}", f"{GALLERY}\t{gcap}"]
+    lines += [f"{FLIPPED}\t{fcap}"] if fcap else []
+    (figures_dir / "captions.txt").write_text("\n".join(lines) + "\n")
     return {"differences": diff, "differences_caption": caption, "gallery": gallery,
-            "gallery_caption": gcap}
+            "gallery_caption": gcap, "flipped": flipped, "flipped_caption": fcap}

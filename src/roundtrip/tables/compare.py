@@ -40,9 +40,9 @@ import pandas as pd
 from roundtrip.core.comparison import DATASET, NAME, ComparedMetric, NotMeasured
 from roundtrip.core.hashing import sha256_file
 from roundtrip.metrics import METRICS
-from roundtrip.metrics.paired import (BETTER, EQUIVALENT, INCONCLUSIVE, SET, WORSE, Paired,
-                                      PairedSettings, benjamini_yekutieli, holm, paired_items,
-                                      paired_set, resolution, verdict)
+from roundtrip.metrics.paired import (BETTER, BINARY, EQUIVALENT, INCONCLUSIVE, SET, WORSE,
+                                      Paired, PairedSettings, benjamini_yekutieli, holm,
+                                      paired_items, paired_set, resolution, verdict)
 
 #: The verdict of a row that was not compared (a changed dataset, a file on one side only).
 NOT_COMPARED = "not compared"
@@ -372,8 +372,12 @@ def _base(frame: pd.DataFrame, cm: ComparedMetric) -> pd.DataFrame:
 @dataclass
 class Comparison:
     """The outcome: ``rows`` (:data:`ROW_COLUMNS`), ``items`` (:data:`ITEM_COLUMNS`), the files
-    read on each side (for provenance), and ``gallery``: per image row, the items that changed
-    most with their image paths."""
+    read on each side (for provenance), and ``gallery``: per row whose declaration has
+    ``images``, the items that changed most (binary outcomes: that flipped) whose images both
+    sides kept, each a dict of ``comparison, evaluation, dataset, where, metric, item_id,
+    baseline, candidate, baseline_image, candidate_image, original`` (paths; ``original`` may be
+    None), ``difference, baseline_value, candidate_value`` (the row's units), ``kind, digits``,
+    ``text`` (whether the declaration has one) and ``baseline_text, candidate_text``."""
     rows: pd.DataFrame
     items: pd.DataFrame
     inputs: list[Path]
@@ -512,6 +516,7 @@ def _compare_frames(run_a, run_b, pair, ev, cm, dataset, dims, path_a, path_b, s
     base = a.loc[shared]
     cand = b.loc[shared]
     clusters = base["_cluster"].to_numpy() if cm.cluster else None
+    texts = None
     if cm.kind == SET:
         fn = _set_function(cm.set_value)
         side_a = Side(run_a.folder, pair.baseline, dataset, dims, path_a,
@@ -573,28 +578,55 @@ def _compare_frames(run_a, run_b, pair, ev, cm, dataset, dims, path_a, path_b, s
     row["_higher"] = higher
     best = []
     if cm.images and cm.kind != SET and len(shared):
-        d = np.abs(cand["_value"].to_numpy(float) - base["_value"].to_numpy(float))
-        d[~np.isfinite(d)] = -1
-        kept = []
-        for k in np.argsort(-d, kind="stable"):
-            i = shared[k]
-            pa = run_a.folder / cm.images.format(name=pair.baseline, dataset=dataset, item=i,
-                                                 **dims)
-            pb = run_b.folder / cm.images.format(name=pair.candidate, dataset=dataset, item=i,
-                                                 **dims)
-            if pa.is_file() and pb.is_file():
-                kept.append({"comparison": pair.name, "evaluation": ev.label,
-                             "dataset": dataset, "where": _where_text(dims), "metric": label,
-                             "item_id": i, "baseline": pair.baseline,
-                             "candidate": pair.candidate, "baseline_image": pa,
-                             "candidate_image": pb, "original": _original(run_a, cm, dataset,
-                                                                          dims, i, pa),
-                             "difference": float(cand["_value"].iat[k] - base["_value"].iat[k]),
-                             "digits": digits})
-            if len(kept) >= gallery_items:
-                break
-        best = kept
+        best = _gallery(run_a, run_b, pair, ev, cm, dataset, dims, shared, base, cand,
+                        texts, (label, digits), gallery_items)
     return row, item_rows, best
+
+
+def _gallery(run_a, run_b, pair, ev, cm, dataset, dims, shared, base, cand, texts, info,
+             limit: int) -> list[dict]:
+    """The gallery entries of one row: up to ``limit`` of the shared items whose images both
+    sides kept, the largest change first (binary outcomes: the items that flipped, right ->
+    wrong first), each with both sides' images, the original, both values (in the row's
+    units), what each side read or answered and whether the declaration has ``text``."""
+    label, digits = info
+    b_values = base["_value"].to_numpy(float)
+    c_values = cand["_value"].to_numpy(float)
+    d = c_values - b_values
+    if cm.kind == BINARY:
+        # flipped only; right -> wrong (d < 0) before wrong -> right, each in item order
+        order = [k for k in np.argsort(np.sign(d), kind="stable") if d[k] != 0]
+    else:
+        size = np.abs(d)
+        size[~np.isfinite(size)] = -1
+        order = list(np.argsort(-size, kind="stable"))
+    patterns = (cm.images,) if isinstance(cm.images, str) else tuple(cm.images)
+    kept = []
+    for k in order:
+        i = shared[k]
+        item = str(base[cm.image_item].iat[k]) if cm.image_item else i
+        for pattern in patterns:
+            pa = run_a.folder / pattern.format(name=pair.baseline, dataset=dataset, item=item,
+                                               **dims)
+            pb = run_b.folder / pattern.format(name=pair.candidate, dataset=dataset, item=item,
+                                               **dims)
+            if pa.is_file() and pb.is_file():
+                break
+        else:
+            continue
+        kept.append({"comparison": pair.name, "evaluation": ev.label, "dataset": dataset,
+                     "where": _where_text(dims), "metric": label,
+                     "item_id": item, "baseline": pair.baseline, "candidate": pair.candidate,
+                     "baseline_image": pa, "candidate_image": pb,
+                     "original": _original(run_a, cm, dataset, dims, item, pa),
+                     "difference": float(d[k]), "baseline_value": float(b_values[k]),
+                     "candidate_value": float(c_values[k]), "kind": cm.kind,
+                     "digits": digits, "text": bool(cm.text),
+                     "baseline_text": texts[0].get(i, "") if texts else "",
+                     "candidate_text": texts[1].get(i, "") if texts else ""})
+        if len(kept) >= limit:
+            break
+    return kept
 
 
 def _scaled(result: Paired, scale: float) -> Paired:

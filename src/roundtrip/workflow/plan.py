@@ -40,7 +40,8 @@ REPORT = "results/report.pdf"
 #: roundtrip.tables.compare): the tables' names and the figures.
 COMPARE_TABLES = ("compare", "compare_items")
 COMPARE_FIGURES = ("results/figures/compare/differences.png",
-                   "results/figures/compare/changed.png")
+                   "results/figures/compare/changed.png",
+                   "results/figures/compare/flipped.png")
 
 
 #: Items from which a job of Tesseract work claims several threads (:meth:`Plan.item_threads`).

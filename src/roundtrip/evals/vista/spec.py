@@ -34,11 +34,23 @@ _SAME = {_BY_READER: ("recon/{model}/{dataset}/model.json",),
          _BY_MODEL: ("vista/{reader}/original/{dataset}/answers.csv",)}
 
 
+#: The render a VT answer read, for the gallery of the answers that flipped: two models' own
+#: reconstructions under one reader; two readers on one model's reconstruction, or on the
+#: render itself (model ``original``).
+_IMAGES = {_BY_READER: ("recon/{model}/{dataset}/{item}.png",
+                       "datasets/{dataset}/images/{item}.png"),
+           _BY_MODEL: "recon/{name}/{dataset}/{item}.png"}
+
+
 def _answers(files: str, metric: str, where: dict, item=("question_id",), cluster=(),
              label: str = "", headline: bool = False) -> ComparedMetric:
+    vt = where.get("mode") == "vt"
     return ComparedMetric(metric, files, kind="binary", column="hit", tables=_ACCURACY,
                           item=item, cluster=cluster, where=where, headline=headline,
-                          scale=100.0, label=label, text="extracted", references=_SAME[files])
+                          scale=100.0, label=label, text="extracted", references=_SAME[files],
+                          images=_IMAGES[files] if vt else "",
+                          original="datasets/{dataset}/images/{item}.png" if vt else "",
+                          image_item="item_id" if vt else "")
 
 
 _COMPARISONS = (

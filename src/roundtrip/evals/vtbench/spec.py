@@ -48,7 +48,7 @@ _COMPARISONS = (
                         "ones): it may differ from the table's by that estimate's error"),
     ComparedMetric("cer", _TEXT_FILE, column="cer", tables=_TEXT_TABLES, headline=True,
                    references=("ocr/{ocr}/original/{dataset}.csv",), text=_OCR_LINE,
-                   wildcards=_ENGINE),
+                   wildcards=_ENGINE, images=_RECON, original=_ORIGINAL),
     ComparedMetric("wer", _TEXT_FILE, column="wer", tables=_TEXT_TABLES,
                    references=("ocr/{ocr}/original/{dataset}.csv",), text=_OCR_LINE,
                    wildcards=_ENGINE),
