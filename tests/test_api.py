@@ -361,3 +361,35 @@ def test_translated_multilingual_set_renders_the_translation(server, tmp_path):
     first_title = english.extra["text"].split("\n")[0]
     assert text.split("\n")[0] == first_title.upper()
     assert server.counts["/v1/chat/completions"] >= 1
+
+
+def test_stream_builds_off_the_loop_and_keeps_concurrency_in_flight(tmp_path, monkeypatch):
+    """24 requests of 300 ms at concurrency 8 through the client's stream: the requests are built
+    on the builder threads (never the event loop's), the server sees exactly 8 in flight at
+    most and more than 5 on average (the in-process test server staggers new connections), the answers come back as they arrive (each index once), and a
+    second stream is answered from the cache with nothing sent."""
+    import threading
+
+    from roundtrip.api.client import Reply
+    from roundtrip.api.scheduler import event_loop
+
+    monkeypatch.setenv("RT_TEST_KEY", KEY)
+    with FakeOpenAI(key=KEY, answer="B", delay_s=0.3) as srv:
+        client = ApiClient(Endpoint.from_config("fake", endpoint(srv, tmp_path, concurrency=8)))
+        threads = set()
+
+        def build(k):
+            threads.add(threading.current_thread().name)
+            return client.prepare_chat("m", [{"role": "user", "content": f"question {k}"}])
+        out = list(client.stream(range(24), build))
+        assert sorted(i for i, _ in out) == list(range(24))
+        assert all(isinstance(r, Reply) and r.text == "B" and not r.cached for _, r in out)
+        assert threads and all(t.startswith("roundtrip build") for t in threads)
+        assert event_loop().thread.name not in threads
+        assert srv.max_in_flight == 8 and srv.mean_in_flight() > 5
+        again = dict(client.stream(range(24), build))
+        assert srv.total() == 24 and all(r.cached for r in again.values())
+        assert client.usage.requests == 24 and client.usage.cache_hits == 24
+        # a build that raises, or returns something else, is the item's result as it is
+        odd = dict(client.stream(["x", "y"], lambda v: 1 / 0 if v == "x" else "kept"))
+        assert isinstance(odd[0], ZeroDivisionError) and odd[1] == "kept"

@@ -5,9 +5,10 @@ Everything that talks to an API goes through :class:`ApiClient`, built on the ``
 endpoint, its requests coroutines on the process's event loop (:mod:`roundtrip.api.scheduler`):
 
 - **the endpoint kept full**: ``concurrency`` requests in flight at once (:class:`~roundtrip.api.
-  scheduler.Slots`); :meth:`ApiClient.map` runs a job's items on twice as many worker threads,
-  which build each request (its images read and encoded) off the event loop and handle each
-  answer as it arrives;
+  scheduler.Slots`). :meth:`ApiClient.stream` builds a job's requests (their images read and
+  encoded) on a few builder threads, off the event loop, and yields each answer as it arrives,
+  with no thread per request in flight; :meth:`ApiClient.map` runs a function that calls the
+  request methods over a job's items on twice as many worker threads;
 - **retries** after a backoff on 429, 5xx, timeouts and connection errors, a 429's
   ``Retry-After`` honored, and at once on a malformed answer; other 4xx fail at once. A retry
   waits out its backoff outside the slots and, once due, takes the next free slot before any
@@ -38,10 +39,12 @@ import base64
 import concurrent.futures
 import json
 import logging
+import os
+import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterable, Iterator
 
 from roundtrip.api.breaker import CircuitBreaker
 from roundtrip.api.cache import ResponseCache, canonical, request_key
@@ -127,11 +130,12 @@ class Reply:
 
 
 @dataclass
-class _Request:
-    """One request as the client sends it: ``kind`` (``chat``, ``images.generate``,
-    ``images.edit``), the canonical form and key of the cache, the coroutine function that sends
-    one attempt on a connection pool (an ``(httpx client, AsyncOpenAI)`` pair), what messages
-    call it, the images it carries and those its answer brings."""
+class Prepared:
+    """One request built and ready to send (:meth:`ApiClient.prepare_chat`): ``kind``
+    (``chat``, ``images.generate``, ``images.edit``), the canonical form and key of the cache,
+    the coroutine function that sends one attempt on a connection pool (an ``(httpx client,
+    AsyncOpenAI)`` pair), what messages call it, the images it carries and those its answer
+    brings."""
     kind: str
     canonical: dict
     key: str
@@ -234,19 +238,23 @@ class ApiClient:
         Raises:
             ApiError: no answer (its ``kind`` says why); :class:`EndpointDown`: not sent.
         """
+        return self._get(self.prepare_chat(model, messages, **params))
+
+    def prepare_chat(self, model: str, messages: list[dict], **params) -> Prepared:
+        """The request of :meth:`chat`, built (body encoded, cache key hashed) and not sent:
+        what :meth:`stream`'s ``build`` returns."""
         request = {"kind": "chat", "model": model, "messages": messages, "params": params}
-        return self._get(request, self._post("/chat/completions", {"model": model,
-                                                                   "messages": messages},
-                                             params), images_sent=_image_parts(messages))
+        return self._prepare(request, self._post("/chat/completions", {"model": model,
+                                                                       "messages": messages},
+                                                 params), images_sent=_image_parts(messages))
 
     def generate_image(self, model: str, prompt: str, **params) -> Reply:
         """``POST /images/generations`` asking for base64 output (``b64_json``)."""
         params = {"response_format": "b64_json", **params} if not model.startswith("gpt-image") \
             else params  # gpt-image models always return base64 and reject response_format
         request = {"kind": "images.generate", "model": model, "prompt": prompt, "params": params}
-        return self._get(request, self._post("/images/generations",
-                                             {"model": model, "prompt": prompt}, params),
-                         images=1)
+        return self._get(self._prepare(request, self._post(
+            "/images/generations", {"model": model, "prompt": prompt}, params), images=1))
 
     def edit_image(self, model: str, image_png: bytes, prompt: str, **params) -> Reply:
         """``POST /images/edits`` with one PNG input image (multipart, through the SDK's
@@ -257,7 +265,7 @@ class ApiClient:
         def send(pool):
             return pool[1].images.with_raw_response.edit(
                 model=model, image=("image.png", image_png, "image/png"), prompt=prompt, **params)
-        return self._get(request, send, images=1, images_sent=1)
+        return self._get(self._prepare(request, send, images=1, images_sent=1))
 
     def map(self, fn: Callable[[Any], Any], items, on_done: Callable[[int, Any], None] | None
             = None) -> list:
@@ -276,6 +284,92 @@ class ApiClient:
             One result (or exception) per item, in order.
         """
         return pool_map(fn, items, self.workers, on_done=on_done, stop=self.stopped)
+
+    def stream(self, items: Iterable, build: Callable[[Any], Any],
+               builders: int | None = None) -> Iterator[tuple[int, Any]]:
+        """Ask the requests of ``items`` and yield ``(index, result)`` as the answers arrive, in
+        the order they arrive: the endpoint kept at ``concurrency`` requests in flight without
+        a thread each.
+
+        ``build(item)`` runs on ``builders`` threads (off the event loop: images read and
+        encoded there) and returns a :class:`Prepared` request (:meth:`prepare_chat`), whose
+        result is its :class:`Reply` (from the cache, or fetched and cached the moment it
+        arrives); anything else it returns, or raises, is the item's result as it is. At most
+        ``concurrency`` + 4 x ``builders`` items are built and not yet yielded. Once the
+        endpoint is found down, every item not yet built gets :class:`EndpointDown` at once
+        (counted as a request not sent), without being built.
+
+        Args:
+            items: the items (read as they are needed).
+            build: called with one item from a builder thread.
+            builders: threads that build requests (default: the machine's cores, 1 to 4).
+
+        Yields:
+            ``(index in items, Reply | other result | Exception)``, one per item.
+        """
+        n = max(1, int(builders or min(4, os.cpu_count() or 1)))
+        ahead = max(1, int(self.endpoint.concurrency)) + 4 * n
+        results: queue.SimpleQueue = queue.SimpleQueue()
+        pool = concurrent.futures.ThreadPoolExecutor(n, thread_name_prefix="roundtrip build")
+        items = enumerate(items)
+        pending, fed = 0, False
+        try:
+            while True:
+                while not fed and pending < ahead:
+                    if self.down is not None:
+                        for i, _ in items:  # the rest at once
+                            yield i, self.stopped()
+                        fed = True
+                        break
+                    nxt = next(items, None)
+                    if nxt is None:
+                        fed = True
+                        break
+                    pool.submit(self._build_one, *nxt, build, results, pool)
+                    pending += 1
+                if pending == 0:
+                    return
+                i, out = results.get()
+                pending -= 1
+                yield i, out
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _build_one(self, i: int, item, build, results, pool) -> None:
+        """:meth:`stream`'s work on one item in a builder thread: build it, answer a cached
+        request, give the others to the event loop (their answers stored by a builder)."""
+        try:
+            req = build(item)
+            if not isinstance(req, Prepared):
+                results.put((i, req))
+                return
+            hit = self._cached(req)
+            if hit is not None:
+                results.put((i, hit))
+                return
+            self._check_up()
+        except Exception as exc:  # noqa: BLE001 - the item's result, recorded by the caller
+            results.put((i, exc))
+            return
+        if self._loop is None:
+            self._loop = event_loop()
+
+        def done(fut) -> None:  # on the event loop: store the answer in a builder thread
+            try:
+                pool.submit(self._finish_one, i, req, fut, results)
+            except RuntimeError:  # the stream was closed early: nobody waits for it
+                pass
+        self._loop.submit(self._ask(req)).add_done_callback(done)
+
+    def _finish_one(self, i: int, req: Prepared, fut, results) -> None:
+        try:
+            data, attempts = fut.result()
+            out = self._store(req, data, attempts)
+        except concurrent.futures.CancelledError:
+            out = self._not_sent(tried=False)
+        except Exception as exc:  # noqa: BLE001 - the item's result
+            out = exc
+        results.put((i, out))
 
     def stopped(self) -> EndpointDown | None:
         """While the endpoint is down: the error of an item not asked (counted as one request
@@ -317,31 +411,45 @@ class ApiClient:
             return response
         return send
 
-    def _get(self, request: dict, send, images: int = 0, images_sent: int = 0) -> Reply:
+    def _prepare(self, request: dict, send, images: int = 0, images_sent: int = 0) -> Prepared:
+        """``request`` (kind, model, prompt or messages, parameters) with its cache key (image
+        payloads hashed once, for key and entry) and the function that sends it."""
+        canon = canonical(request)
+        return Prepared(request["kind"], canon, request_key(canon), send,
+                        f"{request['kind']} {request['model']} at {self.endpoint.name}",
+                        images_sent=images_sent, images=images)
+
+    def _cached(self, req: Prepared) -> Reply | None:
+        """The cached answer of ``req`` (counted as a cache hit), or None."""
+        cached = self.cache.get(req.key)
+        if cached is None:
+            return None
+        with self._lock:
+            self.usage.cache_hits += 1
+        return Reply(cached, cached=True)
+
+    def _store(self, req: Prepared, data: dict, attempts: int) -> Reply:
+        """An answer fetched: cached (before anything can go wrong downstream) and counted."""
+        self.cache.put(req.key, req.canonical, data)
+        with self._lock:
+            self.usage.add_response(data, images=req.images)
+        return Reply(data, cached=False, attempts=attempts)
+
+    def _get(self, req: Prepared) -> Reply:
         """The cached answer, else the answer fetched (and cached the moment it arrives);
         answers are validated (text or image present) before they are cached, so a cached
         answer needs no second check."""
-        canon = canonical(request)  # hashes image payloads once, for key and entry
-        key = request_key(canon)
-        cached = self.cache.get(key)
-        if cached is not None:
-            with self._lock:
-                self.usage.cache_hits += 1
-            return Reply(cached, cached=True)
+        hit = self._cached(req)
+        if hit is not None:
+            return hit
         self._check_up()
-        req = _Request(request["kind"], canon, key, send,
-                       f"{request['kind']} {request['model']} at {self.endpoint.name}",
-                       images_sent=images_sent, images=images)
         if self._loop is None:
             self._loop = event_loop()
         try:
             data, attempts = self._loop.run(self._ask(req))
         except concurrent.futures.CancelledError:  # cancelled before it began: the breaker
             raise self._not_sent(tried=False) from None
-        self.cache.put(key, canon, data)  # before anything can go wrong downstream
-        with self._lock:
-            self.usage.add_response(data, images=images)
-        return Reply(data, cached=False, attempts=attempts)
+        return self._store(req, data, attempts)
 
     def _check_up(self) -> None:
         """Check the endpoint once before the first request sent; refuse to send once it is
@@ -393,7 +501,7 @@ class ApiClient:
             self._slots = Slots(n)
         return self._sdks
 
-    async def _ask(self, req: _Request) -> tuple[dict, int]:
+    async def _ask(self, req: Prepared) -> tuple[dict, int]:
         """Attempts of one request until an answer or a final failure, on the event loop: each
         attempt holds a slot; a retry waits out its backoff outside them and goes before fresh
         requests once due.
@@ -423,7 +531,7 @@ class ApiClient:
         finally:
             self._tasks.discard(task)
 
-    async def _attempts(self, req: _Request, state: dict) -> tuple[dict, int]:
+    async def _attempts(self, req: Prepared, state: dict) -> tuple[dict, int]:
         ep = self.endpoint
         sdks = self._clients()
         attempt = 0
@@ -587,7 +695,7 @@ def endpoints_down() -> list[str]:
 
 __all__ = ["DEFAULT_CACHE_DIR", "NO_KEY", "TRANSPORT_KEYS", "USAGE_FIELDS", "USAGE_LEDGER",
            "ApiClient", "ApiError", "Endpoint", "EndpointDown", "MalformedResponse",
-           "MissingApiKey", "Reply", "ResponseCache", "Usage", "append_usage", "clear_clients",
+           "MissingApiKey", "Prepared", "Reply", "ResponseCache", "Usage", "append_usage", "clear_clients",
            "client_for", "config_without_transport", "endpoints_down", "image_data_url",
            "local_usage", "pool_map", "probe_endpoint", "retry_after_s", "stopped", "summarize_usage",
            "usage_line", "with_transport", "without_transport", "write_usage_summary"]

@@ -244,6 +244,58 @@ class _ChatAnswerer:
                                                **self.params)
         return reply.text
 
+    def answer(self, q: Question, mode: str) -> str:
+        """The raw output for ``q`` in ``mode`` (:data:`TEXT` or :data:`VT`), the request laid
+        out by :meth:`content`.
+
+        Raises:
+            ApiError (a ``RuntimeError``): no answer after retries.
+            ValueError: a request that cannot be laid out (VT mode without its question image
+                or OCR text).
+        """
+        return self._chat(self.content(q, mode))
+
+    def content(self, q: Question, mode: str) -> list[dict]:
+        """The chat content of the request for ``q`` in ``mode`` (images encoded)."""
+        raise NotImplementedError
+
+    def asks_itself(self) -> bool:
+        """Whether this reader's :meth:`answer` or its request was replaced on the instance (a
+        stand-in of a test): it is then asked through them, one question at a time, not through
+        :meth:`stream`."""
+        return bool({"answer", "_chat", "content"} & set(vars(self)))
+
+    def stream(self, items, question=None):
+        """Ask the questions of ``items`` on the endpoint, the requests built (images read and
+        encoded) on the client's builder threads, ``concurrency`` in flight
+        (:meth:`roundtrip.api.client.ApiClient.stream`); yields ``(index, result)`` as the
+        answers arrive.
+
+        Args:
+            items: the items.
+            question: called with an item on a builder thread; returns its ``(Question, mode)``,
+                or any other value: the item's result as it is (default: the items are the
+                pairs).
+
+        Yields:
+            ``(index in items, raw output | other result | exception)``: ``ImageReadError``,
+            an image file that cannot be read; ``ValueError``, a request that cannot be laid
+            out; ``ApiError``, no answer.
+        """
+        from roundtrip.api.client import Reply, client_for
+
+        client = client_for(self.endpoint)
+
+        def build(item):
+            pair = question(item) if question is not None else item
+            if not isinstance(pair, tuple):
+                return pair
+            return client.prepare_chat(self.model, [{"role": "user",
+                                                     "content": self.content(*pair)}],
+                                       **self.params)
+        for i, out in client.stream(items, build):
+            yield i, out.text if isinstance(out, Reply) else out
+
 
 def vlm_parts(q: Question, mode: str, prompts: dict[str, str]) -> list:
     """The request a VLM is sent for ``q`` in ``mode``, as parts in order: images (``(H, W, 3)``
@@ -296,15 +348,15 @@ class VlmAnswerer(_ChatAnswerer):
 
     name = "vlm"
 
-    def answer(self, q: Question, mode: str) -> str:
-        """The raw output for ``q`` in ``mode`` (:data:`TEXT` or :data:`VT`), the request laid
-        out by :func:`vlm_parts`.
+    def content(self, q: Question, mode: str) -> list[dict]:
+        """The request for ``q`` in ``mode`` (:data:`TEXT` or :data:`VT`), laid out by
+        :func:`vlm_parts`.
 
         Raises:
-            ApiError (a ``RuntimeError``): no answer after retries.
             ValueError: VT mode without a question image.
+            ImageReadError: an image file that cannot be read.
         """
-        return self._chat(_content(vlm_parts(q, mode, self.prompts)))
+        return _content(vlm_parts(q, mode, self.prompts))
 
 
 class TransformersAnswerer(_InProcessReader):
@@ -401,19 +453,23 @@ class OcrLlmAnswerer(_ChatAnswerer):
     name = "ocr_llm"
     needs_ocr = True
 
-    def answer(self, q: Question, mode: str) -> str:
-        """Raises: ApiError; ValueError: VT mode without the OCR text."""
+    def content(self, q: Question, mode: str) -> list[dict]:
+        """The request for ``q`` in ``mode``: the item's images, then the text (VT mode: the
+        OCR text of the question image).
+
+        Raises:
+            ValueError: VT mode without the OCR text.
+        """
         instruction = _instruction(self.prompts, TEXT, not q.options)
         if mode == TEXT and q.message is not None:
-            return self._chat(_image_parts(q.images) + [{"type": "text", "text": q.message}])
+            return _image_parts(q.images) + [{"type": "text", "text": q.message}]
         if mode == TEXT:
             body = _text_body(q)
         elif q.ocr_text is None:
             raise ValueError("no OCR text of the question image")
         else:
             body = hint_prefix(q) + q.ocr_text
-        return self._chat(_image_parts(q.images) + [{"type": "text",
-                                                     "text": body + "\n\n" + instruction}])
+        return _image_parts(q.images) + [{"type": "text", "text": body + "\n\n" + instruction}]
 
 
 class OcrSolverAnswerer:

@@ -16,14 +16,14 @@ outside what the reader answers at all, ``reason`` starting with :data:`OUT_OF_S
 of accuracies, counted in footnotes).
 
 A reader with ``answer_many`` (run in process, batched) is asked its questions a batch at a
-time, requests with as many images together; the others one question at a time on the reader's
-``workers`` threads (:func:`roundtrip.api.scheduler.pool_map`; an endpoint reader's are twice
-its ``concurrency``, so that the endpoint keeps ``concurrency`` requests in flight while some
-wait for a retry). An endpoint reader is given its images as files
-(:class:`roundtrip.api.images.ImageFile`), read by the worker that builds the request, so that a
-cached answer costs no decoding. Once the reader's endpoint is found down, the questions not yet
-asked are error rows at once. The job logs its progress (:class:`roundtrip.core.progress.
-Progress`).
+time, requests with as many images together. An endpoint reader (``stream``) is asked through
+its client's stream (:meth:`roundtrip.api.client.ApiClient.stream`): its requests built on a
+few threads, ``concurrency`` in flight, each answer scored as it arrives; it is given its images
+as files (:class:`roundtrip.api.images.ImageFile`), read when the request is built, so that a
+cached answer costs no decoding, and once its endpoint is found down the questions not yet
+asked are error rows at once. The others (the offline solver) answer one question at a time on
+their ``workers`` threads (:func:`roundtrip.api.scheduler.pool_map`). The job logs its progress
+(:class:`roundtrip.core.progress.Progress`).
 
 Errors are asked again by the next run of the job: failed requests are not cached, and
 :func:`write_answers` keeps a record beside ``answers.csv`` (:data:`REASK_FILE`) that changes
@@ -353,24 +353,63 @@ def answer_set(manifest_path: str | Path, reader, model: str = "original",
 
 def _ask_one_by_one(ask: "_Asking", jobs: list, pending: list[int], rows: list,
                     progress: Progress) -> None:
-    """Ask a reader without ``answer_many`` the ``pending`` jobs on its ``workers`` threads
-    (:func:`roundtrip.api.scheduler.pool_map`; one where it has none), each answer scored as it
-    arrives; once the reader's endpoint is found down (its ``stopped()``), the jobs not yet
-    begun are error rows at once."""
+    """Ask a reader without ``answer_many`` the ``pending`` jobs. An endpoint reader
+    (``stream``) is asked through its client's stream: the requests built on a few threads,
+    ``concurrency`` in flight, each answer scored as it arrives, and, once its endpoint is
+    found down, the jobs not yet asked error rows at once. Any other reader (the offline
+    solver; an endpoint reader whose ``answer`` a test replaced) answers on its ``workers``
+    threads (:func:`roundtrip.api.scheduler.pool_map`; one where it has none)."""
     from roundtrip.api.scheduler import pool_map
+
+    reader = ask.reader
+    if hasattr(reader, "stream") and not reader.asks_itself():
+        _ask_streamed(ask, jobs, pending, rows, progress)
+        return
 
     def done(k: int, out) -> None:
         progress.add()
 
-    workers = max(1, int(getattr(ask.reader, "workers", 1)))
+    workers = max(1, int(getattr(reader, "workers", 1)))
     outs = pool_map(lambda i: ask.one(*jobs[i]), pending, workers, on_done=done,
-                    stop=getattr(ask.reader, "stopped", None))
+                    stop=getattr(reader, "stopped", None))
     for i, out in zip(pending, outs):
         if isinstance(out, Exception):
             if getattr(out, "kind", None) is None:  # not an API error: a bug, not an answer
                 raise out
             out = ask.scored(*jobs[i], None, out)  # the endpoint was down: not asked
         rows[i] = out
+
+
+def _ask_streamed(ask: "_Asking", jobs: list, pending: list[int], rows: list,
+                  progress: Progress) -> None:
+    """:func:`_ask_one_by_one` through the reader's ``stream``: each job's question is
+    prepared (its images as files) on the stream's builder threads; a job that cannot be
+    asked gets its final row there (not scored), an image file that cannot be read costs its
+    answer only (not scored), a request that cannot be laid out or gets no answer is an error
+    row; each answer is scored as it arrives."""
+    questions: dict[int, Question] = {}
+
+    def question(i: int):
+        q = ask.prepare(*jobs[i])
+        if not isinstance(q, Question):
+            return q  # the job's final row
+        questions[i] = q
+        return q, jobs[i][0]
+
+    for k, out in ask.reader.stream(pending, question):
+        i = pending[k]
+        mode, row = jobs[i]
+        if isinstance(out, dict):
+            rows[i] = out
+        elif isinstance(out, ImageReadError):
+            rows[i] = _base(mode, row) | {"status": NOT_SCORED, "reason": f"image: {out}"}
+        elif isinstance(out, Exception):
+            if not isinstance(out, (RuntimeError, ValueError)):
+                raise out  # not the reader's failure: a bug
+            rows[i] = ask.scored(mode, row, None, out)
+        else:
+            rows[i] = ask.scored(mode, row, questions.pop(i), out)
+        progress.add()
 
 
 def _ask_in_batches(ask: "_Asking", jobs: list, pending: list[int], rows: list,
