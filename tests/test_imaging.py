@@ -115,3 +115,64 @@ def test_same_pixels_needs_shape_dtype_and_values():
     b = a.copy()
     b[1, 1, 2] += 1
     assert not same_pixels(a, b)
+
+
+def _pillow_rgb(data: bytes) -> np.ndarray:
+    import io
+
+    with Image.open(io.BytesIO(data)) as im:
+        im.load()
+        return np.asarray(im.convert("RGB"))
+
+
+def test_plain_rgb_pngs_are_decoded_by_opencv_to_pillows_pixels(tmp_path):
+    """A PNG of 8-bit RGB with no chunk but its header, image data and end (as roundtrip and
+    Pillow write them) is decoded by OpenCV: Pillow's pixels, on photographs, a scanned page,
+    noise and odd sizes (1 x 1, one row, one column) at zlib levels 0 to 9 and Pillow's
+    ``optimize``. A file with any other chunk (text, resolution, a transparent colour), alpha,
+    16 bits, bytes after the end or missing ones goes to Pillow; a plain file with damaged data
+    gets Pillow's reason."""
+    import io
+
+    from roundtrip.core.imaging import _decode_plain_png, _plain_rgb8_png, decode_image
+
+    rng = np.random.default_rng(0)
+    images = [skimage.data.astronaut(), skimage.data.coffee()[:301, :257],
+              np.repeat(skimage.data.page()[..., None], 3, axis=2),
+              rng.integers(0, 256, (1, 1, 3), dtype=np.uint8),
+              rng.integers(0, 256, (1, 517, 3), dtype=np.uint8),
+              rng.integers(0, 256, (333, 1, 3), dtype=np.uint8),
+              rng.integers(0, 256, (257, 263, 3), dtype=np.uint8)]
+    for image in images:
+        for options in [{"compress_level": level} for level in range(10)] + [{"optimize": True}]:
+            buf = io.BytesIO()
+            Image.fromarray(image).save(buf, format="PNG", **options)
+            data = buf.getvalue()
+            assert _plain_rgb8_png(data), (image.shape, options)
+            decoded = _decode_plain_png(data)
+            assert decoded is not None and np.array_equal(decoded, _pillow_rgb(data))
+            assert np.array_equal(decoded, image) and decoded.dtype == np.uint8
+    write_png(tmp_path / "w.png", images[0], 1)
+    data = (tmp_path / "w.png").read_bytes()
+    assert _plain_rgb8_png(data) and np.array_equal(read_image(tmp_path / "w.png"), images[0])
+
+    from PIL import PngImagePlugin
+
+    text = PngImagePlugin.PngInfo()
+    text.add_text("Software", "x")
+    others = [{"pnginfo": text}, {"dpi": (72, 72)}, {"transparency": (0, 0, 0)}]
+    for options in others:
+        buf = io.BytesIO()
+        Image.fromarray(images[1]).save(buf, format="PNG", **options)
+        assert not _plain_rgb8_png(buf.getvalue()), options
+    buf = io.BytesIO()
+    Image.fromarray(images[1]).convert("RGBA").save(buf, format="PNG")
+    assert not _plain_rgb8_png(buf.getvalue())
+    write_png(tmp_path / "c16.png", images[1].astype(np.uint16) * 257)
+    assert not _plain_rgb8_png((tmp_path / "c16.png").read_bytes())
+    assert not _plain_rgb8_png(data + b"\0") and not _plain_rgb8_png(data[:-1])
+    damaged = bytearray(data)
+    damaged[len(data) // 2] ^= 0xFF
+    assert _plain_rgb8_png(bytes(damaged)) and _decode_plain_png(bytes(damaged)) is None
+    with pytest.raises(ImageReadError, match="cannot decode d.png"):
+        decode_image(bytes(damaged), "d.png")

@@ -2,6 +2,7 @@
 ``portable`` mode gives the same trained weights whatever kernel level the environment forces and
 whatever thread count the job asks for, while ``fast`` does not (so the check can fail)."""
 import ast
+import functools
 import hashlib
 import json
 import os
@@ -76,6 +77,85 @@ def test_fast_weights_follow_kernel_level(tmp_path):
     assert (avx512["cpu_capability"], avx2["cpu_capability"]) == ("AVX512", "AVX2")
     assert avx512["threads"] == avx2["threads"] == 1
     assert avx512["sha256"] != avx2["sha256"]
+
+
+#: OpenCV in a job of ``mode``: roundtrip's SSIM of a pair (OpenCV's separable filter) and an
+#: 8-bit bicubic resize (Intel IPP's code inside OpenCV); prints OpenCV's CPU line (a feature
+#: switched off ends in ``?``), IPP's code and the results.
+OPENCV_JOB = """
+import hashlib, json
+from roundtrip.core import compute
+compute.apply_environment({mode!r})
+import cv2, numpy as np, skimage.data, torch
+from roundtrip.metrics.image_quality import REFLECT_OWN_RANGE, VALID, ssim_conventions
+x = skimage.data.astronaut()[:200, :300]
+y = np.clip(x + np.random.default_rng(0).normal(0, 8, x.shape), 0, 255).astype(np.uint8)
+tx, ty = (torch.from_numpy(a.astype(np.float32) / 255).permute(2, 0, 1)[None] for a in (x, y))
+values = ssim_conventions(ty, tx, [VALID, REFLECT_OWN_RANGE], dtype=torch.float32)
+resized = cv2.resize(skimage.data.astronaut(), (383, 383), interpolation=cv2.INTER_CUBIC)
+print(json.dumps({{"cpu": cv2.getCPUFeaturesLine(), "ipp": cv2.ipp.getIppVersion(),
+                  "ssim": [float(v) for v in values],
+                  "resize": hashlib.sha256(resized.tobytes()).hexdigest()}}))
+"""
+
+
+@functools.cache
+def opencv_job(mode: str, outer: tuple = ()) -> dict:
+    """Run :data:`OPENCV_JOB` in a fresh interpreter (OpenCV reads its variables once, when it
+    loads); ``outer``: ``(name, value)`` pairs of the outer environment."""
+    env = {k: v for k, v in os.environ.items() if k not in compute.PORTABLE_ENV}
+    env.update(outer)
+    proc = subprocess.run([sys.executable, "-c", OPENCV_JOB.format(mode=mode)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+#: What OpenCV needs of a CPU to run its AVX512_SKX kernels.
+OPENCV_AVX512 = {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}
+
+
+@pytest.mark.skipif(not OPENCV_AVX512 <= compute.cpu_flags(),
+                    reason="needs a CPU with AVX-512 to compare")
+def test_portable_opencv_does_not_follow_avx512():
+    """portable switches OpenCV's AVX512_SKX kernels and IPP's AVX-512 code off, whatever the
+    outer environment asks: the same SSIM and resize bytes with the outer variables unset and
+    set to AVX-512. SSIM's filter has no AVX-512 kernel in the pinned OpenCV (the same bytes
+    with AVX-512 on, in fast); the control, the bicubic resize, differs under IPP's AVX-512
+    code (k0) and its AVX2 code (l9), so the check can fail."""
+    plain = opencv_job("portable")
+    forced = opencv_job("portable", (("OPENCV_CPU_DISABLE", ""), ("OPENCV_IPP", "avx512")))
+    fast = opencv_job("fast")
+    for run in (plain, forced):
+        assert run["cpu"].endswith("*AVX2 *AVX512-SKX?") and "(l9)" in run["ipp"], run
+    assert forced["ssim"] == plain["ssim"] and forced["resize"] == plain["resize"]
+    assert "AVX512-SKX?" not in fast["cpu"] and "(k0)" in fast["ipp"]
+    assert fast["ssim"] == plain["ssim"]
+    assert fast["resize"] != plain["resize"]
+
+
+@needs_avx2
+def test_opencv_ssim_follows_its_kernel_level():
+    """SSIM's bits follow OpenCV's kernel level, which is why portable pins it: OpenCV's AVX2
+    filter sums with fused multiply-adds, its kernels below AVX2 without (here forced in fast:
+    ``OPENCV_CPU_DISABLE=AVX512-SKX,AVX2``), within 1e-6."""
+    portable = opencv_job("portable")
+    below = opencv_job("fast", (("OPENCV_CPU_DISABLE", "AVX512-SKX,AVX2"),))
+    assert "*AVX2?" in below["cpu"]
+    assert below["ssim"] != portable["ssim"]
+    assert below["ssim"] == pytest.approx(portable["ssim"], abs=1e-6)
+
+
+def test_the_pinned_opencv_has_no_other_avx512_kernels():
+    """OPENCV_CPU_DISABLE switches off the one AVX-512 target of the pinned OpenCV build; a
+    build that dispatches to another (AVX512_ICL, ...) needs it named too."""
+    import cv2
+
+    info = cv2.getBuildInformation()
+    line = next(row for row in info.splitlines() if "Dispatched code generation" in row)
+    targets = line.split(":", 1)[1].split()
+    assert [t for t in targets if t.startswith("AVX512")] == ["AVX512_SKX"], targets
+    assert compute.PORTABLE_ENV["OPENCV_CPU_DISABLE"] == "AVX512-SKX"
 
 
 def test_cpu_capability_without_torch_agrees_with_torch():

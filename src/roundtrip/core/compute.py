@@ -1,11 +1,12 @@
 """How the numerically sensitive jobs compute: the config's ``reproducibility`` mode.
 
-PyTorch, oneDNN, MKL and OpenBLAS each pick their kernels for the CPU they run on (AVX-512 on a
-newer CPU, AVX2 on an older one) and sum in an order that follows the thread count, so the same
-config trains other weights on another machine or under another ``--cores``. Measured on an
-AVX-512 machine (``docs/reproducibility.md``): training a small tokenizer under PyTorch's AVX2
-instead of its AVX-512 kernels, under oneDNN's AVX2 instead of its AVX-512 convolutions, or on 2
-threads instead of 1 each gives other weight bytes.
+PyTorch, oneDNN, MKL, OpenBLAS and OpenCV each pick their kernels for the CPU they run on
+(AVX-512 on a newer CPU, AVX2 on an older one) and sum in an order that follows the thread
+count, so the same config trains other weights on another machine or under another
+``--cores``. Measured on an AVX-512 machine (``docs/reproducibility.md``): training a small
+tokenizer under PyTorch's AVX2 instead of its AVX-512 kernels, under oneDNN's AVX2 instead of
+its AVX-512 convolutions, or on 2 threads instead of 1 each gives other weight bytes; OpenCV's
+8-bit bicubic resize (Intel IPP's AVX-512 code against its AVX2 code) gives other pixels.
 
 - ``portable``: every job pins the kernel level of each library to :data:`PORTABLE_LEVEL`
   (environment variables read when the library first dispatches, so set before torch is imported:
@@ -47,6 +48,12 @@ PORTABLE_ENV = {
     "ONEDNN_MAX_CPU_ISA": "AVX2",
     "MKL_CBWR": "AVX2,STRICT",            # MKL's conditional numerical reproducibility (GEMM)
     "OPENBLAS_CORETYPE": "Haswell",       # numpy's and scipy's OpenBLAS (FID's matrix root, ...)
+    # OpenCV (SSIM's Gaussian filter, PNG decoding, the OCR engines' resizing): its own
+    # dispatched kernels, whose one level above AVX2 in the pinned build is AVX512_SKX (the
+    # variable names features to switch off; OpenCV prints one line where the CPU lacks it),
+    # and the Intel IPP it calls (k0, AVX-512, by default on such a CPU; l9 is its AVX2 code)
+    "OPENCV_CPU_DISABLE": "AVX512-SKX",
+    "OPENCV_IPP": "avx2",
     "OMP_NUM_THREADS": str(PORTABLE_THREADS),
     "MKL_NUM_THREADS": str(PORTABLE_THREADS),
     "OPENBLAS_NUM_THREADS": str(PORTABLE_THREADS),

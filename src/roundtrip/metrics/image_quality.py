@@ -19,8 +19,13 @@ Conventions (shared by every table in roundtrip):
   the same filtered moments: every pixel of the image reflect-padded by 5, clamped variances and
   the data range of the update (:data:`REFLECT_OWN_RANGE`). :func:`ssim_conventions` computes
   several such conventions from one filtering of a pair.
-* The sums of an RGB pair run in one thread's order (per channel, or in numpy): the values are
-  the same bits at any thread count.
+* On the CPU the Gaussian moments are filtered by OpenCV's separable filter
+  (``cv2.sepFilter2D``) and every other step runs in numpy, in the calling thread: the values
+  are the same bits at any thread count (OpenCV's or PyTorch's). On a GPU they are PyTorch's
+  element-wise operations (:func:`_blur_valid`).
+* :func:`mse_levels`, the MSE of two 8- or 16-bit images (VTBench's scorer's ``mse`` and
+  ``psnr``), is exact: the squared differences of the integer levels summed in int64, then
+  divided once.
 """
 from __future__ import annotations
 
@@ -47,6 +52,36 @@ def mse(x: np.ndarray, y: np.ndarray) -> float:
     d = np.subtract(x, y, dtype=np.float64)  # both cast to float64 first, no float64 copies
     np.multiply(d, d, out=d)
     return float(np.mean(d))
+
+
+def mse_levels(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean squared error of two integer images in units of their full range, exactly:
+    ``sum((a - b)^2) / (N vmax^2)`` with the sum in int64 and one correctly rounded division
+    (Python's int / int), ``vmax`` = 255 (``uint8``) or 65535 (``uint16``). The same MSE as
+    :func:`mse` of the images in [0, 1], without the rounding of each value to float32 and
+    of each squared difference to float64 (they agree to about 1e-8 relative).
+
+    Args:
+        a, b: arrays of one shape, both ``uint8`` or both ``uint16``.
+
+    Returns:
+        float64 MSE in [0, 1].
+
+    Raises:
+        ValueError: shapes or dtypes differ, or a dtype is not ``uint8``/``uint16``.
+    """
+    if a.shape != b.shape:
+        raise ValueError(f"shape mismatch: {a.shape} vs {b.shape}")
+    if a.dtype != b.dtype or a.dtype not in (np.uint8, np.uint16):
+        raise ValueError("mse_levels needs two uint8 or two uint16 arrays, "
+                         f"got {a.dtype}, {b.dtype}")
+    if a.size == 0:
+        raise ValueError("mse_levels of empty arrays")
+    vmax = int(np.iinfo(a.dtype).max)
+    # a squared 8-bit difference fits int32 (at most 65025), a 16-bit one needs int64
+    d = np.subtract(a, b, dtype=np.int32 if a.dtype == np.uint8 else np.int64)
+    np.multiply(d, d, out=d)
+    return int(np.add.reduce(d, axis=None, dtype=np.int64)) / (d.size * vmax * vmax)
 
 
 def psnr_from_mse(m: float, data_range: float = 1.0) -> float:
@@ -161,32 +196,46 @@ def ssim_conventions(x: torch.Tensor, y: torch.Tensor, conventions: list[SSIMCon
     The moments are filtered on values centered by the pair's per-channel mean (variances as
     E[z^2] - E[z]^2 cancel catastrophically in float32 where the image is flat and bright,
     white paper: 1 - 1; they are shift-invariant, and the means get the shift back for the
-    luminance term): float32 agrees with float64 to ~1e-5 at 4x the speed.
+    luminance term): float32 agrees with float64 to ~1e-5 at a fraction of the time.
+
+    Where the work runs: tensors on the CPU are filtered by OpenCV (``cv2.sepFilter2D``, the
+    whole reflect-101-bordered plane, which is ``F.pad(mode="reflect")``), the rest in numpy,
+    all in the calling thread (OpenCV runs this filter in the caller's thread: the same bits at
+    any OpenCV or PyTorch thread count, tested), about 50 ms for a 1024 x 1024 RGB pair and
+    two conventions in float32 on the 2-core reference machine (PyTorch's path: 170 ms).
+    OpenCV's AVX2 kernels sum with fused multiply-adds, its kernels below AVX2 without, so the
+    bits follow OpenCV's kernel level: ``reproducibility: portable`` pins it
+    (:data:`roundtrip.core.compute.PORTABLE_ENV`). Tensors on another device (a GPU job's) are
+    filtered by PyTorch (:func:`_blur_valid`). The two paths agree to 1e-12 in float64; in
+    float32 they differ by the rounding of the filter's sums (measured: up to 2.2e-6 for
+    ``VALID``, 6.6e-6 for ``REFLECT_OWN_RANGE`` on a near-black 1024 px photograph, where
+    OpenCV's value is within 7e-7 of float64 and PyTorch's 5.9e-6 from it).
 
     Args:
         x, y: ``[B, C, H, W]`` tensors (for a ``reflect`` convention, ``y`` is torchmetrics'
             ``target``; the map is symmetric in the two).
         conventions: what to compute; at least one.
         sigma: the Gaussian window's sigma (window side ``2 int(3.5 sigma + 0.5) + 1``).
-        dtype: computation precision (float32 or float64).
+        dtype: computation precision (``torch.float32`` or ``torch.float64``).
 
     Returns:
         One ``[B]`` float64 tensor per convention, in order: the mean over channels of the mean
-        over the region. A ``valid`` convention's mean is PyTorch's over the map laid out as
-        ``x`` (the value of the whole-image computation, to the bit; with several planes, one
-        thread's order at any thread count); a ``reflect`` one's is summed in float64 by numpy
-        (one thread, a fixed order).
+        over the region. On the CPU each plane's map is summed in float64 by numpy, in strips
+        of rows in a fixed order (the same whatever the memory layout of ``x``); on another
+        device a ``valid`` convention's mean is PyTorch's over the map laid out as ``x`` and a
+        ``reflect`` one's is summed in float64 by numpy.
 
     Raises:
         ValueError: shapes differ or are not 4D; a side smaller than the window (``valid``) or
-            not larger than its radius (``reflect``); no convention.
+            not larger than its radius (``reflect``); no convention; another dtype.
     """
     if x.shape != y.shape or x.ndim != 4:
         raise ValueError(f"expected equal [B, C, H, W] shapes, got {tuple(x.shape)}, {tuple(y.shape)}")
     if not conventions:
         raise ValueError("ssim_conventions needs at least one convention")
-    k = _gaussian_kernel(sigma, SSIM_TRUNCATE, dtype).to(x.device)
-    win = k.numel()
+    if dtype not in _NUMPY_DTYPES:
+        raise ValueError(f"SSIM computes in torch.float32 or torch.float64, got {dtype}")
+    win = 2 * int(SSIM_TRUNCATE * sigma + 0.5) + 1
     pad = win // 2
     b, c, h, w = x.shape
     padded = any(cv.region == "reflect" for cv in conventions)
@@ -195,6 +244,103 @@ def ssim_conventions(x: torch.Tensor, y: torch.Tensor, conventions: list[SSIMCon
     if padded and min(h, w) <= pad:
         raise ValueError(f"SSIM's {win} x {win} window reflect-pads by {pad}: images need more "
                          f"than {pad} pixels a side, got {h}x{w}")
+    if x.device.type == "cpu" and y.device.type == "cpu":
+        return _ssim_conventions_cpu(x, y, conventions, sigma, dtype)
+    return _ssim_conventions_torch(x, y, conventions, sigma, dtype)
+
+
+#: The numpy dtype of each computation dtype :func:`ssim_conventions` accepts.
+_NUMPY_DTYPES = {torch.float32: np.float32, torch.float64: np.float64}
+
+#: Values per strip of :func:`_ssim_conventions_cpu`'s maps (64 rows of a 1024-pixel-wide
+#: plane, 256 KB per float32 intermediate: the strip's dozen intermediates stay in the CPU's
+#: cache; whole planes took 1.8x the time, strips of 32 to 128 rows the same).
+_SSIM_STRIP_VALUES = 1 << 16
+
+
+def _ssim_conventions_cpu(x: torch.Tensor, y: torch.Tensor, conventions: list[SSIMConvention],
+                          sigma: float, dtype) -> list[torch.Tensor]:
+    """:func:`ssim_conventions` on the CPU (arguments checked there): per pair and channel,
+    the plane and its shift, OpenCV's filtering of the five moments over the whole plane
+    (reflect-101 border), then the maps of every convention in strips of rows, each strip's
+    sum in float64 added in row order."""
+    import cv2
+
+    np_dtype = _NUMPY_DTYPES[dtype]
+    k = _gaussian_kernel(sigma, SSIM_TRUNCATE, dtype).numpy()
+    win = k.size
+    pad = win // 2
+    b, c, h, w = x.shape
+    xn, yn = x.detach().to(dtype).numpy(), y.detach().to(dtype).numpy()
+    consts = [_constants_np(cv, xn, yn, np_dtype) for cv in conventions]
+    sums = [np.zeros((b, c)) for _ in conventions]
+    rows = max(1, _SSIM_STRIP_VALUES // w)
+
+    def blur(z: np.ndarray) -> np.ndarray:
+        return cv2.sepFilter2D(z, -1, k, k, borderType=cv2.BORDER_REFLECT_101)
+
+    for i in range(b):
+        for ch in range(c):
+            xp = np.array(xn[i, ch], dtype=np_dtype, order="C")
+            yp = np.array(yn[i, ch], dtype=np_dtype, order="C")
+            total = (np.add.reduce(xp, axis=None, dtype=np.float64)
+                     + np.add.reduce(yp, axis=None, dtype=np.float64))
+            shift = np_dtype(total / (2 * h * w))
+            np.subtract(xp, shift, out=xp)
+            np.subtract(yp, shift, out=yp)
+            moments = [blur(xp), blur(yp), blur(xp * xp), blur(yp * yp), blur(xp * yp)]
+            for r0 in range(0, h, rows):
+                r1 = min(h, r0 + rows)
+                terms = _ssim_terms([m[r0:r1] for m in moments], shift)
+                a0, a1 = max(r0, pad) - r0, min(r1, h - pad) - r0
+                for j, cv in enumerate(conventions):
+                    c1, c2 = consts[j]
+                    if cv.region == "reflect":
+                        ssim_map = _ssim_map(terms, c1, c2, cv.clamp_variance)
+                    elif a1 > a0:  # the map of whole rows (contiguous), read inside the border
+                        ssim_map = _ssim_map([t[a0:a1] for t in terms], c1, c2,
+                                             cv.clamp_variance)[:, pad:w - pad]
+                    else:
+                        continue
+                    sums[j][i, ch] += np.add.reduce(ssim_map, axis=None, dtype=np.float64)
+    out = []
+    for j, cv in enumerate(conventions):
+        count = h * w if cv.region == "reflect" else (h - win + 1) * (w - win + 1)
+        value = torch.from_numpy(np.mean(sums[j] / count, axis=1))
+        if cv.data_range is None and float(consts[j][1]) == 0.0:
+            value = torch.full_like(value, math.nan)  # two constant batches: 0 / 0, as below
+        out.append(value)
+    return out
+
+
+def _constants_np(cv: SSIMConvention, x: np.ndarray, y: np.ndarray, np_dtype) -> tuple:
+    """:func:`_constants` of numpy arrays: ``(c1, c2)`` as scalars of ``np_dtype`` (a fixed
+    range's Python constants rounded to it, as PyTorch rounds a Python scalar; torchmetrics'
+    default range ``max(max - min)`` over the whole batch in ``np_dtype``, then
+    ``(K dr)^2`` in ``np_dtype``).
+
+    Raises:
+        ValueError: a fixed range that is not positive.
+    """
+    if cv.data_range is not None:
+        c1, c2 = _constants(cv, None, None)
+        return np_dtype(c1), np_dtype(c2)
+    data_range = max(np_dtype(x.max()) - np_dtype(x.min()), np_dtype(y.max()) - np_dtype(y.min()))
+    k1, k2 = np_dtype(SSIM_K1) * data_range, np_dtype(SSIM_K2) * data_range
+    return k1 * k1, k2 * k2
+
+
+def _ssim_conventions_torch(x: torch.Tensor, y: torch.Tensor,
+                            conventions: list[SSIMConvention], sigma: float,
+                            dtype) -> list[torch.Tensor]:
+    """:func:`ssim_conventions` by PyTorch's element-wise operations on the tensors' device
+    (arguments checked there; the GPU path, and on the CPU the reference of earlier versions):
+    the moments filtered in strips of rows by :func:`_blur_valid`."""
+    k = _gaussian_kernel(sigma, SSIM_TRUNCATE, dtype).to(x.device)
+    win = k.numel()
+    pad = win // 2
+    b, c, h, w = x.shape
+    padded = any(cv.region == "reflect" for cv in conventions)
     x = x.to(dtype).reshape(b * c, h, w)
     y = y.to(dtype).reshape(b * c, h, w)
     consts = [_constants(cv, x, y) for cv in conventions]
@@ -262,10 +408,10 @@ def _constants(cv: SSIMConvention, x: torch.Tensor, y: torch.Tensor) -> tuple:
     return pow(SSIM_K1 * data_range, 2), pow(SSIM_K2 * data_range, 2)
 
 
-def _ssim_terms(moments, shift: torch.Tensor) -> tuple:
+def _ssim_terms(moments, shift) -> tuple:
     """The parts of the SSIM map that do not depend on the constants, from the filtered
-    moments of centered values ``(mx0, my0, E[x^2], E[y^2], E[xy])`` (the means get ``shift``
-    back): ``(2 mx my, mx^2 + my^2, 2 cov, var_x, var_y)``."""
+    moments of centered values ``(mx0, my0, E[x^2], E[y^2], E[xy])`` (tensors or numpy arrays;
+    the means get ``shift`` back): ``(2 mx my, mx^2 + my^2, 2 cov, var_x, var_y)``."""
     mx0, my0, exx, eyy, exy = moments
     vx, vy = exx - mx0 * mx0, eyy - my0 * my0
     cxy = exy - mx0 * my0
@@ -275,10 +421,11 @@ def _ssim_terms(moments, shift: torch.Tensor) -> tuple:
 
 def _ssim_map(terms, c1, c2, clamp: bool) -> torch.Tensor:
     """``((2 mx my + c1)(2 cov + c2)) / ((mx^2 + my^2 + c1)(var_x + var_y + c2))`` of
-    :func:`_ssim_terms`, the variances first clamped at 0 when ``clamp``."""
+    :func:`_ssim_terms` (tensors or numpy arrays), the variances first clamped at 0 when
+    ``clamp`` (``clip``: NaN stays NaN in both)."""
     lum_num, lum_den, cs_num, vx, vy = terms
     if clamp:
-        vx, vy = torch.clamp(vx, min=0.0), torch.clamp(vy, min=0.0)
+        vx, vy = vx.clip(min=0), vy.clip(min=0)
     return ((lum_num + c1) * (cs_num + c2)) / ((lum_den + c1) * (vx + vy + c2))
 
 
@@ -292,9 +439,9 @@ def _empty_in_layout_of(x: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor
     return empty.permute([order.index(d) for d in range(x.dim())])
 
 
-#: Output rows per strip of :func:`ssim_conventions` (128 rows of a 1024-pixel-wide RGB image in
-#: float32: about 1.5 MB per intermediate; 32 or 64 rows, or the five moment maps filtered as
-#: one stack, were no faster).
+#: Output rows per strip of :func:`_ssim_conventions_torch` (128 rows of a 1024-pixel-wide RGB
+#: image in float32: about 1.5 MB per intermediate; 32 or 64 rows, or the five moment maps
+#: filtered as one stack, were no faster).
 _SSIM_STRIP = 128
 
 

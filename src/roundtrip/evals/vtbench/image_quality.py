@@ -49,6 +49,7 @@ from roundtrip.metrics.image_quality import (
     REFLECT_OWN_RANGE,
     VALID,
     mse,
+    mse_levels,
     pooled_psnr,
     psnr_from_mse,
     ssim_conventions,
@@ -191,14 +192,17 @@ def _with_images(item: ReconItem) -> ReconItem:
 
 def _score_item(original: np.ndarray, reconstruction: np.ndarray, device=None) -> dict:
     x, y = to_unit(original), to_unit(reconstruction)
-    m = mse(x, y)
+    # exact on the integer levels where both images have one bit depth (always, for images
+    # this workflow wrote), else the float64 MSE of the [0, 1] values
+    m = (mse_levels(original, reconstruction) if original.dtype == reconstruction.dtype
+         else mse(x, y))
     tx = torch.from_numpy(x).permute(2, 0, 1)[None]
     ty = torch.from_numpy(y).permute(2, 0, 1)[None]
     if device is not None:
         tx, ty = tx.to(device), ty.to(device)
-    # at the scored size, from one filtering of the pair: roundtrip's SSIM (float32, centered
-    # moments: within 1e-5 of scikit-image) and torchmetrics' default SSIM with the pair's own
-    # range (the earlier reading of the evaluator at this size)
+    # at the scored size, from one filtering of the pair (OpenCV's on the CPU): roundtrip's
+    # SSIM (float32, centered moments: within 1e-5 of scikit-image) and torchmetrics' default
+    # SSIM with the pair's own range (the earlier reading of the evaluator at this size)
     ssim, pair_range = (float(v[0]) for v in ssim_conventions(
         ty, tx, [VALID, REFLECT_OWN_RANGE], dtype=torch.float32))
     # what the released evaluator scores: both images at 256 x 256 (the model's input size
