@@ -339,6 +339,27 @@ def test_a_stochastic_model_is_seeded_per_item_and_repeats_its_bytes(zoo, photo_
     assert plain["seed"].fillna("").eq("").all()
 
 
+def test_the_model_card_says_a_model_is_stochastic(zoo, tmp_path):
+    """The card of a ``stochastic: true`` model has a footnote naming its seed and where each
+    item's seed is; a deterministic model's card has none."""
+    from roundtrip.models.card import model_card
+    from roundtrip.tables import write_frame
+
+    sampling = build_model("sampling", ae_spec(zoo, "dropout", at=None, stochastic=True, seed=7))
+    plain = build_model("ae", ae_spec(zoo, at=None))
+    frame, notes = model_card([sampling, plain])
+    assert list(frame["model"]) == ["sampling", "ae"]
+    note = ("sampling: stochastic (models.sampling.stochastic): every item is reconstructed "
+            "alone under a seed of its own, derived from models.sampling.seed (7) and its id; "
+            "each item's seed is in its status.csv.")
+    assert [n for n in notes if "stochastic" in n] == [note]
+    write_frame(frame, "model_card", "Model card", notes, tmp_path)
+    card = (tmp_path / "model_card.md").read_text().splitlines()
+    assert [line for line in card if "stochastic" in line] == [
+        f"[{notes.index(note) + 1}] {note}"]
+    assert not any(line.startswith("[") and "] ae:" in line for line in card)
+
+
 # ------------------------------------------------------------------ slow items
 
 def test_status_has_each_items_seconds_and_size(zoo, photo_set, tmp_path):

@@ -4,6 +4,7 @@ findings' front page (``results/summary.rst``) and page 1 of the PDF name the mo
 the count and the key to fix. The same for plausible but wrong outputs at one size (in [0, 1],
 flipped, shifted: tests/test_diagnosis.py's zoo), an item stopped by its time limit, and a model
 far slower at one size; the controls (JPEG at quality 10, a blurring autoencoder) are not named."""
+import re
 import subprocess
 import sys
 
@@ -104,7 +105,7 @@ def test_failed_items_are_named_at_the_end_in_the_summary_and_on_page_one(failed
     summary = (tmp_path / "results/summary.rst").read_text()
     assert "**Items that failed**" in summary and LINE.replace("_", "\\_") in summary
     assert "Items that failed" in page1
-    assert "my_vq on mine: 2 of 3 items failed" in page1
+    assert "my_vq on mine: 2 of 3 items failed" in page1 and LINE in page1
 
 
 @pytest.mark.workflow
@@ -119,6 +120,7 @@ def test_each_flawed_output_is_an_error_named_where_failures_are(failed_run):
         assert any(c.startswith(line) for c in console), (name, stderr[-3000:])
         assert line in summary, name
         assert f"{name} on mine: 1 of 3 items failed" in page1, name
+        assert line in page1, name  # the defect and the fix, not only the count
         status = pd.read_csv(tmp_path / f"results/recon/{name}/mine/status.csv",
                              keep_default_na=False).set_index("item_id")
         assert list(status["status"]) == ["ok", "ok", "error"], name
@@ -157,11 +159,20 @@ def test_plausible_but_wrong_items_are_flagged_and_the_controls_are_not(failed_r
         assert any(c.startswith(line) for c in console), (name, stderr[-3000:])
         assert line in summary, name
         assert f"{name} on mine: 1 of 3 items failed" in page1, name
+        assert line in page1, name  # the defect, not only the count
         per_item = pd.read_csv(tmp_path / f"results/metrics/{name}/mine/image_quality.csv"
                                ).set_index("item_id")
         assert np.isnan(per_item.loc["p2", "psnr"]) and np.isfinite(per_item.loc["p0", "psnr"])
     for control in ("ae_blurred", "jpeg_q10", "ae_slow"):
-        assert f"{control} on mine:" not in " ".join(console).split("Items far slower")[0]
+        # a flagged item's line, as the end of the run, summary.rst and page 1 print it (not a
+        # progress line "[roundtrip] reconstruct ae_blurred on mine: ...", which names it too)
+        failed = re.compile(rf"(?<![\w.]){control} on mine: \d+ of \d+ items failed")
+        assert not any(failed.match(c) for c in console), (control, stderr[-3000:])
+        assert not failed.search(summary) and not failed.search(page1), control
+        if control != "ae_slow":  # the slow one is named, under "Items far slower", below
+            slow = re.compile(rf"(?<![\w.]){control} on mine: \d+ items? of \d+x\d+ took")
+            assert not any(slow.match(c) for c in console), (control, stderr[-3000:])
+            assert not slow.search(summary) and not slow.search(page1), control
         status = pd.read_csv(tmp_path / f"results/recon/{control}/mine/status.csv")
         assert list(status["status"]) == ["ok"] * 3, control
 

@@ -4,7 +4,9 @@ The limit is a ``SIGALRM`` timer (:func:`signal.setitimer`), so it stops the blo
 Python-level operations: a forward pass is many operator calls, each of which returns to Python,
 and :func:`time.sleep` is interrupted too; a single native call that never returns is not. Signals
 reach only the main thread: elsewhere (and on a platform without ``SIGALRM``) the block runs
-without a limit, which :func:`time_limit` says in its log.
+without a limit, which :func:`time_limit` says in its log. A native call that does return late
+(one long GPU kernel or synchronisation) is interrupted only once it returns. GPU kernels are
+queued asynchronously: work still queued when the block ends is not counted.
 """
 from __future__ import annotations
 

@@ -38,7 +38,11 @@ To keep the cost per item small, the comparison reads a centred crop of at most
 inside a margin of :data:`MAX_SHIFT` pixels (the shifted copies are compared on the same
 region). PSNR uses the data range 2 of ``[-1, 1]``; SSIM is scikit-image's
 ``structural_similarity`` (Wang et al. 2004) on the crop, computed only for a fix that passes
-the PSNR threshold.
+the PSNR threshold. Measured on one CPU thread (the fastest of several repeats, on each of six
+photographs): about 10 to 15 ms an item where no fix passes its PSNR threshold, most of it the
+two float64 correlations of :func:`_shift_distances`, and 20 to 35 ms where one does (SSIM
+before and after the fix), the same at every size from ``CROP + 2 * MAX_SHIFT`` pixels a side
+on; more on a machine busy with other work.
 """
 from __future__ import annotations
 
