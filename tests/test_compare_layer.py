@@ -1,8 +1,9 @@
 """The comparison layer (roundtrip.tables.compare) on results folders written by the tests, no
 workflow run: the evaluations' declarations read as the files lie (right/wrong answers with
 their flips and a question's renders resampled together, CHD recomputed from the token grids of
-the score journal, a CER whose reference OCR changed between runs, FID not measured), items on
-one side only listed, and a plugin's declaration (docs/evaluations/writing-an-evaluation.md)."""
+the score journal, a CER whose reference OCR changed between runs, a metric defined otherwise
+in the other run, FID not measured), items on one side only listed, and a plugin's declaration
+(docs/evaluations/writing-an-evaluation.md)."""
 import json
 
 import numpy as np
@@ -16,6 +17,7 @@ from roundtrip.metrics.paired import PairedSettings
 from roundtrip.metrics.tokens import TokenHistogram, chd
 from roundtrip.report.compare import flipped_lines, summary_text
 from roundtrip.tables.compare import NOT_COMPARED, PairSpec, Run, compare
+from roundtrip.tables.provenance import provenance
 
 SETTINGS = PairedSettings(resamples=2000)
 
@@ -27,10 +29,14 @@ def _write(folder, rel, frame):
     return rel
 
 
-def _provenance(folder, table, files):
+def _provenance(folder, table, files, definitions=True):
+    """A table's provenance record listing ``files``, with the metric definitions a run of this
+    roundtrip records (``definitions=False``: none, as a table made before they were)."""
     (folder / "tables").mkdir(parents=True, exist_ok=True)
-    (folder / "tables" / f"{table}.provenance.json").write_text(
-        json.dumps({"inputs": {f"results/{f}": "x" for f in files}}))
+    record = {"inputs": {f"results/{f}": "x" for f in files}}
+    if definitions:
+        record["definitions"] = provenance(table, "rule", [], {}).get("definitions", {})
+    (folder / "tables" / f"{table}.provenance.json").write_text(json.dumps(record))
 
 
 def _manifest(folder, dataset, ids):
@@ -152,6 +158,71 @@ def test_a_changed_reference_is_named_and_fid_without_features_makes_no_row(tmp_
                                   "differs between the runs")
     assert rows.loc[("PSNR", "")]["difference"] == pytest.approx(1.0)
     assert "FID (VTBench eval.)" not in set(out.rows["metric"])  # no features: not measured
+
+
+def test_a_metric_defined_otherwise_in_the_other_run_is_named_and_left_out(tmp_path,
+                                                                          evaluations):
+    """Between two results folders whose tables recorded the metric definitions
+    (``definitions`` in their provenance records): equal definitions compare as before; SSIM
+    recorded under another definition in run B (a version bumped for a change of its
+    computation) is named with both definitions and left out; a run whose tables recorded no
+    definitions (made before roundtrip recorded them) is named and left out too. Within one
+    run nothing is checked: both sides share the definition."""
+    ids = [f"p{k}" for k in range(6)]
+    folders = [tmp_path / "a", tmp_path / "b", tmp_path / "old"]
+    for k, folder in enumerate(folders):
+        quality = _write(folder, "metrics/m/scan/image_quality.csv", pd.DataFrame(
+            {"item_id": ids, "status": "ok", "reason": "", "psnr": 30.0 + k + np.arange(6),
+             "ssim": 0.9 - 0.01 * k + 0.001 * np.arange(6), "mse_vtbench": 0.001,
+             "n_values_vtbench": 100, "ref_min_vtbench": 0.0, "ref_max_vtbench": 1.0}))
+        _provenance(folder, "reconstruction_native", [quality],
+                    definitions=folder.name != "old")
+        _manifest(folder, "scan", ids)
+    record = folders[1] / "tables/reconstruction_native.provenance.json"
+    written = json.loads(record.read_text())
+    ssim = written["definitions"]["vtbench"]["ssim"]
+    assert ssim.startswith("SSIM per item") and ssim.endswith(", v1")
+    written["definitions"]["vtbench"]["ssim"] = ssim.replace(", v1", ", v2")
+    record.write_text(json.dumps(written))
+
+    out = compare(Run(folders[0]), Run(folders[1]), [PairSpec("m", "m")], evaluations, SETTINGS)
+    rows = out.rows.set_index("metric")
+    assert rows.loc["PSNR", "verdict"] != NOT_COMPARED  # the same definition: compared
+    assert rows.loc["PSNR", "n_paired"] == 6 and rows.loc["PSNR", "note"] == ""
+    assert rows.loc["PSNR", "difference"] == pytest.approx(1.0)
+    assert rows.loc["PSNR (VTBench eval.)", "verdict"] == "equivalent"
+    left = rows.loc["SSIM"]
+    assert left["verdict"] == NOT_COMPARED and np.isnan(left["difference"])
+    assert left["note"] == (f"the definition of ssim differs between the runs (A: {ssim}; B: "
+                            f"{ssim.replace(', v1', ', v2')}): left out")
+    assert not ((out.items["metric"] == "SSIM") & out.items["paired"].astype(bool)).any()
+    assert "1 not compared (the definition of ssim differs" in summary_text(out.rows,
+                                                                           out.items)[0]
+
+    old = compare(Run(folders[2]), Run(folders[0]), [PairSpec("m", "m")], evaluations, SETTINGS)
+    assert (old.rows["verdict"] == NOT_COMPARED).all()  # checked before FID finds no features
+    assert set(old.rows["note"]) == {
+        f"run A records no definition of {m} (tables made before roundtrip recorded them): "
+        "left out" for m in ("psnr", "ssim", "psnr_vtbench", "fid", "kid")}
+    run = Run(folders[1])  # one run: no check
+    same = compare(run, run, [PairSpec("m", "m")], evaluations, SETTINGS)
+    assert (same.rows["verdict"] != NOT_COMPARED).all()
+
+
+def test_a_tables_provenance_records_the_definitions_of_what_it_compares():
+    """The provenance record of a table a declaration names holds its metrics' definitions,
+    with the run's settings filled in (LPIPS's backbone); a table no declaration names holds
+    none."""
+    from roundtrip.core.comparison import ComparedMetric, definition_text
+
+    record = provenance("reconstruction_native", "rule", [], {},
+                        {"metrics": {"lpips": {"net": "vgg"}}})["definitions"]["vtbench"]
+    assert set(record) == {"psnr", "ssim", "psnr_vtbench", "lpips", "fid", "kid"}
+    assert record["lpips"].startswith("LPIPS per item: vgg backbone")
+    assert "definitions" not in provenance("model_card", "rule", [], {})
+    cm = ComparedMetric("x", "f.csv", definition="x at {a.b} with {a.c} and {d}, v3")
+    assert definition_text(cm, {"a": {"b": 7, "c": "up"}}) == "x at 7 with up and unset, v3"
+    assert definition_text(ComparedMetric("x", "f.csv")) == "x"
 
 
 def test_a_plugin_declares_its_comparison(tmp_path, monkeypatch):

@@ -2,7 +2,8 @@
 two checkpoints of one tiny model, B worse on one dataset only (``at96``), the other (``at64``)
 reconstructed identically. The config's ``compare:`` entry (rule ``compare``) and
 ``roundtrip compare`` on two results folders give the same rows; B is "worse" on ``at96`` and
-"equivalent" on ``at64``; a dataset whose items changed between the runs is named and left out;
+"equivalent" on ``at64``; a dataset whose items changed between the runs is named and left out,
+and so is a metric whose recorded definition differs;
 ``--fail-on-regression`` exits 1 naming the rows; page 1 of the PDF and ``summary.rst`` say what
 changed, and the report shows the differences figure and the gallery."""
 import shutil
@@ -184,6 +185,44 @@ def test_the_command_gives_the_same_rows_names_a_changed_dataset_and_fails(run, 
     assert "regression: 3 row(s) worse after correction" in stderr
     assert "PSNR on at96: -" in stderr and "at64" not in stderr
     assert "not compared (dataset at64 changed between the runs" in stdout
+
+
+def test_a_metric_defined_otherwise_in_the_other_run_is_named_and_left_out(run, tmp_path):
+    """The run's table provenance records hold the definitions of the metrics compared there
+    (with the run's settings); between two copies of the run, SSIM recorded under a bumped
+    version in the second (a roundtrip that computes it otherwise) is named with both
+    definitions and left out, while PSNR, defined alike, compares as in the run."""
+    import json
+
+    records = sorted((run / "results/tables").glob("reconstruction_*.provenance.json"))
+    assert records
+    for path in records:
+        defined = json.loads(path.read_text())["definitions"]["vtbench"]
+        assert defined["ssim"].endswith(", v1")
+        assert defined["lpips"].startswith("LPIPS per item: alex backbone")
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        shutil.copytree(run / "results", folder / "results")
+    for path in (b / "results/tables").glob("*.provenance.json"):
+        record = json.loads(path.read_text())
+        ssim = record.get("definitions", {}).get("vtbench", {}).get("ssim")
+        if ssim:
+            record["definitions"]["vtbench"]["ssim"] = ssim.replace(", v1", ", v2")
+            path.write_text(json.dumps(record))
+    out = tmp_path / "out"
+    assert cli(["compare", str(a), str(b), "--baseline", "tok_day1", "--candidate", "tok_day2",
+                "--out", str(out), "--margin", "psnr=0.05"]) == 0
+    rows = _rows(out / "compare.csv")
+    ssim = rows[rows["metric"] == "SSIM"]
+    assert set(ssim["dataset"]) == {"at64", "at96"} and (ssim["verdict"] == "not compared").all()
+    assert ssim["note"].str.startswith("the definition of ssim differs between the runs (A: "
+                                       "SSIM per item").all()
+    assert ssim["note"].str.contains(", v1; B: SSIM per item").all()
+    cols = ["dataset", "metric", "n_paired", "difference", "ci_low", "ci_high", "p", "verdict"]
+    in_run = _rows(run / "results/tables/compare.csv")
+    psnr = rows[rows["metric"] == "PSNR"][cols].reset_index(drop=True)
+    pd.testing.assert_frame_equal(psnr, in_run[in_run["metric"] == "PSNR"][cols]
+                                  .reset_index(drop=True), check_dtype=False)  # NaN: floats
 
 
 def test_a_bad_compare_entry_fails_before_any_work(run, tmp_path):

@@ -5,9 +5,16 @@ and how a set-level number is recomputed from items.
 An evaluation lists these in :attr:`roundtrip.core.evaluation.Evaluation.comparisons`; the
 comparison layer (:mod:`roundtrip.tables.compare`) reads them and names no evaluation. The
 statistics are :mod:`roundtrip.metrics.paired`'s.
+
+Each declaration names its metric's *definition* (``definition``: what the numbers mean and the
+version of their computation, with the config settings that change them); the provenance record
+of every table the declaration names holds it (``definitions``, :func:`recorded_definitions`),
+so that two finished runs can tell whether they measured a metric alike.
 """
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 
 #: The wildcard of a file pattern that holds the compared name (a model, a VISTA reader, a
@@ -81,6 +88,13 @@ class ComparedMetric:
         rows: ``"module:function"`` turning the file as read into per-item rows (item keys,
             ``status``, ``reason``, ``column``) where the file is not one row per item (a chain's
             similarities per generation and experiment -> its MCD); None: the file's rows.
+        definition: what the metric's numbers are, in a few words ending in a version
+            (``v1``) bumped whenever roundtrip computes them otherwise (a change of
+            convention, or of implementation that moves a value even by 1e-6); ``{a.b}`` is
+            the run's config setting ``a.b`` that changes them (``{metrics.lpips.net}``).
+            Written into the provenance record of each table it names
+            (:func:`recorded_definitions`); between two runs a row whose definitions differ,
+            or that a run did not record, is named and left out. Empty: the metric key.
     """
     metric: str
     files: str
@@ -104,7 +118,61 @@ class ComparedMetric:
     note: str = ""
     rows: str | None = None
     wildcards: dict[str, str] = field(default_factory=dict)
+    definition: str = ""
 
     def __hash__(self) -> int:  # ``where`` is a dict
         return hash((self.metric, self.files, self.kind, self.column, self.tables,
                      tuple(sorted(self.where.items()))))
+
+
+def names_table(tables, table: str) -> bool:
+    """Whether ``table`` is one of a declaration's ``tables`` (a name ending in ``_`` is a
+    prefix); a declaration with no tables names every table."""
+    return not tables or any(table == t or (t.endswith("_") and table.startswith(t))
+                             for t in tables)
+
+
+_SETTING = re.compile(r"{([A-Za-z_][\w-]*(?:\.[\w-]+)*)}")
+
+
+def definition_text(cm: ComparedMetric, config: dict | None = None) -> str:
+    """A declaration's ``definition`` with each ``{a.b}`` replaced by the config's setting
+    (text as it is, any other value as compact JSON, ``unset`` where the config lacks it), or
+    the metric key where it declares none."""
+    def setting(m: re.Match) -> str:
+        value = config or {}
+        for part in m.group(1).split("."):
+            if not isinstance(value, dict) or part not in value:
+                return "unset"
+            value = value[part]
+        return value if isinstance(value, str) else json.dumps(
+            value, sort_keys=True, separators=(",", ":"), default=str)
+
+    return _SETTING.sub(setting, cm.definition) if cm.definition else cm.metric
+
+
+def table_definitions(table: str, evaluations, config: dict | None = None
+                      ) -> dict[str, dict[str, str]]:
+    """``evaluation key -> metric -> definition`` (:func:`definition_text`) of the
+    declarations that name ``table``; evaluations with none are left out."""
+    out: dict[str, dict[str, str]] = {}
+    for ev in evaluations.values():
+        for cm in ev.comparisons:
+            if names_table(cm.tables, table):
+                out.setdefault(ev.key, {})[cm.metric] = definition_text(cm, config)
+    return out
+
+
+def recorded_definitions(table: str, config: dict | None = None) -> dict[str, dict[str, str]]:
+    """The ``definitions`` of a table's provenance record: :func:`table_definitions` over the
+    registered evaluations (with the config's ``evaluations.plugins`` and ``paths``); empty
+    where none names the table, or where they do not load (a comparison between two runs then
+    leaves the rows out as not recorded)."""
+    from roundtrip.core.evaluation import RegistryError, load_evaluations
+
+    section = (config or {}).get("evaluations") or {}
+    try:
+        evaluations = load_evaluations(section.get("plugins") or (), section.get("paths") or ())
+    except RegistryError:
+        return {}
+    return table_definitions(table, evaluations, config)

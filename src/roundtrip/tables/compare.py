@@ -12,8 +12,10 @@ folders). It reads every evaluation's per-item files through the evaluation's de
    dataset only one of the two ran on (``datasets.<d>.models``) makes no row; between runs, a
    file the candidate's run lacks makes a row that says so.
 2. **Comparable?** Between runs, the dataset's items (the manifest's ``item_id`` and ``sha256``,
-   or ``text``) and the declaration's reference files must be the same; a mismatch is named in
-   the row's note and the row is left out of the statistics.
+   or ``text``), the metric's definition (``definition``, as the provenance records of the
+   tables that read the file recorded it) and the declaration's reference files must be the
+   same; a mismatch, or a definition a run did not record, is named in the row's note and the
+   row is left out of the statistics.
 3. **Items.** Rows whose ``status`` is ``ok`` with a value pair by the item keys; items scored
    on one side only are counted (``n_unpaired``) and listed in ``compare_items`` with the
    reason.
@@ -37,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from roundtrip.core.comparison import DATASET, NAME, ComparedMetric, NotMeasured
+from roundtrip.core.comparison import DATASET, NAME, ComparedMetric, NotMeasured, names_table
 from roundtrip.core.hashing import sha256_file
 from roundtrip.metrics import METRICS
 from roundtrip.metrics.paired import (BETTER, BINARY, EQUIVALENT, INCONCLUSIVE, SET, WORSE,
@@ -205,7 +207,8 @@ def _pattern_regex(pattern: str, constraints=None) -> tuple[re.Pattern, list[str
 
 class Run:
     """What one results folder holds for a comparison: the files of each declaration, by
-    (name, dataset, other wildcards), and the digests of its manifests and reference files.
+    (name, dataset, other wildcards), the digests of its manifests and reference files, and the
+    metric definitions its tables recorded.
 
     Args:
         folder: a results folder (:func:`results_folder`).
@@ -214,6 +217,7 @@ class Run:
     def __init__(self, folder: str | Path):
         self.folder = results_folder(folder)
         self._read_by: dict[str, set[str]] | None = None
+        self._defined: dict[str, dict | None] = {}
         self._digests: dict[Path, str] = {}
         self._manifests: dict[str, str | None] = {}
         self.read: set[Path] = set()
@@ -230,12 +234,27 @@ class Run:
             self._read_by = {}
             for f in sorted((self.folder / "tables").glob("*.provenance.json")):
                 try:
-                    inputs = json.loads(f.read_text()).get("inputs", {})
+                    record = json.loads(f.read_text())
                 except (OSError, ValueError):
                     continue
+                inputs = record.get("inputs", {})
                 rel = {p.split("results/", 1)[1] if "results/" in p else p for p in inputs}
-                self._read_by[f.name.removesuffix(".provenance.json")] = rel
+                table = f.name.removesuffix(".provenance.json")
+                self._read_by[table] = rel
+                self._defined[table] = record.get("definitions")
         return self._read_by
+
+    def definitions(self, evaluation: str, cm: ComparedMetric, path: Path) -> set:
+        """The definitions of a declaration's metric that the provenance records of the tables
+        (of its ``tables``) that read ``path`` hold (:func:`roundtrip.core.comparison
+        .recorded_definitions`), None for a table that recorded none (made before roundtrip
+        recorded them); empty where no table lists the file."""
+        rel = path.relative_to(self.folder).as_posix()
+        out = set()
+        for table, inputs in self.read_by.items():
+            if rel in inputs and names_table(cm.tables, table):
+                out.add(((self._defined[table] or {}).get(evaluation) or {}).get(cm.metric))
+        return out
 
     def files(self, cm: ComparedMetric) -> dict[tuple, tuple[dict, Path]]:
         """``(name, dataset, other wildcards...) -> (wildcards, file)`` of a declaration's
@@ -246,8 +265,7 @@ class Run:
         if cm.tables:
             allowed = set()
             for table, inputs in self.read_by.items():
-                if any(table == t or (t.endswith("_") and table.startswith(t))
-                       for t in cm.tables):
+                if names_table(cm.tables, table):
                     allowed |= inputs
         out = {}
         for path in sorted(self.folder.glob(glob)):
@@ -439,7 +457,8 @@ def compare(run_a: Run, run_b: Run, pairs: list[PairSpec], evaluations,
                             rows.append(_row(*args, note=f"the candidate run has no {rel}"))
                         continue
                     path_b = other[1]
-                    problem = "" if same else _incomparable(run_a, run_b, cm, dataset, dims)
+                    problem = "" if same else _incomparable(run_a, run_b, ev.key, cm, dataset,
+                                                            dims, path_a, path_b)
                     if problem:
                         rows.append(_row(*args, note=problem))
                         continue
@@ -458,13 +477,23 @@ def compare(run_a: Run, run_b: Run, pairs: list[PairSpec], evaluations,
     return Comparison(frame, item_frame, inputs, gallery)
 
 
-def _incomparable(run_a: Run, run_b: Run, cm: ComparedMetric, dataset: str, dims: dict) -> str:
-    """Why the two runs' rows of a dataset do not compare (its items or a reference file
-    differ), or ``""``."""
+def _incomparable(run_a: Run, run_b: Run, evaluation: str, cm: ComparedMetric, dataset: str,
+                  dims: dict, path_a: Path, path_b: Path) -> str:
+    """Why the two runs' rows of a dataset do not compare (its items, the metric's recorded
+    definition or a reference file differ, or a run recorded no definition), or ``""``."""
     ma, mb = run_a.manifest(dataset), run_b.manifest(dataset)
     if ma != mb:
         return (f"dataset {dataset} changed between the runs (its manifest's items differ): "
                 "left out")
+    da, db = run_a.definitions(evaluation, cm, path_a), run_b.definitions(evaluation, cm, path_b)
+    unrecorded = [side for side, d in (("A", da), ("B", db)) if not d or None in d]
+    if unrecorded:
+        runs = "runs A and B record" if len(unrecorded) == 2 else f"run {unrecorded[0]} records"
+        return (f"{runs} no definition of {cm.metric} (tables made before roundtrip recorded "
+                "them): left out")
+    if da != db:
+        return (f"the definition of {cm.metric} differs between the runs (A: "
+                f"{' | '.join(sorted(da))}; B: {' | '.join(sorted(db))}): left out")
     for pattern in cm.references:
         rel = pattern.format(dataset=dataset, **dims)
         da, db = run_a.digest(run_a.folder / rel), run_b.digest(run_b.folder / rel)

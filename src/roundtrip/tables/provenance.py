@@ -6,7 +6,10 @@ config keys that shaped the table, resolved by the plan; endpoints carry no key)
 of the packages that compute numbers, the seeds found in the parameters, and the command that
 regenerates the table, and how the numbers were computed (:mod:`roundtrip.core.compute`): the
 ``reproducibility`` mode, the CPU kernel level (``cpu_capability``), the ``threads`` and what the
-mode promises (``promise``; on CUDA also ``gpu``: model, CUDA and cuDNN versions). No timestamp:
+mode promises (``promise``; on CUDA also ``gpu``: model, CUDA and cuDNN versions), and, for a
+table whose per-item files a comparison of two checkpoints reads, the definitions of the metrics
+it compares there (``definitions``, :func:`roundtrip.core.comparison.recorded_definitions`),
+which ``roundtrip compare`` checks between two runs. No timestamp:
 two runs of the same inputs write the same file, and no path or time ever goes into a CSV.
 """
 from __future__ import annotations
@@ -17,6 +20,7 @@ import platform
 from importlib import metadata
 from pathlib import Path
 
+from roundtrip.core.comparison import recorded_definitions
 from roundtrip.core.compute import provenance_fields
 from roundtrip.core.hashing import sha256_file
 
@@ -86,11 +90,14 @@ def input_digests(paths) -> dict[str, str]:
 def provenance(table: str, rule: str, inputs, params: dict, config: dict | None = None) -> dict:
     """The provenance record of one table (see the module docstring); ``config`` is the
     workflow config, read for ``reproducibility`` and ``run.device`` (None: the defaults)."""
-    return {"table": table, "rule": rule,
-            "command": f"snakemake --cores 1 results/tables/{table}.csv",
-            "params_sha256": canonical_hash(params), "seeds": seeds_in(jsonable(params)),
-            "inputs": input_digests(inputs), "packages": package_versions(),
-            **provenance_fields(config)}
+    record = {"table": table, "rule": rule,
+              "command": f"snakemake --cores 1 results/tables/{table}.csv",
+              "params_sha256": canonical_hash(params), "seeds": seeds_in(jsonable(params)),
+              "inputs": input_digests(inputs), "packages": package_versions(),
+              **provenance_fields(config)}
+    if definitions := recorded_definitions(table, config):
+        record["definitions"] = definitions
+    return record
 
 
 def write_provenance(smk) -> list[Path]:

@@ -13,9 +13,13 @@ from roundtrip.evals.chd.plan import CMMS_TRAINING, TokenPlan, cmms_only_dataset
 #: CHD recomputed from the items' token grids (Sec. 4.1-4.2).
 _TOKENS = "metrics/{name}/{dataset}/tokens.csv"
 _COMPARISONS = (
-    ComparedMetric("cmms", _TOKENS, column="cmms", tables=("token_metrics",), headline=True),
+    ComparedMetric("cmms", _TOKENS, column="cmms", tables=("token_metrics",), headline=True,
+                   definition="CMMS per item (Sec. 4.2): the run's regressor on the tokens of "
+                              "{metrics.tokens.reference} at {metrics.tokens.size} px, v1"),
     ComparedMetric("chd", _TOKENS, kind="set", column="cmms", tables=("token_metrics",),
-                   headline=True, set_value="roundtrip.evals.chd.compare:chd_from_tokens"),
+                   headline=True, set_value="roundtrip.evals.chd.compare:chd_from_tokens",
+                   definition="CHD of the set (Eq. 14): tokens of {metrics.tokens.reference} "
+                              "at {metrics.tokens.size} px, layout {metrics.tokens.layout}, v1"),
 )
 
 class CHD(Evaluation):

@@ -21,17 +21,27 @@ LATENT_SHAPES = "medibench_latent_shapes"
 _FIDELITY = ("medibench_2d_fidelity", "medibench_3d_fidelity")
 _QUALITY = "metrics/{name}/{dataset}/image_quality.csv"
 _STRUCTURE = "metrics/{name}/{dataset}/structure.csv"
+#: The structure metrics' definitions: the label maps are the segmenter's (``medical.segmenter``).
+_SEGMENTED = ("{}, on the label maps of {{medical.segmenter.type}} ({{medical.segmenter.classes}} "
+              "classes, seed {{medical.segmenter.seed}}, robust {{medical.segmenter.robust}}), v1")
 _COMPARISONS = (
     ComparedMetric("psnr", _QUALITY, column="psnr", tables=_FIDELITY, headline=True,
                    images="recon/{name}/{dataset}/{item}.png",
-                   original="datasets/{dataset}/images/{item}.png"),
-    ComparedMetric("ssim", _QUALITY, column="ssim", tables=_FIDELITY, headline=True),
+                   original="datasets/{dataset}/images/{item}.png",
+                   definition="PSNR per image or volume: 10 log10(1 / MSE) over all values in "
+                              "[0, 1], v1"),
+    ComparedMetric("ssim", _QUALITY, column="ssim", tables=_FIDELITY, headline=True,
+                   definition="SSIM per image or volume: MONAI SSIMMetric, Gaussian 11, sigma "
+                              "1.5, data range 1, v1"),
     ComparedMetric("segsim", _STRUCTURE, column="segsim", tables=("medibench_3d_structure",),
-                   headline=True),
+                   headline=True, definition=_SEGMENTED.format(
+                       "SegSim: share of voxels with equal labels (Eq. 4)")),
     ComparedMetric("dice_mean", _STRUCTURE, column="dice_mean",
-                   tables=("medibench_3d_structure",)),
+                   tables=("medibench_3d_structure",), definition=_SEGMENTED.format(
+                       "Dice: MONAI DiceMetric, mean over labels, background excluded")),
     ComparedMetric("hd95_mean", _STRUCTURE, column="hd95_mean",
-                   tables=("medibench_3d_structure",)),
+                   tables=("medibench_3d_structure",), definition=_SEGMENTED.format(
+                       "HD95: MONAI HausdorffDistanceMetric at 95 %, mm, mean over labels")),
 )
 
 class MediBench(Evaluation):

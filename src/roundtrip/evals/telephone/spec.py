@@ -48,10 +48,16 @@ PAIR_PROMPTS = {
 _COMPARISONS = (
     ComparedMetric("mcd", "telephone/{name}/{dataset}/similarity.csv", column="mcd",
                    tables=("telephone_mcd",), headline=True,
-                   rows="roundtrip.evals.telephone.compare:mcd_rows"),
+                   rows="roundtrip.evals.telephone.compare:mcd_rows",
+                   definition="MCD per item (Eq. 2): mean S(g) over generations and "
+                              "experiments, a failed generation 0, backbones "
+                              "{telephone.backbones}, v1"),
     ComparedMetric("mgg", "telephone/{name}/{dataset}/mgg.csv", kind="binary",
                    column="correct", tables=("telephone_mgg",), item=("item_id", "generation"),
-                   cluster=("item_id",), label="MGG verdict", headline=True),
+                   cluster=("item_id",), label="MGG verdict", headline=True,
+                   definition="MGG verdict per generation: the released code's rules on "
+                              "OWLv2 {telephone.mgg.detector.weights} detections above "
+                              "{telephone.mgg.detector.threshold}, v1"),
 )
 
 class Telephone(Evaluation):

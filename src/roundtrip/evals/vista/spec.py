@@ -42,12 +42,17 @@ _IMAGES = {_BY_READER: ("recon/{model}/{dataset}/{item}.png",
            _BY_MODEL: "recon/{name}/{dataset}/{item}.png"}
 
 
+#: What makes an answer right: the answer extraction and the judge that maps unreadable ones.
+_RIGHT = ("answer right or wrong: extraction {vista.extraction}, judge {vista.judge}, v1")
+
+
 def _answers(files: str, metric: str, where: dict, item=("question_id",), cluster=(),
              label: str = "", headline: bool = False) -> ComparedMetric:
     vt = where.get("mode") == "vt"
     return ComparedMetric(metric, files, kind="binary", column="hit", tables=_ACCURACY,
                           item=item, cluster=cluster, where=where, headline=headline,
                           scale=100.0, label=label, text="extracted", references=_SAME[files],
+                          definition=_RIGHT,
                           images=_IMAGES[files] if vt else "",
                           original="datasets/{dataset}/images/{item}.png" if vt else "",
                           image_item="item_id" if vt else "")

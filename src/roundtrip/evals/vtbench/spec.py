@@ -26,37 +26,55 @@ _ENGINE = {"ocr": r"(?!set_)[A-Za-z0-9][A-Za-z0-9_-]*"}
 #: and CER/WER, and the released evaluator's set-level PSNR and CER recomputed from the items
 #: (FID and KID from the items' Inception features where the weights were present). Kendall's
 #: tau of the OCR rank agreement is not compared: it is a number of two OCR engines over every
-#: model of the run, not of a model (docs/comparing.md).
+#: model of the run, not of a model (docs/comparing.md). Each ``definition`` ends in a version:
+#: bump it with any change that moves the metric's values (docs/comparing.md).
 _COMPARISONS = (
     ComparedMetric("psnr", _IMAGE_FILE, column="psnr", tables=_IMAGE_TABLES, headline=True,
-                   images=_RECON, original=_ORIGINAL),
+                   images=_RECON, original=_ORIGINAL,
+                   definition="PSNR per item: 10 log10(1 / MSE), RGB in [0, 1], input size, v1"),
     ComparedMetric("ssim", _IMAGE_FILE, column="ssim", tables=_IMAGE_TABLES, headline=True,
-                   images=_RECON, original=_ORIGINAL),
+                   images=_RECON, original=_ORIGINAL,
+                   definition="SSIM per item: Wang et al. 2004, Gaussian sigma 1.5 (11 x 11), "
+                              "valid region, data range 1, input size, v1"),
     ComparedMetric("psnr_vtbench", _IMAGE_FILE, kind="set", column="mse_vtbench",
                    tables=_IMAGE_TABLES, headline=True,
-                   set_value="roundtrip.evals.vtbench.compare:released_psnr"),
+                   set_value="roundtrip.evals.vtbench.compare:released_psnr",
+                   definition="PSNR of the set, VTBench's released evaluator: squared error "
+                              "pooled over the set, data range of the originals, v1"),
     ComparedMetric("lpips", "metrics/{name}/{dataset}/lpips.csv", column="lpips",
-                   tables=_IMAGE_TABLES),
+                   tables=_IMAGE_TABLES,
+                   definition="LPIPS per item: {metrics.lpips.net} backbone, inputs in "
+                              "[-1, 1], input size, v1"),
     ComparedMetric("fid", _IMAGE_FILE, kind="set", column="mse_vtbench",
                    tables=("reconstruction_",),
                    set_value="roundtrip.evals.vtbench.compare:released_fid",
-                   label="FID (VTBench eval.)"),
+                   label="FID (VTBench eval.)",
+                   definition="FID of the set, VTBench's released evaluator: Inception "
+                              "features of the 256 px copies, v1"),
     ComparedMetric("kid", _IMAGE_FILE, kind="set", column="mse_vtbench",
                    tables=("reconstruction_",), set_value="roundtrip.evals.vtbench.compare:kid",
+                   definition="KID of the whole set: torch-fidelity's cubic polynomial kernel "
+                              "on the Inception features, v1",
                    note="KID recomputed on the whole set (the mean over every pair of subsets, "
                         "which the tables' KID estimates from metrics.fid.kid_subsets random "
                         "ones): it may differ from the table's by that estimate's error"),
     ComparedMetric("cer", _TEXT_FILE, column="cer", tables=_TEXT_TABLES, headline=True,
                    references=("ocr/{ocr}/original/{dataset}.csv",), text=_OCR_LINE,
-                   wildcards=_ENGINE, images=_RECON, original=_ORIGINAL),
+                   wildcards=_ENGINE, images=_RECON, original=_ORIGINAL,
+                   definition="CER per item: App. F Eq. 3 on the OCR as written, against the "
+                              "original's OCR, v1"),
     ComparedMetric("wer", _TEXT_FILE, column="wer", tables=_TEXT_TABLES,
                    references=("ocr/{ocr}/original/{dataset}.csv",), text=_OCR_LINE,
-                   wildcards=_ENGINE),
+                   wildcards=_ENGINE,
+                   definition="WER per item: App. F Eq. 4 on the OCR as written, "
+                              "whitespace-separated words, against the original's OCR, v1"),
     ComparedMetric("cer_vtbench", _TEXT_FILE, kind="set", column="chars_vtbench",
                    tables=("text_preservation",), label="CER (VTBench eval.)", wildcards=_ENGINE,
                    higher_is_better=False, digits=4,
                    references=("ocr/{ocr}/original/{dataset}.vtbench.csv",),
-                   set_value="roundtrip.evals.vtbench.compare:released_cer"),
+                   set_value="roundtrip.evals.vtbench.compare:released_cer",
+                   definition="CER of the set, VTBench's released evaluator: edits over "
+                              "characters pooled over the set, v1"),
 )
 
 
