@@ -40,7 +40,7 @@ log.info("%s on %s/%s: %d answers, %d invalid, %d errors (%d not asked again), %
          w.model, w.dataset, len(rows), int((ok["extracted_by"] == "invalid").sum()), errors,
          len(skip), int((rows["status"] == "not_scored").sum()), int(outside.sum()),
          100 * rows["hit"].mean(), int(rows["hit"].notna().sum()))
-for line in endpoints_down() + ([f"vista answers of {w.reader} on {w.model}/{w.dataset}: "
+for line in [f"endpoint down: {why}" for why in endpoints_down()] + ([f"vista answers of {w.reader} on {w.model}/{w.dataset}: "
                                  f"{error_notes(rows)[0]}; the next run asks them again"
                                  + (" but those not asked again (api.max_reask_runs)"
                                     if rows["reason"].astype(str).str.contains(

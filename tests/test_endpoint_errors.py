@@ -5,11 +5,17 @@ loopback server (tests/fake_openai.py) through the production client path.
 - the first request checks the endpoint once (``probe_endpoint``) and names the one that is down;
 - the circuit breaker counts failures of the connection only: 500s on every request open it, a
   wrong key's 401s and malformed answers never do;
-- an endpoint killed mid-run: the breaker stops the job in a fraction of the time that retrying
-  every item takes, and the items left (however many) are recorded within a second of it
-  opening; the answers received are cached; the failed items are errors with their reason, left
-  out of the accuracies and counted apart, page 1 says so and states no gap; the ledger's HTTP
-  requests are what the server received, refused connections apart;
+- an endpoint killed mid-run, under the answer job itself (scripts/vista_answers.py run as its
+  rule runs it): the breaker stops the job in a fraction of the time that retrying every item
+  takes, and the items left (however many) are recorded within a second of it opening; the
+  answers received are cached; the failed items are errors with their reason, left out of the
+  accuracies and counted apart, page 1 says so and states no gap; the ledger's HTTP requests are
+  what the server received, refused connections apart;
+- the job's console says the endpoint is down (the breaker's line, then the count of errors),
+  and its log too; the end of the run (rules/common.smk's ``end_of_run``, on the ledger the job
+  wrote) exits with status 1 saying why, 0 under ``run.tolerate_reader_errors``;
+- a question whose text answer is an error is left out of both accuracies of the gap on page 1
+  (its VT answer too), as one whose VT answer is;
 - the next run asks exactly the failed items (counted at the server), and the answer job's
   re-ask record changes only when a run leaves errors to ask again; an item malformed on every
   attempt is asked again by one later run only (``api.max_reask_runs``), which does not open the
@@ -19,9 +25,16 @@ loopback server (tests/fake_openai.py) through the production client path.
 - the usage ledger counts what a counting server saw;
 - transport settings are out of what Snakemake tracks, the report's config included.
 """
+import contextlib
+import io
 import json
 import logging
+import os
+import re
+import runpy
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -114,9 +127,78 @@ def question_set(root, n: int, marked=(), hint_marker: str = "MALFORMED-ALWAYS")
     return ds / "manifest.csv"
 
 
+def vlm_spec(ep: dict) -> dict:
+    """vista.readers.fakevlm: a VLM on ``ep`` (a resolved api.endpoints entry)."""
+    return {"type": "vlm", "endpoint": ep, "model": "fake-vlm", "prompt": "short",
+            "max_tokens": 8}
+
+
 def vlm(ep: dict):
-    return build_answerer("fakevlm", {"type": "vlm", "endpoint": ep, "model": "fake-vlm",
-                                      "prompt": "short", "max_tokens": 8})
+    return build_answerer("fakevlm", vlm_spec(ep))
+
+
+REPO = Path(__file__).resolve().parents[1]
+ANSWER_JOB = ("fakevlm", "original", "qs")  # reader, model, question set
+
+
+def answer_job(root: Path, manifest: Path, ep: dict) -> dict:
+    """Rule vista_answers for :data:`ANSWER_JOB` as Snakemake runs it: scripts/vista_answers.py
+    as ``__main__`` with the ``snakemake`` object of the job, in the working directory ``root``
+    (its answers, log and the usage ledger, results/api/usage.jsonl, under it); the reader's
+    endpoint in its parameters without the transport settings, which the job reads from the
+    config. Returns the script's rows, its console (stderr) lines and its log; the job's
+    logging setup, the working directory and the environment are undone afterwards."""
+    from snakemake.iocontainers import (InputFiles, Log, OutputFiles, Params, ResourceList,
+                                        Snakemake, Wildcards)
+
+    reader, model, dataset = ANSWER_JOB
+    log_file = f"logs/vista_answers/{reader}/{model}/{dataset}.log"
+    output = f"results/vista/{reader}/{model}/{dataset}/answers.csv"
+    for made in (log_file, output):  # Snakemake makes their folders before the job
+        (root / made).parent.mkdir(parents=True, exist_ok=True)
+    smk = Snakemake(
+        InputFiles(fromdict={"manifest": str(manifest)}),
+        OutputFiles([output]),
+        Params(fromdict={"reader": without_transport(vlm_spec(ep)), "recon_dir": None,
+                         "judge": None, "extraction": "release", "prompt_layout": "release",
+                         "reask": NO_ERRORS, "max_reask_runs": 1}),
+        Wildcards(fromdict={"reader": reader, "model": model, "dataset": dataset}),
+        1, ResourceList(), Log([log_file]),
+        {"api": {"endpoints": {ep["name"]: ep}, "max_reask_runs": 1}}, "vista_answers", None,
+        str(REPO / "scripts"))
+    root_logger = logging.getLogger()
+    handlers, level, hook, env = root_logger.handlers[:], root_logger.level, sys.excepthook, \
+        dict(os.environ)
+    root_logger.handlers = []  # the job's basicConfig(force=True) closes what it finds
+    console = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        mp.syspath_prepend(str(REPO / "scripts"))
+        try:
+            with contextlib.redirect_stderr(console):
+                job = runpy.run_path(str(REPO / "scripts/vista_answers.py"),
+                                     init_globals={"snakemake": smk}, run_name="__main__")
+        finally:
+            for h in root_logger.handlers:
+                h.close()
+            root_logger.handlers = handlers
+            root_logger.setLevel(level)
+            sys.excepthook = hook
+            os.environ.clear()
+            os.environ.update(env)
+    return {"rows": job["rows"], "console": console.getvalue().splitlines(),
+            "log": (root / log_file).read_text()}
+
+
+def end_of_run(started: float, tolerate: bool = False, checks=()):
+    """rules/common.smk's ``end_of_run`` itself (its source, run with the globals it reads:
+    ``RUN``, the run's start and ``RUN_CHECKS``); call it in the workflow's directory."""
+    smk = (REPO / "rules/common.smk").read_text()
+    source = re.search(r"^def end_of_run\(\):\n.*?(?=^\S)", smk, re.S | re.M).group(0)
+    scope = {"sys": sys, "RUN": {"tolerate_reader_errors": tolerate}, "RUN_STARTED": started,
+             "RUN_CHECKS": list(checks)}
+    exec(compile(source, "rules/common.smk", "exec"), scope)
+    return scope["end_of_run"]()
 
 
 # -- the first check ------------------------------------------------------------------------------
@@ -190,29 +272,26 @@ N_QUESTIONS = 40  # 80 requests
 
 @pytest.fixture(scope="module")
 def killed(tmp_path_factory):
-    """The answer job of one VLM on 40 questions whose endpoint dies after 50 requests (the 40
-    text requests go first, then the renders'), then the next run of it against a live
-    endpoint (the same cache)."""
+    """The answer job (scripts/vista_answers.py, :func:`answer_job`) of one VLM on 40 questions
+    whose endpoint dies after 50 requests (the 40 text requests go first, then the renders'),
+    then the next run of it against a live endpoint (the same cache)."""
     mp = pytest.MonkeyPatch()
     mp.setenv("RT_ERR_KEY", KEY)
     root = tmp_path_factory.mktemp("killed")
     manifest = question_set(root, N_QUESTIONS)
     answers = root / "results/vista/fakevlm/original/qs/answers.csv"
-    answers.parent.mkdir(parents=True)
     slow = {"max_retries": 3, "backoff_s": 0.5, "concurrency": 2, "max_consecutive_failures": 4}
     clear_clients()
+    marker_before = reask_marker(answers)
     with FakeOpenAI(key=KEY, answer="The answer is A.", die_after=50) as srv:
         ep = endpoint(srv, root, **slow)
-        started = time.monotonic()
-        rows = answer_set(manifest, vlm(ep))
-        seconds = time.monotonic() - started
+        started = time.time()
+        job = answer_job(root, manifest, ep)
+        seconds = time.time() - started
         down = endpoints_down()
         usage = client_for(ep).usage
-        append_usage(root / "usage.jsonl", "vista/fakevlm/original/qs")
         received = srv.total() + srv.outcomes["dropped"]
     cached = len(list((root / "cache").rglob("*.json")))
-    marker_before = reask_marker(answers)
-    write_answers(rows, answers)
     marker_after = reask_marker(answers)
     clear_clients()
     with FakeOpenAI(key=KEY, answer="The answer is A.") as again:
@@ -220,10 +299,11 @@ def killed(tmp_path_factory):
         second = dict(again.counts), again.total()
     clear_clients()
     mp.undo()
-    yield {"rows": rows, "seconds": seconds, "down": down, "usage": usage, "srv": srv,
+    yield {"rows": job["rows"], "seconds": seconds, "down": down, "usage": usage, "srv": srv,
            "rows2": rows2, "second": second, "answers": answers, "root": root,
            "markers": (marker_before, marker_after), "ep": ep, "cached": cached,
-           "received": received}
+           "received": received, "console": job["console"], "log": job["log"],
+           "started": started, "ledger": root / "results/api/usage.jsonl"}
 
 
 def test_a_killed_endpoint_stops_the_job_early_with_the_answers_received(killed):
@@ -258,8 +338,62 @@ def test_a_killed_endpoint_stops_the_job_early_with_the_answers_received(killed)
     # the answers received are cached: one file each
     assert killed["cached"] == answered
     # the ledger says the endpoint went down, for the end of the run
-    (went,) = endpoints_went_down(killed["root"] / "usage.jsonl")
+    (went,) = endpoints_went_down(killed["ledger"])
     assert went == f"{line} (job vista/fakevlm/original/qs)"
+
+
+def test_the_job_says_on_the_console_that_its_endpoint_is_down(killed):
+    """The answer job's console (scripts/vista_answers.py): first the line of the breaker that
+    opened, then the count of the errors, which names the endpoint down; its log holds both, and
+    the client's own line that the endpoint is down."""
+    (line,) = killed["down"]
+    assert "; nothing more is sent (circuit breaker" in line
+    failed = int((killed["rows"]["status"] == "error").sum())
+    first, second = killed["console"]
+    # the job and the client's log line say "endpoint down: " before the reason
+    # endpoints_down() gives (ApiClient.down, no prefix)
+    assert first == f"[roundtrip] endpoint down: {line}"
+    assert second == (f"[roundtrip] vista answers of fakevlm on original/qs: {failed} of 80 "
+                      "answers are errors (no answer: left out, not counted wrong): endpoint down "
+                      f"({failed}x); the next run asks them again")
+    log = killed["log"]
+    assert f" ERROR roundtrip.api.client: endpoint down: {line}\n" in log
+    for shown in (first, second):
+        assert f" ERROR roundtrip: {shown.removeprefix('[roundtrip] ')}\n" in log
+
+
+def test_an_endpoint_that_went_down_ends_the_run_with_exit_status_1(killed, monkeypatch,
+                                                                   capsys):
+    """rules/common.smk's end_of_run on the ledger the killed job wrote
+    (results/api/usage.jsonl): the run ends with exit status 1, its last line saying why, once
+    every table and the report are written; run.tolerate_reader_errors: true prints the same and
+    ends with 0; a reader's errors over their share as well make two problems; a ledger line of
+    a job from before the run started counts nothing. (tests/test_workflow_vista.py sees a
+    workflow run set Snakemake's exit status from it.)"""
+    (line,) = killed["down"]
+    went = f"endpoint down: {line} (job vista/fakevlm/original/qs)"
+    monkeypatch.chdir(killed["root"])
+    with pytest.raises(SystemExit) as ended:
+        end_of_run(killed["started"])
+    assert ended.value.code == (f"[roundtrip] exit status 1: {went}; every table and the report "
+                                "are written (run.tolerate_reader_errors: true exits 0)")
+    assert capsys.readouterr().err.splitlines() == [f"[roundtrip] {went}"]
+    # tolerated: the same line, and exit status 0
+    assert end_of_run(killed["started"], tolerate=True) is None
+    assert capsys.readouterr().err.splitlines() == [
+        f"[roundtrip] {went}",
+        f"[roundtrip] exit status 0 despite {went}: run.tolerate_reader_errors is true"]
+    # a reader's errors over their share as well
+    share = ("VISTA-Bench reader fakevlm (original): 30 of 80 answers (37.5 %) are errors "
+             "(endpoint down (30x)), more than vista.max_error_share (10 %)")
+    with pytest.raises(SystemExit) as ended:
+        end_of_run(killed["started"], checks=[lambda: [share]])
+    assert ended.value.code == ("[roundtrip] exit status 1: 2 problems (above); every table and "
+                                "the report are written (run.tolerate_reader_errors: true exits 0)")
+    assert capsys.readouterr().err.splitlines() == [f"[roundtrip] {went}", f"[roundtrip] {share}"]
+    # the ledger's line is from before this run: nothing to say, exit status 0
+    assert killed["ledger"].is_file()
+    assert end_of_run(time.time() + 1) is None and capsys.readouterr().err == ""
 
 
 def test_a_server_killed_after_a_third_stops_the_job_at_once(tmp_path, monkeypatch, caplog):
@@ -331,9 +465,11 @@ def test_tables_count_errors_apart_and_page_one_states_no_gap(killed, tmp_path):
                    for s in page)
 
 
-def test_a_few_errors_are_counted_and_the_gap_stays(tmp_path):
-    """One error in 40 answers (2.5 %): page 1 names it, the gap sentence stays; an invalid
-    answer is counted wrong, in its own count."""
+def twenty_questions(tmp_path, error_mode: str):
+    """One reader's answers on 20 questions, answered right as text, as visualized text right on
+    the first 15 (q00 to q14), q00's answer in ``error_mode`` ("text" or "vt") an error (timed
+    out) and q01's VT answer invalid (counted wrong); the accuracy table written from them.
+    Returns the table's Markdown, its CSV row and page 1's sentences."""
     rows = []
     for k in range(20):
         q = f"q{k:02d}"
@@ -343,8 +479,9 @@ def test_a_few_errors_are_counted_and_the_gap_stays(tmp_path):
         rows.append(base | {"item_id": q, "mode": "text", "hit": 1.0})
         rows.append(base | {"item_id": f"{q}_16", "mode": "vt", "font": "arial", "size": "16",
                             "hit": 1.0 if k < 15 else 0.0})
-    rows[1] |= {"status": "error", "reason": "timed out: chat m at fake: gave up", "hit": np.nan,
-                "extracted_by": "", "raw": ""}
+    rows[{"text": 0, "vt": 1}[error_mode]] |= {
+        "status": "error", "reason": "timed out: chat m at fake: gave up", "hit": np.nan,
+        "extracted_by": "", "raw": ""}
     rows[3] |= {"extracted_by": "invalid", "hit": 0.0, "raw": "I think so"}
     f = tmp_path / "results/vista/fakevlm/original/qs/answers.csv"
     f.parent.mkdir(parents=True)
@@ -353,15 +490,21 @@ def test_a_few_errors_are_counted_and_the_gap_stays(tmp_path):
     out = tmp_path / "tables"
     out.mkdir()
     write_table(tables.accuracy_table(answers, tables.Scorer(BOOT)), out)
-    md = (out / "vista_accuracy.md").read_text()
+    page = findings(RunResults({"vista_accuracy": out / "vista_accuracy.csv"}, files=[f],
+                               bootstrap=BOOT, config={"vista": {}}))
+    return (out / "vista_accuracy.md").read_text(), \
+        pd.read_csv(out / "vista_accuracy.csv").iloc[0], page
+
+
+def test_a_few_errors_are_counted_and_the_gap_stays(tmp_path):
+    """One error in 40 answers (2.5 %): page 1 names it, the gap sentence stays; an invalid
+    answer is counted wrong, in its own count."""
+    md, acc, page = twenty_questions(tmp_path, "vt")
     assert "1 of 20 answers are errors (no answer: left out, not counted wrong): timed out (1x)" \
         in md
     assert "1 of 19 answers invalid (counted wrong)" in md
-    acc = pd.read_csv(out / "vista_accuracy.csv").iloc[0]
     assert acc["overall.vt_accuracy.n"] == 19
-    assert acc["overall.vt_accuracy"] == pytest.approx(100 * 13 / 19)  # q01 left out, q01 wrong
-    page = findings(RunResults({"vista_accuracy": out / "vista_accuracy.csv"}, files=[f],
-                               bootstrap=BOOT, config={"vista": {}}))
+    assert acc["overall.vt_accuracy"] == pytest.approx(100 * 13 / 19)  # q00 left out, q01 wrong
     # the gap's accuracies are over the 19 questions scored in both modes, n stated once: VT
     # 13 of 19 right (q00's VT answer is the error), Text 19 of 19
     assert page[0].startswith(f"fakevlm answers {100 * 13 / 19:.1f} [") and \
@@ -375,6 +518,27 @@ def test_a_few_errors_are_counted_and_the_gap_stays(tmp_path):
                        "of its accuracies, not counted wrong, and asked again by the next run; "
                        "1 of 40 (2.5 %) are invalid (no option could be read: counted wrong, as "
                        "the release counts them).")
+
+
+def test_a_missing_text_answer_leaves_its_question_out_of_both_accuracies(tmp_path):
+    """q00's text answer is the error, its VT answer right: the table's VT accuracy keeps q00
+    (14 of 20 right, 70.0 %) and its text accuracy is over 19; page 1's gap is over the 19
+    questions scored in both modes, q00 out of both: VT 13 of 19 (68.4 %, not 14 of 19 with q00
+    still counted as visualized text), Text 19 of 19, a gap of +31.6, n stated once."""
+    md, acc, page = twenty_questions(tmp_path, "text")
+    assert "1 of 20 answers are errors (no answer: left out, not counted wrong): timed out (1x)" \
+        in md
+    assert acc["overall.vt_accuracy"] == pytest.approx(70.0)
+    assert acc["overall.vt_accuracy.n"] == 20
+    assert acc["overall.text_accuracy"] == 100.0 and acc["overall.text_accuracy.n"] == 19
+    assert page[0].startswith(f"fakevlm answers {100 * 13 / 19:.1f} [") and \
+        "% of 19 questions right as visualized text" in page[0]
+    assert f"{100 * 14 / 19:.1f} [" not in page[0] and "70.0 [" not in page[0]
+    assert "and 100.0 [" in page[0] and "% as pure text: a modality gap (Text - VT) of +" \
+        f"{100 * 6 / 19:.1f} [" in page[0]
+    assert page[0].count("19 questions") == 1 and "of 20 questions" not in page[0]
+    assert page[0].endswith("fakevlm's gap is over 19 of its 20 questions; 1 is left out: 1 "
+                            "without a scored text answer (error: timed out (1x)).")
 
 
 # -- the endpoint stays busy ----------------------------------------------------------------------
@@ -561,3 +725,4 @@ def test_usage_line_reads_as_counts():
         "641 images sent, 0 received, 412,006 tokens in, 2,901 out, 412.3 s in 3 jobs")
     assert usage_line(row | {"refused": 0}).startswith(
         "API usage (v) at http://x/v1: 737 HTTP requests sent, 575 answered")
+

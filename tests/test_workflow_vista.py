@@ -159,7 +159,9 @@ def test_a_rerun_asks_only_what_failed(run):
 def test_the_exit_status_says_a_reader_has_too_many_errors(run):
     """The first run ends with exit status 1 (the fixture checks it) after writing every table
     and the report; its last console line says why. The second, with
-    run.tolerate_reader_errors, ends with 0 and says so."""
+    run.tolerate_reader_errors, ends with 0 and says so. (The same end of the run after an
+    endpoint went down, on the ledger of a job whose endpoint died: tests/test_endpoint_errors.py,
+    test_an_endpoint_that_went_down_ends_the_run_with_exit_status_1.)"""
     assert all(SEEN["first_outputs"].values()), SEEN["first_outputs"]
     why = ("VISTA-Bench reader fakevlm (mine): 1 of 4 answers (25.0 %) are errors (HTTP 500 "
            "(1x)), more than vista.max_error_share (10 %)")

@@ -601,7 +601,7 @@ class ApiClient:
             if self.down is not None:
                 return
             self.down = why
-        log.error("%s", why)
+        log.error("endpoint down: %s", why)
         if self._loop is not None:
             self._loop.loop.call_soon_threadsafe(self._cancel_requests)
 
