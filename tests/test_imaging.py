@@ -125,9 +125,9 @@ def _pillow_rgb(data: bytes) -> np.ndarray:
         return np.asarray(im.convert("RGB"))
 
 
-def test_plain_rgb_pngs_are_decoded_by_opencv_to_pillows_pixels(tmp_path):
+def test_plain_rgb_pngs_are_decoded_by_imagecodecs_to_pillows_pixels(tmp_path):
     """A PNG of 8-bit RGB with no chunk but its header, image data and end (as roundtrip and
-    Pillow write them) is decoded by OpenCV: Pillow's pixels, on photographs, a scanned page,
+    Pillow write them) is decoded by imagecodecs: Pillow's pixels, on photographs, a scanned page,
     noise and odd sizes (1 x 1, one row, one column) at zlib levels 0 to 9 and Pillow's
     ``optimize``. A file with any other chunk (text, resolution, a transparent colour), alpha,
     16 bits, bytes after the end or missing ones goes to Pillow; a plain file with damaged data

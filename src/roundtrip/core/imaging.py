@@ -9,7 +9,8 @@ Every image entering roundtrip becomes an ``H x W x 3`` RGB array of ``uint8`` o
 * palette, bilevel and CMYK images are converted to RGB;
 * 16-bit PNGs are read with pypng, because Pillow silently truncates 16-bit RGB to 8 bits;
 * a plain 8-bit RGB PNG (nothing but its header, image data and end chunks, as roundtrip and
-  Pillow write them) is decoded by OpenCV, in about 0.55x Pillow's time, to the same pixels.
+  Pillow write them) is decoded by imagecodecs (libpng with zlib-ng) to the same pixels in
+  about 0.5x Pillow's time.
 
 Files are written as PNG (lossless) at the same bit depth, so reconstructions are stored exactly.
 """
@@ -153,19 +154,20 @@ def _plain_rgb8_png(data: bytes) -> bool:
 
 
 def _decode_plain_png(data: bytes) -> np.ndarray | None:
-    """OpenCV's decoding (libpng) of a :func:`_plain_rgb8_png` file as ``(H, W, 3)`` ``uint8``
-    RGB: the pixels Pillow decodes (tested on photographs, scans, noise and odd sizes at every
-    zlib level), in about 0.55x Pillow's time for a 1024 x 1024 photograph. None where OpenCV
-    cannot decode it (damaged data: Pillow then decodes it or says why). Integer-exact: no
-    kernel level or thread count changes a pixel."""
-    import cv2
+    """imagecodecs' decoding (libpng with zlib-ng) of a :func:`_plain_rgb8_png` file as
+    ``(H, W, 3)`` ``uint8`` RGB: the pixels Pillow decodes (tested on photographs, scans, noise
+    and odd sizes at every zlib level), in about 0.6x OpenCV's time and 0.5x Pillow's for a
+    1024 x 1024 photograph (zlib-ng's inflate; ``benchmarks/image_quality_steps.py``), with
+    Python's lock released, so threads decode side by side. None where it cannot decode the
+    file (damaged data: Pillow then decodes it or says why). Integer-exact: no kernel level or
+    thread count changes a pixel."""
+    import imagecodecs
 
     try:
-        image = cv2.imdecode(np.frombuffer(data, np.uint8),
-                             cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION)
-    except cv2.error:
+        image = imagecodecs.png_decode(data)
+    except (imagecodecs.PngError, ValueError, RuntimeError):
         return None
-    if image is None or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
         return None
     return image
 
