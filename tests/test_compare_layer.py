@@ -15,7 +15,7 @@ from roundtrip.core.evaluation import load_evaluations
 from roundtrip.core.scoring import ScoreJournal
 from roundtrip.metrics.paired import PairedSettings
 from roundtrip.metrics.tokens import TokenHistogram, chd
-from roundtrip.report.compare import flipped_lines, summary_text
+from roundtrip.report.compare import flipped_lines, read_rows, summary_text
 from roundtrip.tables.compare import NOT_COMPARED, PairSpec, Run, compare
 from roundtrip.tables.provenance import provenance
 
@@ -437,6 +437,8 @@ def test_the_ocr_and_vista_items_that_flipped_make_their_own_gallery(tmp_path, e
     _provenance(tmp_path, "vista_accuracy", answer_files)
     run = Run(tmp_path)
     out = compare(run, run, [PairSpec("m1", "m2")], evaluations, SETTINGS)
+    direction = dict(zip(out.rows["metric"], out.rows["higher_is_better"]))
+    assert direction["CER"] is False and direction["VT"] is True  # the metric's direction
     cer_entries = [g for g in out.gallery if g["metric"] == "CER"]
     assert [g["item_id"] for g in cer_entries] == ["p0", "p2", "p1"]  # p3: no image kept
     assert cer_entries[0]["baseline_image"] == tmp_path / "recon/m1/scan/p0.png"
@@ -460,9 +462,90 @@ def test_the_ocr_and_vista_items_that_flipped_make_their_own_gallery(tmp_path, e
     files = sorted((tmp_path / "out").glob("*.*"))
     figures = what_changed_inputs(files)["figures"]
     assert [f.name for f, _ in figures] == ["differences.png", "changed.png", "flipped.png"]
+    back = read_rows(tmp_path / "out/compare.csv")  # the direction survives the CSV
+    assert back["higher_is_better"].tolist() == out.rows["higher_is_better"].tolist()
 
     same = compare(run, run, [PairSpec("m1", "m1")], evaluations, SETTINGS)
     written = write_comparison(same, tmp_path / "same", tmp_path / "same", SETTINGS)
     assert written["flipped_caption"] is None and written["flipped"].is_file()
     figures = what_changed_inputs(sorted((tmp_path / "same").glob("*.*")))["figures"]
     assert [f.name for f, _ in figures] == ["differences.png", "changed.png"]
+
+
+def _figure_rows(n=30):
+    """``n`` compared rows over three evaluations and five metrics (every third lower is
+    better), each verdict in turn, with two rows without a detectable difference and one not
+    compared; difference ``(k - 15) / 10``, detectable 0.5, the interval +-0.2."""
+    from roundtrip.tables.compare import ROW_COLUMNS
+
+    verdicts = ["better", "worse", "equivalent", "inconclusive"]
+    rows = []
+    for k in range(n):
+        d = (k - 15) / 10
+        row = dict.fromkeys(ROW_COLUMNS, np.nan)
+        row.update(comparison="m2 vs m1", baseline="m1", candidate="m2",
+                   evaluation=["VTBench", "CHD / CMMS", "MediBench"][k % 3],
+                   dataset=f"set{k // 5}", where="", metric=f"metric{k % 5}", kind="items",
+                   n_paired=20, n_unpaired=0, difference=d, ci_low=d - 0.2, ci_high=d + 0.2,
+                   test="wilcoxon", p=0.5, detectable=0.5, margin=0.01, digits=3,
+                   higher_is_better=k % 3 != 0, headline=True, verdict=verdicts[k % 4],
+                   note="", flips="")
+        rows.append(row)
+    rows[4].update(detectable=0.0)  # left out of the overview: no detectable difference
+    rows[7].update(detectable=np.nan)
+    rows[9].update(verdict=NOT_COMPARED, difference=np.nan, ci_low=np.nan, ci_high=np.nan,
+                   note="dataset changed")
+    return pd.DataFrame(rows, columns=ROW_COLUMNS)
+
+
+def test_the_differences_figure_shows_every_row_over_its_detectable_difference(tmp_path):
+    """The overview atop the differences figure: every compared row's difference and interval
+    over its detectable difference, positive where the candidate is better (a lower-is-better
+    metric's sign flipped), sorted; rows without a detectable difference, or without a
+    direction (a compare.csv written before ``higher_is_better``), are left out and counted in
+    the caption; the four detailed panels stay."""
+    from PIL import Image
+
+    from roundtrip.report.compare import (NO_DETECTABLE, NO_DIRECTION, difference_figure,
+                                          standardized_differences)
+
+    rows = _figure_rows()
+    std = standardized_differences(rows)
+    assert len(std) == 29  # the compared rows
+    shown = std[std["left_out"] == ""]
+    assert len(shown) == 27 and (std.loc[std["left_out"] != "", "left_out"]
+                                 == NO_DETECTABLE).all()
+    assert shown["standardized"].is_monotonic_increasing
+    by = shown.set_index(["dataset", "metric"])
+    lower = by.loc[("set0", "metric0")]  # k = 0: lower is better, difference -1.5 -> +3
+    assert not lower["higher_is_better"]
+    assert lower["standardized"] == pytest.approx(3.0)
+    assert (lower["standardized_low"], lower["standardized_high"]) == pytest.approx((2.6, 3.4))
+    higher = by.loc[("set0", "metric1")]  # k = 1: higher is better, difference -1.4 -> -2.8
+    assert higher["standardized"] == pytest.approx(-2.8)
+    assert (higher["standardized_low"], higher["standardized_high"]) == pytest.approx(
+        (-3.2, -2.4))
+    expected = np.array([(1 if k % 3 else -1) * (k - 15) / 10 / 0.5
+                         for k in range(30) if k not in (4, 7, 9)])
+    assert np.allclose(shown["standardized"], np.sort(expected))
+
+    path = tmp_path / "fig/differences.png"
+    caption = difference_figure(rows, path)
+    assert path.is_file()
+    with Image.open(path) as img:
+        assert img.size[0] > 1000 and img.size[1] > 1.45 * 200  # the overview on top
+    assert "27 compared rows" in caption and "positive means the candidate is better" in caption
+    assert "Left out of it: 2 without a detectable difference (missing or 0), of 29" in caption
+    assert "The 4 panels with the largest changes are shown" in caption
+
+    # a compare.csv written before the column: read back, every row left out of the overview
+    old = tmp_path / "old.csv"
+    rows.drop(columns="higher_is_better").to_csv(old, index=False)
+    back = read_rows(old)
+    std = standardized_differences(back)
+    assert set(std["left_out"]) == {NO_DETECTABLE, NO_DIRECTION}
+    assert (std["left_out"] == NO_DIRECTION).sum() == 27
+    caption = difference_figure(back, tmp_path / "old.png")
+    assert (tmp_path / "old.png").is_file()
+    assert "27 without a recorded direction" in caption
+    assert summary_text(back)[0].startswith("m2 vs m1, VTBench: of ")

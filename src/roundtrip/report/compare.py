@@ -122,10 +122,124 @@ def read_rows(path: str | Path) -> pd.DataFrame | None:
     return frame
 
 
+def _direction(x) -> bool | None:
+    """A row's ``higher_is_better`` as read back (a bool, ``True``/``False`` text, 1/0), or None
+    where it is unknown (missing: a ``compare.csv`` written before the column)."""
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, str):
+        return {"true": True, "1": True, "false": False, "0": False}.get(x.strip().lower())
+    if isinstance(x, (int, float, np.integer, np.floating)) and not pd.isna(x) and x in (0, 1):
+        return bool(x)
+    return None
+
+
+#: Why a compared row is left out of the overview (:func:`standardized_differences`).
+NO_DETECTABLE, NO_DIRECTION = "no detectable difference", "no direction"
+
+
+def standardized_differences(rows: pd.DataFrame) -> pd.DataFrame:
+    """Every compared row's difference and interval in units of its detectable difference,
+    oriented so that positive means the candidate is better (the sign flipped where lower is
+    better): the overview of :func:`difference_figure`.
+
+    Returns:
+        The compared rows (verdict other than ``not compared``) with ``standardized``,
+        ``standardized_low``, ``standardized_high`` (``difference / detectable`` and the
+        interval's ends, oriented; NaN where left out) and ``left_out`` (``""``, or
+        :data:`NO_DETECTABLE`: detectable missing, 0 or not finite, or a difference that is
+        not finite; :data:`NO_DIRECTION`: ``higher_is_better`` unknown), the rows shown first,
+        sorted by ``standardized`` (stable), then those left out in the rows' order.
+    """
+    done = rows[rows["verdict"] != NOT_COMPARED].reset_index(drop=True)
+    number = {c: pd.to_numeric(done[c], errors="coerce").to_numpy(float)
+              for c in ("difference", "ci_low", "ci_high", "detectable")}
+    higher = (done["higher_is_better"].map(_direction) if "higher_is_better" in done.columns
+              else pd.Series([None] * len(done), dtype=object))
+    detectable = np.abs(number["detectable"])
+    usable = np.isfinite(detectable) & (detectable > 0) & np.isfinite(number["difference"])
+    known = higher.notna().to_numpy()
+    sign = np.where(higher.eq(False).to_numpy(bool), -1.0, 1.0)  # lower is better: flipped
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z, lo, hi = (sign * number[c] / detectable for c in ("difference", "ci_low", "ci_high"))
+    shown = usable & known
+    out = done.assign(standardized=np.where(shown, z, np.nan),
+                      standardized_low=np.where(shown, np.fmin(lo, hi), np.nan),
+                      standardized_high=np.where(shown, np.fmax(lo, hi), np.nan),
+                      left_out=np.where(~usable, NO_DETECTABLE,
+                                        np.where(~known, NO_DIRECTION, "")))
+    first = out[shown].sort_values("standardized", kind="stable")
+    return pd.concat([first, out[~shown]]).reset_index(drop=True)
+
+
+#: Height of the overview of every compared row atop the differences figure (inches).
+OVERVIEW_IN = 1.45
+#: Marker of each evaluation in the overview, in the rows' order (then repeated).
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "h")
+
+
+def _overview(ax, std: pd.DataFrame, evaluations: list[str]) -> str:
+    """Draw the caterpillar of :func:`standardized_differences`'s shown rows on ``ax``: x the
+    rows in sorted order, y the standardized difference with its interval, coloured by verdict,
+    one marker per evaluation (``evaluations``: their order in the legend); returns the
+    caption's sentence on the y scale (``""`` where linear)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter
+
+    g = std[std["left_out"] == ""]
+    if g.empty:
+        ax.axis("off")
+        ax.text(0.5, 0.5, "No compared row has a detectable difference and a direction.",
+                ha="center", va="center", transform=ax.transAxes, fontsize=7.5)
+        return ""
+    ax.axhline(0, color="black", linewidth=0.6, zorder=1)
+    x = np.arange(len(g))
+    z = g["standardized"].to_numpy(float)
+    lo, hi = g["standardized_low"].to_numpy(float), g["standardized_high"].to_numpy(float)
+    ends = np.concatenate([z, lo, hi])
+    ends = ends[np.isfinite(ends)]
+    lim = max(1.5, float(np.abs(ends).max()) * 1.08)
+    colours = g["verdict"].map(lambda v: VERDICT_COLOURS.get(v, "#8a8a8a")).to_numpy()
+    bars = np.isfinite(lo) | np.isfinite(hi)  # an infinite end is drawn to the axis' edge
+    ax.vlines(x[bars], np.nan_to_num(lo[bars], nan=z[bars], posinf=lim, neginf=-lim),
+              np.nan_to_num(hi[bars], nan=z[bars], posinf=lim, neginf=-lim),
+              colors=colours[bars], linewidth=0.7 if len(g) > 120 else 1.2, zorder=2)
+    for ls in (-1, 1):
+        ax.axhline(ls, color="#8a8a8a", linewidth=0.5, linestyle=":", zorder=1)
+    evaluations = [e for e in evaluations if e in set(g["evaluation"])]
+    size = 5 if len(g) > 120 else 12
+    for k, ev in enumerate(evaluations):
+        mine = (g["evaluation"] == ev).to_numpy()
+        ax.scatter(x[mine], z[mine], c=colours[mine], s=size, linewidths=0, zorder=3,
+                   marker=MARKERS[k % len(MARKERS)])
+    if len(evaluations) > 1:  # the markers in black: the colours are the verdicts'
+        handles = [Line2D([], [], linestyle="", marker=MARKERS[k % len(MARKERS)], color="black",
+                          markersize=3, label=ev) for k, ev in enumerate(evaluations)]
+        ax.legend(handles=handles, loc="upper left", ncol=min(len(evaluations), 6),
+                  frameon=False, handletextpad=0.1, columnspacing=0.8, borderaxespad=0.1, fontsize=7.5)
+    scale = ""
+    if lim > 8:  # a few rows far out would flatten the rest: logarithmic beyond +-2
+        ax.set_yscale("symlog", linthresh=2, linscale=1.5)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        scale = " Its y axis is logarithmic beyond ±2."
+    room = 1.0 if len(evaluations) < 2 else (3.0 if scale else 1.35)  # for the legend
+    ax.set_ylim(-lim, lim * room)
+    ax.set_xlim(-1, len(g))
+    ax.set_xticks([])
+    # the direction in the title: a label that long would not fit beside an axis this short
+    ax.set_title(f"{len(g)} compared rows, sorted: difference / "
+                 "detectable (positive: candidate better)", fontsize=7.5, loc="left")
+    ax.set_ylabel("difference /\ndetectable", fontsize=7.5)
+    return scale
+
+
 def difference_figure(rows: pd.DataFrame, path: str | Path) -> str:
-    """Every compared row's difference with its interval, one panel per (evaluation, metric),
-    one line per dataset, coloured by verdict, the equivalence margin shaded; at most
-    :data:`MAX_PANELS` panels (the largest changes first). Returns the caption."""
+    """Every compared row's difference with its interval, coloured by verdict: on top, an
+    overview of every row in units of its detectable difference, oriented so that positive
+    means the candidate is better (:func:`standardized_differences`, :data:`OVERVIEW_IN`
+    tall); under it one panel per (evaluation, metric), one line per dataset, the equivalence
+    margin shaded, at most :data:`MAX_PANELS` panels (the largest changes first). Returns the
+    caption."""
     from roundtrip.report.style import figure, save
 
     done = rows[rows["verdict"] != NOT_COMPARED].copy()
@@ -146,8 +260,20 @@ def difference_figure(rows: pd.DataFrame, path: str | Path) -> str:
     cols = 2 if len(panels) > 1 else 1
     n_rows = math.ceil(len(panels) / cols)
     heights = [len(done[done["_panel"] == p]) for p in panels]
-    fig, axes = figure(n_rows, cols, height_in=max(1.4, sum(
-        max(heights[i:i + cols]) for i in range(0, len(panels), cols)) * 0.15 + 0.55 * n_rows))
+    lines = [max(heights[i:i + cols]) for i in range(0, len(panels), cols)]
+    body = max(1.4, sum(lines) * 0.15 + 0.55 * n_rows)
+    std = standardized_differences(rows)
+    overview = OVERVIEW_IN if (std["left_out"] == "").any() else 0.8  # 0.8: a line saying why
+    fig, _ = figure(1, 1, height_in=body + overview)
+    fig.clear()  # a grid of its own: tight_layout spaces a full-width axis there right
+    # the axes' heights without their titles and ticks (0.55 in a row): the overview's fixed,
+    # each row of panels in proportion to the lines of its tallest panel
+    spare = body - 0.55 * n_rows
+    grid = fig.add_gridspec(n_rows + 1, cols, height_ratios=[overview - 0.55] + [
+        spare * n / sum(lines) for n in lines])
+    scale = _overview(fig.add_subplot(grid[0, :]), std, list(dict.fromkeys(done["evaluation"])))
+    axes = np.array([[fig.add_subplot(grid[1 + i, j]) for j in range(cols)]
+                     for i in range(n_rows)])
     for k, panel in enumerate(panels):
         ax = axes[k // cols, k % cols]
         g = done[done["_panel"] == panel].reset_index(drop=True)
@@ -172,12 +298,30 @@ def difference_figure(rows: pd.DataFrame, path: str | Path) -> str:
     if single:
         fig.suptitle(done["comparison"].iloc[0], fontsize=8.5)
     save(fig, path)
+    left = std["left_out"].value_counts()
+    why = [f"{left[w]} without " + ("a detectable difference (missing or 0)"
+                                    if w == NO_DETECTABLE else "a recorded direction")
+           for w in (NO_DETECTABLE, NO_DIRECTION) if left.get(w, 0)]
+    drawn = int((std["left_out"] == "").sum())
+    markers = "; one marker per evaluation" if std.loc[std["left_out"] == "", "evaluation"] \
+        .nunique() > 1 else ""
+    top = ((f" Top: all {drawn} compared rows" if not why else
+            f" Top: the {drawn} compared rows with a detectable difference and a direction")
+           + ", each difference and interval divided by the row's detectable difference and "
+           "signed so that positive means the candidate is better, sorted" + markers
+           + "; dotted lines at ±1 detectable." + scale
+           + (f" Left out of it: {' and '.join(why)}, of {len(std)} compared rows."
+              if why else ""))
+    if not drawn:
+        top = f" Top: no row drawn: of the {len(std)} compared rows, {' and '.join(why)}."
     shown = "" if len(order) <= MAX_PANELS else (
         f" The {MAX_PANELS} panels with the largest changes are shown; every row is in the "
         "compare table.")
-    return ("Candidate minus baseline per metric and dataset, with the 95 % paired bootstrap "
-            "interval; blue better, vermillion worse, green equivalent within the margin "
-            "(grey band), grey inconclusive (after Holm and Benjamini-Yekutieli)." + shown)
+    return ("Candidate minus baseline, coloured by verdict: blue better, vermillion worse, "
+            "green equivalent within the margin, grey inconclusive (after Holm and "
+            "Benjamini-Yekutieli)." + top + " Below: per metric and dataset, the difference "
+            "in the metric's units with its 95 % paired bootstrap interval, the margin as a "
+            "grey band." + shown)
 
 
 def _strips(chosen: list[dict], path: Path, title, labels=None, zoom: str = "difference"

@@ -49,11 +49,14 @@ from roundtrip.metrics.paired import (BETTER, BINARY, EQUIVALENT, INCONCLUSIVE, 
 #: The verdict of a row that was not compared (a changed dataset, a file on one side only).
 NOT_COMPARED = "not compared"
 
-#: Columns of the ``compare`` table, in order.
+#: Columns of the ``compare`` table, in order. ``higher_is_better`` is the metric's direction
+#: (:func:`info_of`), the one its verdict follows; a ``compare.csv`` written before it was a
+#: column lacks it (:func:`roundtrip.report.compare.read_rows` reads such a file all the same).
 ROW_COLUMNS = ["comparison", "baseline", "candidate", "evaluation", "dataset", "where", "metric",
                "kind", "n_paired", "n_unpaired", "baseline_value", "candidate_value",
                "difference", "ci_low", "ci_high", "test", "p", "p_holm", "p_by", "effect",
-               "ties", "flips", "detectable", "margin", "digits", "headline", "verdict", "note"]
+               "ties", "flips", "detectable", "margin", "digits", "higher_is_better", "headline",
+               "verdict", "note"]
 #: Columns of the ``compare_items`` table, in order.
 ITEM_COLUMNS = ["comparison", "evaluation", "dataset", "where", "metric", "item_id", "cluster",
                 "baseline_value", "candidate_value", "difference", "paired", "reason",
@@ -412,7 +415,7 @@ def _row(pair, ev, cm, dataset, dims, label, digits, note="", **values) -> dict:
     row.update(comparison=pair.name, baseline=pair.baseline, candidate=pair.candidate,
                evaluation=ev.label, dataset=dataset, where=_where_text(dims), metric=label,
                kind=cm.kind, headline=bool(cm.headline), note=note, verdict=NOT_COMPARED,
-               test="", flips="")
+               test="", flips="", higher_is_better=info_of(cm)[1])
     row.update(values)
     row["digits"] = digits
     return row
@@ -471,7 +474,7 @@ def compare(run_a: Run, run_b: Run, pairs: list[PairSpec], evaluations,
                     rows.append(row)
                     items += item_rows
                     gallery += best
-    frame = _adjust(pd.DataFrame(rows, columns=ROW_COLUMNS + ["_result", "_higher"]), settings)
+    frame = _adjust(pd.DataFrame(rows, columns=ROW_COLUMNS + ["_result"]), settings)
     item_frame = pd.DataFrame(items, columns=ITEM_COLUMNS)
     inputs = sorted(run_a.read | run_b.read)
     return Comparison(frame, item_frame, inputs, gallery)
@@ -515,7 +518,7 @@ def _compare_files(run_a, run_b, pair, ev, cm, dataset, dims, path_a, path_b, se
 
 def _compare_frames(run_a, run_b, pair, ev, cm, dataset, dims, path_a, path_b, settings, info,
                     gallery_items):
-    label, higher, digits = info
+    label, _, digits = info  # the direction: the row's higher_is_better (_row)
     a = _items(run_a, path_a, cm).set_index("_item", drop=False)
     b = _items(run_b, path_b, cm).set_index("_item", drop=False)
     ok_a = set(a.index[a["_ok"].to_numpy(dtype=bool)])
@@ -604,7 +607,6 @@ def _compare_frames(run_a, run_b, pair, ev, cm, dataset, dims, path_a, path_b, s
                detectable=result.detectable, margin=margin_of(pair, cm, digits),
                verdict=INCONCLUSIVE)
     row["_result"] = result
-    row["_higher"] = higher
     best = []
     if cm.images and cm.kind != SET and len(shared):
         best = _gallery(run_a, run_b, pair, ev, cm, dataset, dims, shared, base, cand,
@@ -721,7 +723,7 @@ def _adjust(frame: pd.DataFrame, settings: PairedSettings) -> pd.DataFrame:
             verdicts.append(r["verdict"])
             continue
         adjusted = max(r["p_by"], r["p_holm"]) if r["headline"] else r["p_by"]
-        verdicts.append(verdict(r["_result"], float(adjusted), bool(r["_higher"]),
+        verdicts.append(verdict(r["_result"], float(adjusted), bool(r["higher_is_better"]),
                                 float(r["margin"]), int(r["digits"]), settings.alpha))
     frame["verdict"] = verdicts
     return frame[ROW_COLUMNS].reset_index(drop=True)
