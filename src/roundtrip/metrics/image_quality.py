@@ -201,8 +201,10 @@ def ssim_conventions(x: torch.Tensor, y: torch.Tensor, conventions: list[SSIMCon
     Where the work runs: tensors on the CPU are filtered by OpenCV (``cv2.sepFilter2D``, the
     whole reflect-101-bordered plane, which is ``F.pad(mode="reflect")``), the rest in numpy,
     all in the calling thread (OpenCV runs this filter in the caller's thread: the same bits at
-    any OpenCV or PyTorch thread count, tested), about 50 ms for a 1024 x 1024 RGB pair and
-    two conventions in float32 on the 2-core reference machine (PyTorch's path: 170 ms).
+    any OpenCV or PyTorch thread count, tested), for a 1024 x 1024 RGB pair and two
+    conventions in float32 in 0.38x the time of PyTorch's path (51 against 132 ms, and 104
+    against 275 ms in a slower window, on the 2-core reference machine:
+    ``benchmarks/image_quality_steps.py``).
     OpenCV's AVX2 kernels sum with fused multiply-adds, its kernels below AVX2 without, so the
     bits follow OpenCV's kernel level: ``reproducibility: portable`` pins it
     (:data:`roundtrip.core.compute.PORTABLE_ENV`). Tensors on another device (a GPU job's) are
