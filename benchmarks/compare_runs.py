@@ -53,8 +53,11 @@ def main(argv=None) -> None:
     ap.add_argument("results_b")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--out", default=str(REPO / "benchmarks/results/compare_runs.json"))
-    ap.add_argument("extra", nargs="*", help="arguments passed on to roundtrip compare")
-    args = ap.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # everything after "--" goes to roundtrip compare as it is (argparse would read its options)
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    args.extra = extra
     runs = []
     for k in range(args.runs):
         runs.append(one_run(args.results_a, args.results_b, args.extra))
