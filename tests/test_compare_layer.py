@@ -506,8 +506,8 @@ def test_the_differences_figure_shows_every_row_over_its_detectable_difference(t
     the caption; the four detailed panels stay."""
     from PIL import Image
 
-    from roundtrip.report.compare import (NO_DETECTABLE, NO_DIRECTION, difference_figure,
-                                          standardized_differences)
+    from roundtrip.report.compare import (MAX_PANELS, NO_DETECTABLE, NO_DIRECTION,
+                                          difference_figure, standardized_differences)
 
     rows = _figure_rows()
     std = standardized_differences(rows)
@@ -536,7 +536,7 @@ def test_the_differences_figure_shows_every_row_over_its_detectable_difference(t
         assert img.size[0] > 1000 and img.size[1] > 1.45 * 200  # the overview on top
     assert "27 compared rows" in caption and "positive means the candidate is better" in caption
     assert "Left out of it: 2 without a detectable difference (missing or 0), of 29" in caption
-    assert "The 4 panels with the largest changes are shown" in caption
+    assert f"The {MAX_PANELS} panels with the largest changes are shown" in caption
 
     # a compare.csv written before the column: read back, every row left out of the overview
     old = tmp_path / "old.csv"

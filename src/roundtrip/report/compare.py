@@ -24,10 +24,11 @@ VERDICT_COLOURS = {BETTER: "#0072B2", WORSE: "#D55E00", EQUIVALENT: "#009E73",
 #: Table names and figure file names.
 ROWS_TABLE, ITEMS_TABLE = "compare", "compare_items"
 DIFFERENCES, GALLERY, FLIPPED = "differences.png", "changed.png", "flipped.png"
-#: Panels of the differences figure at most (the rest are in the table): four, so that the
-#: figure and the gallery of the items that changed most share the first headline page, and
-#: the gallery of the items that flipped the second with the first evaluation's figure.
-MAX_PANELS = 4
+#: Panels of the differences figure at most, under its strip of every row (the rest are in the
+#: table): two, side by side, so that the figure and the gallery of the items that changed most
+#: share the first headline page, and the gallery of the items that flipped the second with the
+#: first evaluation's figure (with four, the default report's body grew by a page).
+MAX_PANELS = 2
 
 
 def _cell(x, digits: int) -> str:
