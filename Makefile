@@ -13,7 +13,9 @@ CONFIG      ?=
 SIZES       ?=
 # Test processes (pytest-xdist): the workflow tests spend much of their time starting Python in
 # one process while a core is idle; a test file stays in one process, so its shared runs are
-# made once. TEST_WORKERS=0 runs the suite in this process.
+# made once; --no-loadscope-reorder keeps the order tests/conftest.py gives (the longest files
+# first), which pytest-xdist would otherwise replace by the number of tests in a file.
+# TEST_WORKERS=0 runs the suite in this process.
 TEST_WORKERS ?= 2
 PY          := $(VENV)/bin/python
 SNAKEMAKE   := $(VENV)/bin/snakemake --profile profiles/workstation --cores $(CORES)
@@ -42,7 +44,7 @@ report: setup
 	$(SNAKEMAKE) results/report.pdf $(CONFIG_ARGS)
 
 test: setup
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: setup
 	$(VENV)/bin/snakemake --lint $(CONFIG_ARGS)

@@ -34,7 +34,7 @@ from records import REPO, commit, write_record
 def pytest_command(workers: int, junit: Path) -> list[str]:
     """The command of `make test` (Makefile: TEST_WORKERS) with a JUnit report."""
     return [sys.executable, "-m", "pytest", "-q", "-n", str(workers), "--dist", "loadfile",
-            f"--junitxml={junit}"]
+            "--no-loadscope-reorder", f"--junitxml={junit}"]
 
 
 def read_junit(path: Path) -> dict[str, dict]:
