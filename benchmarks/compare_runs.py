@@ -55,9 +55,9 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default=str(REPO / "benchmarks/results/compare_runs.json"))
     argv = list(sys.argv[1:] if argv is None else argv)
     # everything after "--" goes to roundtrip compare as it is (argparse would read its options)
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
-    args.extra = extra
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = ap.parse_args(argv[:cut])
+    args.extra = argv[cut + 1:]
     runs = []
     for k in range(args.runs):
         runs.append(one_run(args.results_a, args.results_b, args.extra))

@@ -503,7 +503,7 @@ def test_the_differences_figure_shows_every_row_over_its_detectable_difference(t
     over its detectable difference, positive where the candidate is better (a lower-is-better
     metric's sign flipped), sorted; rows without a detectable difference, or without a
     direction (a compare.csv written before ``higher_is_better``), are left out and counted in
-    the caption; the four detailed panels stay."""
+    the caption; the detailed panels (at most ``MAX_PANELS``) stay."""
     from PIL import Image
 
     from roundtrip.report.compare import (MAX_PANELS, NO_DETECTABLE, NO_DIRECTION,
