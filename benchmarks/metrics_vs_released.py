@@ -75,6 +75,9 @@ REPO = Path(__file__).resolve().parent.parent
 RESULT = REPO / "benchmarks" / "results" / "metrics_vs_released.json"
 #: The released evaluator's commit this benchmark was written against.
 RELEASED_COMMIT = "01368b3"
+#: The contestant that scores what the released evaluator scores: every column but roundtrip's
+#: SSIM at the scored size (``metrics.ssim.scored_size: false``).
+LEAN = "roundtrip_scored_size_ssim_off"
 #: Columns compared with ``--reference`` (every number of ``image_quality.csv``).
 COLUMNS = ["psnr", "ssim", "mse", "n_values", "ssim_vtbench", "ssim_pair_range", "ref_min",
            "ref_max", "mse_vtbench", "n_values_vtbench", "ref_min_vtbench", "ref_max_vtbench",
@@ -159,7 +162,8 @@ def child(spec: dict) -> dict:
 
     tune_allocator()
     start, cpu = time.perf_counter(), cpu_seconds()
-    per_item, set_rows = score_image_quality_files(data["manifest"], data["status"], data["recon"])
+    per_item, set_rows = score_image_quality_files(data["manifest"], data["status"], data["recon"],
+                                                   ssim_scored_size=spec["contestant"] != LEAN)
     seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     Path(spec["out"]).parent.mkdir(parents=True, exist_ok=True)
     per_item.to_csv(spec["out"], index=False)
@@ -241,10 +245,13 @@ def summarize(settings: dict) -> dict:
                            "load_1min": [r.get("load_1min") for r in results]}
             if errors:
                 entry[name]["errors"] = errors[:1]
-        ours = entry.get("roundtrip", {}).get("pairs_per_s")
-        entry["ratios"] = {f"roundtrip_over_{name}": round(ours / entry[name]["pairs_per_s"], 2)
-                           for name in setting["results"] if name != "roundtrip"
-                           and ours and entry[name]["pairs_per_s"]}
+        entry["ratios"] = {}
+        for mine in ("roundtrip", LEAN):
+            ours = entry.get(mine, {}).get("pairs_per_s")
+            entry["ratios"].update({
+                f"{mine}_over_{name}": round(ours / entry[name]["pairs_per_s"], 2)
+                for name in setting["results"] if name.startswith(("released", "baseline"))
+                and ours and entry[name]["pairs_per_s"]})
         out[key] = entry
     return out
 
@@ -280,7 +287,8 @@ def main() -> None:
     settings = {}
     for side, n in sizes:
         for threads in args.threads:
-            names = ["roundtrip"] + (["baseline"] if args.baseline_src and threads == 1 else [])
+            names = ["roundtrip", LEAN] + (["baseline"] if args.baseline_src and threads == 1
+                                           else [])
             if not problem:
                 names += ["released"] + (["released_w8"] if threads > 1 else [])
             settings[f"{side}px_{threads}t"] = {"side": side, "pairs": n, "threads": threads,
@@ -303,12 +311,12 @@ def main() -> None:
                         "released_site": args.released_site,
                         "workers": 8 if name == "released_w8" else 0,
                         "out": str(work / "out" / (f"{key}_{name}_{run}" + (
-                            ".csv" if name in ("roundtrip", "baseline") else "")))}
+                            ".csv" if name in ("roundtrip", LEAN, "baseline") else "")))}
                 result = run_child(spec, args.baseline_src if name == "baseline" else None)
                 setting["results"][name].append(result)
                 print(key, name, run, {k: v for k, v in result.items() if k != "error"},
                       result.get("error", "")[-300:], flush=True)
-                if name in ("roundtrip", "baseline") and "seconds" in result:
+                if name in ("roundtrip", LEAN, "baseline") and "seconds" in result:
                     items.setdefault((name, setting["side"]), []).append(pd.read_csv(spec["out"]))
             record["settings"] = summarize(settings)
             write_record(args.out, record)
@@ -317,6 +325,11 @@ def main() -> None:
         frames = items.get(("roundtrip", side), [])
         entry = {"roundtrip_rows_same_bytes_every_run_and_thread_count":
                  len({f.to_csv(index=False) for f in frames}) == 1 if frames else None}
+        lean = items.get((LEAN, side), [])
+        if frames and lean:
+            entry[f"{LEAN}_rows_equal_but_ssim"] = all(
+                f.drop(columns="ssim").equals(frames[0].drop(columns="ssim"))
+                and f["ssim"].isna().all() for f in lean)
         ours = [r for key, s in settings.items() if s["side"] == side
                 for r in s["results"]["roundtrip"] if "seconds" in r]
         if ours:

@@ -30,16 +30,18 @@ CONVENTION_NOTES = [
     "produced the paper's Tables 1-3: both images resized to 256 x 256 whatever the model's "
     "size, torchmetrics 1.7.1 defaults (PSNR with one MSE over the set and the range from 0 to "
     "the originals' max, SSIM with the range of each batch of 16 pairs in file-name order, "
-    "LPIPS AlexNet fed [0, 1]), FID on the 8-bit copies. The other columns are roundtrip's, at "
-    "the Image Size: per-item means (data range 1), pooled PSNR, the range max - min PSNR and "
-    "per-pair-range SSIM (the evaluator's formulas without its resize and batches), LPIPS on "
+    "LPIPS AlexNet fed [0, 1]), FID on the 8-bit copies. SSIM (256 px, per-pair range): the "
+    "same copies, each pair its own range (independent of the other items of its batch). The "
+    "other columns are roundtrip's, at the Image Size: per-item means (data range 1), pooled "
+    "PSNR, the range max - min PSNR (the evaluator's formula without its resize), LPIPS on "
     "[-1, 1] inputs, FID and KID. Metrics: VTBench Sec. 4.1",
     "Image Size: side of the square input each model was scored at (App. H: each model's input "
     "size, Table 1); models that accept any size use the set's size key (datasets.<name>.size)",
 ]
 built = {}
 for name, datasets in dict(smk.params.tables).items():
-    columns = reconstruction_columns(datasets, smk.params.protocols, lpips=lpips, fid=fid)
+    columns = reconstruction_columns(datasets, smk.params.protocols, lpips=lpips, fid=fid,
+                                     ssim=smk.params.ssim_scored_size)
     title = table_title(name)
     table = build_table(name, title, smk.params.models, columns, files, smk.params.bootstrap,
                         not_run=dict(smk.params.not_run))

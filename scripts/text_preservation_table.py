@@ -46,7 +46,8 @@ with tempfile.TemporaryDirectory() as tmp:
                         "originals (and vs ground truth)",
                         smk.params.models,
                         text_columns(layout, has_gt, cer_only, dict(smk.params.langs),
-                                     lpips=lpips, fid=fid, released=set(smk.params.released)),
+                                     lpips=lpips, fid=fid, released=set(smk.params.released),
+                                     ssim=smk.params.ssim_scored_size),
                         files, smk.params.bootstrap, not_run=dict(smk.params.not_run))
 # the multilingual block prints CER only, as Table 3: its sets get no WER note
 spaced = {d: m for d, m in manifests.items() if d not in layout.get("Multilingual", [])}

@@ -560,3 +560,32 @@ def test_a_readers_own_device_decides_its_jobs_gpu(shipped, device, run_device, 
     assert plan.ocr_gpu(["abstracts"]) == gpu
     assert plan.judge_gpu(["abstracts"]) == gpu
     assert plan.reader_gpu({"type": "tesseract"}) == 0  # not in process: no GPU
+
+
+def test_scored_size_ssim_option_reaches_the_scorer_and_tables(plan, shipped):
+    """``metrics.ssim.scored_size`` (default true) is the VTBench scorer's option and drops
+    the ``SSIM (per-item mean)`` column where false; MediBench's 2D sets keep their SSIM (its
+    fidelity tables read it), and the scorer's records key on the option."""
+    from roundtrip.core.scoring import scorer_key
+    from roundtrip.evals.vtbench.image_quality import ImageQualityScorer
+    from roundtrip.evals.vtbench.tables import reconstruction_columns, text_columns
+
+    assert plan.metrics["ssim"] == {"scored_size": True}
+    assert plan.recon_jobs.scorers("natural")["image_quality"] == {"ssim_scored_size": True}
+    config = copy.deepcopy(shipped)
+    config["metrics"]["ssim"] = {"scored_size": False}
+    off = Plan(config)
+    assert off.recon_jobs.scorers("natural")["image_quality"] == {"ssim_scored_size": False}
+    assert off.recon_jobs.scorers("medical_2d")["image_quality"] == {}
+    scorer = ImageQualityScorer(None, {})
+    keys = {scorer_key("image_quality", "t", scorer.record_options(o))
+            for o in ({}, {"ssim_scored_size": True})}
+    assert len(keys) == 1
+    assert keys != {scorer_key("image_quality", "t",
+                               scorer.record_options({"ssim_scored_size": False}))}
+    on = [c.metric for c in reconstruction_columns(["natural"])]
+    lean = [c.metric for c in reconstruction_columns(["natural"], ssim=False)]
+    assert "ssim" in on and [m for m in on if m != "ssim"] == lean
+    layout = {"Posters": ["posters"]}
+    assert "ssim" not in [c.metric for c in text_columns(layout, {}, ssim=False)]
+    assert "ssim" in [c.metric for c in text_columns(layout, {})]

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import skimage.data
+import skimage.metrics
 import torch
 import yaml
 from PIL import Image
@@ -200,14 +201,24 @@ def test_image_metrics_equal_the_released_evaluator(case):
 
 def test_finding_1_evaluated_size():
     """Both images are resized to 256 x 256 before every metric: a 512 px model's astronaut
-    (bicubic x4 down and up) is 29.89 dB / 0.9472 for the released evaluator, 25.38 dB /
-    0.8187 at the model's size (roundtrip's earlier columns, kept as ``psnr_range`` and
-    ``ssim_pair_range``)."""
+    (bicubic x4 down and up) is 29.89 dB / 0.9472 for the released evaluator, 25.38 dB at the
+    model's size (roundtrip's earlier reading, kept as ``psnr_range``); roundtrip's SSIM there
+    (data range 1, valid region) is 0.8182 where the option ``ssim_scored_size`` is on (the
+    default) and NaN where it is off, which changes no other column."""
     per_item, values, _ = scored("astronaut_x4")
     assert values["psnr_vtbench"] == pytest.approx(29.8929, abs=1e-4)
     assert values["ssim_vtbench"] == pytest.approx(0.9472, abs=1e-4)
     assert values["psnr_range"] == pytest.approx(25.3784, abs=1e-4)
-    assert per_item["ssim_pair_range"].iloc[0] == pytest.approx(0.8187, abs=1e-4)
+    x, y = astronaut_x4()["astronaut.png"]
+    assert per_item["ssim"].iloc[0] == pytest.approx(
+        skimage.metrics.structural_similarity(x, y, data_range=255, channel_axis=-1,
+                                              gaussian_weights=True, sigma=1.5,
+                                              use_sample_covariance=False), abs=1e-5)
+    items = [ReconItem("astronaut", "ok", "", None, None, x, y)]
+    scorer = ImageQualityScorer(None, {"ssim_scored_size": False})
+    off = scorer.finish([i.without_images() for i in items], scorer.score(items))["image_quality"]
+    assert math.isnan(off["ssim"].iloc[0])
+    pd.testing.assert_frame_equal(off.drop(columns="ssim"), per_item.drop(columns="ssim"))
     assert values["image_size"] == 512
     view = released.evaluated_view(astronaut_x4()["astronaut.png"][0])
     expected = Image.fromarray(skimage.data.astronaut()).resize((256, 256), Image.BILINEAR)
@@ -254,17 +265,15 @@ def test_ssim_at_ranges_is_torchmetrics_per_range():
         assert values[k - k0] == pytest.approx(expected, abs=2e-7)
 
 
-def test_pair_range_column_is_torchmetrics_ssim_in_float64():
-    """``ssim_pair_range`` is torchmetrics' default SSIM at the scored size with each pair's own
-    range, computed in float32 from the moments roundtrip's SSIM filters (centered values):
-    within 1e-5 of the same definition in float64 on photographs at their own sizes, a
-    definition equal to torchmetrics' float64 to 1e-9 (a JPEG q10 crop, a 12 px near-flat
-    patch of levels 198..202, where torchmetrics' float32 drifts by 3.6e-2 and the column is
-    within 1e-7). Two constant images have no value under their own range (0 / 0): NaN, as
-    torchmetrics'."""
+def test_pair_range_column_is_torchmetrics_ssim_of_each_pair_alone():
+    """``ssim_pair_range`` is torchmetrics' default SSIM of the 256 px copies with each pair
+    as its own update (its own data range), the first of the pair's batch ranges from the
+    same filtering: the released evaluator's SSIM of a batch of one. Equal to torchmetrics'
+    to 5e-7 (its range ``max - min`` of float32 values against ``k0 / 255``, which matters
+    most where the range is a few levels: 2.4e-7 on the patch) on photographs
+    at their own sizes, a 12 px near-flat patch and a small JPEG crop; two constant images
+    have no value under their own range (0 / 0): NaN, as torchmetrics'."""
     from torchmetrics.functional.image import structural_similarity_index_measure as tm_ssim
-
-    from roundtrip.metrics.image_quality import REFLECT_OWN_RANGE, ssim_conventions
 
     def column(pairs):
         items = [ReconItem(n[:-4], "ok", "", None, None, x, y) for n, (x, y) in pairs.items()]
@@ -272,24 +281,19 @@ def test_pair_range_column_is_torchmetrics_ssim_in_float64():
         return scorer.finish([i.without_images() for i in items],
                              scorer.score(items))["image_quality"]["ssim_pair_range"]
 
-    def float64(x, y):
-        tx, ty = (released.as_tensor(a) for a in (x, y))
-        return float(ssim_conventions(ty, tx, [REFLECT_OWN_RANGE], dtype=torch.float64)[0])
+    def alone(x, y):
+        vx, vy = released.evaluated_view(x), released.evaluated_view(y)
+        return float(tm_ssim(released.as_tensor(vy), released.as_tensor(vx)))
 
-    for value, (x, y) in zip(scored("photos")[0]["ssim_pair_range"], photos().values()):
-        assert value == pytest.approx(float64(x, y), abs=1e-5)
     camera, rocket = _rgb(skimage.data.camera()), skimage.data.rocket()[100:164, 200:296]
     small = {"patch.png": (camera[:12, :12], camera[1:13, :12]),
              "crop.png": (rocket, _jpeg(rocket, 10))}
-    for value, (x, y) in zip(column(small), small.values()):
-        tx, ty = (released.as_tensor(a) for a in (x, y))
-        reference = float(tm_ssim(ty.double(), tx.double()))
-        assert float64(x, y) == pytest.approx(reference, abs=1e-9)
-        assert value == pytest.approx(reference, abs=1e-5)
-    patch = small["patch.png"]
-    tx, ty = (released.as_tensor(a) for a in patch)
-    assert column({"p.png": patch})[0] == pytest.approx(float64(*patch), abs=1e-7)
-    assert abs(float(tm_ssim(ty, tx)) - float64(*patch)) > 3e-2
+    for pairs in (photos(), batch_ranges(), small):
+        values = column(pairs)
+        for value, (x, y) in zip(values, pairs.values()):
+            assert value == pytest.approx(alone(x, y), abs=5e-7)
+    per_item, _, records = scored("batch_ranges")
+    assert per_item["ssim_pair_range"].tolist() == [float(r["ssim_ranges"][1][0]) for r in records]
     flat = {"flat.png": (np.full((16, 16, 3), 255, np.uint8), np.full((16, 16, 3), 254, np.uint8))}
     assert math.isnan(column(flat)[0])
     assert math.isnan(float(tm_ssim(*(released.as_tensor(a) for a in flat["flat.png"]))))
@@ -472,3 +476,23 @@ def test_finding_8_docs_say_what_the_code_does():
 
 if __name__ == "__main__":
     write(Path(sys.argv[1]))
+
+
+def test_level_stats_are_the_exact_pair_stats():
+    """``ReleasedPSNR.level_stats`` of two 8-bit views: the exact sum of squared errors of the
+    levels over 255^2 (a fraction of integers, one rounding), within 1e-7 relative of
+    ``pair_stats`` of the float32 ``ToTensor`` values, with the same count and the same
+    original min and max; other dtypes and shapes are refused."""
+    from fractions import Fraction
+
+    for x, y in photos().values():
+        vx, vy = released.evaluated_view(x), released.evaluated_view(y)
+        got = released.ReleasedPSNR.level_stats(vy, vx)
+        ref = released.ReleasedPSNR.pair_stats(released.as_tensor(vy), released.as_tensor(vx))
+        d = vy.astype(np.int64) - vx.astype(np.int64)
+        assert got[0] == float(Fraction(int((d * d).sum()), 255 ** 2))
+        assert got[0] == pytest.approx(ref[0], rel=1e-7) and got[1:] == ref[1:]
+    with pytest.raises(ValueError, match="uint8"):
+        released.ReleasedPSNR.level_stats(vy.astype(np.uint16), vx.astype(np.uint16))
+    with pytest.raises(ValueError, match="one size"):
+        released.ReleasedPSNR.level_stats(vy[:10], vx)

@@ -113,6 +113,7 @@ rule reconstruction_table:
         bootstrap=config["tables"]["bootstrap"],
         lpips=PLAN.metrics["lpips"]["enabled"],
         fid=PLAN.metrics["fid"]["enabled"],
+        ssim_scored_size=PLAN.metrics["ssim"]["scored_size"],
         unavailable=PLAN.weighted.unavailable(),
     log:
         "logs/tables/reconstruction.log",
@@ -174,6 +175,7 @@ rule text_preservation_table:
         bootstrap=config["tables"]["bootstrap"],
         lpips=PLAN.metrics["lpips"]["enabled"],
         fid=PLAN.metrics["fid"]["enabled"],
+        ssim_scored_size=PLAN.metrics["ssim"]["scored_size"],
         unavailable=PLAN.weighted.unavailable(),
     log:
         "logs/tables/text_preservation.log",

@@ -6,18 +6,20 @@ Two conventions side by side:
   images resized to 256 x 256 (``*_vtbench`` columns): ``psnr_vtbench``, one PSNR over the set
   with the range from 0 to the originals' max; ``ssim_vtbench``, SSIM with the data range of
   each batch of 16 pairs in sorted file-name order (per item at its batch's range, and the set
-  value);
+  value); beside it ``ssim_pair_range``, the same SSIM of the 256 px copies with each pair's own
+  range (torchmetrics' default SSIM of the pair alone: a per-item value that does not depend on
+  which other items share its batch);
 * roundtrip's, at the size the model was scored at: ``psnr``, ``ssim`` (per item, data range 1,
   then the mean over items), ``psnr_pooled`` (one MSE over the set), and the earlier reading of
-  the evaluator at that size, ``psnr_range`` (range max - min of the originals) and
-  ``ssim_pair_range`` (torchmetrics' default SSIM with each pair's own range, from the moments
-  that roundtrip's SSIM filters: :data:`~roundtrip.metrics.image_quality.REFLECT_OWN_RANGE`).
+  the evaluator's PSNR at that size, ``psnr_range`` (range max - min of the originals).
 
-Each SSIM is computed once per view and convention: at the scored size one filtering serves
-``ssim`` and ``ssim_pair_range`` (:func:`~roundtrip.metrics.image_quality.ssim_conventions`), at
-256 x 256 one filtering serves every batch range of ``ssim_vtbench``
-(:func:`~roundtrip.evals.vtbench.released.ssim_at_ranges`, torchmetrics' operations). Every
-value is the same at any thread count.
+Each SSIM is computed once per view and convention: at 256 x 256 one filtering serves
+``ssim_pair_range`` and every batch range of ``ssim_vtbench``
+(:func:`~roundtrip.evals.vtbench.released.ssim_at_ranges`, torchmetrics' operations), and the
+scored size's ``ssim`` is its own filtering
+(:func:`~roundtrip.metrics.image_quality.ssim_conventions`), left out where the option
+``ssim_scored_size`` is false (``metrics.ssim.scored_size``): at 1024 x 1024 it is most of a
+pair's scoring time. Every value is the same at any thread count.
 
 Every manifest item gets a row: scored items carry numbers, the others carry ``status`` and the
 ``reason`` they could not be scored, so tables can say why a number is missing.
@@ -38,7 +40,6 @@ from roundtrip.core.recon_items import ReconItem, iter_recon_items
 from roundtrip.core.scoring import ReconScorer, item_row
 from roundtrip.evals.vtbench.released import (
     ReleasedPSNR,
-    as_tensor,
     evaluated_view,
     released_order,
     released_ssim_set,
@@ -46,7 +47,6 @@ from roundtrip.evals.vtbench.released import (
     view_extremes,
 )
 from roundtrip.metrics.image_quality import (
-    REFLECT_OWN_RANGE,
     VALID,
     mse,
     mse_levels,
@@ -67,13 +67,16 @@ _SET_PARTS = ("released", "ssim_ranges")
 
 class ImageQualityScorer(ReconScorer):
     """Reconstruction scorer (:mod:`roundtrip.workflow.recon_job`): ``image_quality`` (per item:
-    PSNR, SSIM and MSE at the scored size, definitions in :mod:`roundtrip.metrics.image_quality`;
-    the released evaluator's SSIM at 256 x 256, ``ssim_vtbench``, and the per-pair-range SSIM at
-    the scored size, ``ssim_pair_range``; the originals' value range in [0, 1] at both sizes) and
-    ``set`` (pooled PSNR, the released evaluator's PSNR and SSIM, the earlier range PSNR, the
-    image size). ``options`` is unused. The SSIMs at the scored size run on the job's device
-    when it is a GPU (on the CPU they would take longer than a VAE's forward pass there), else
-    on the CPU.
+    PSNR and MSE at the scored size and, unless the option ``ssim_scored_size`` is false,
+    SSIM there, definitions in :mod:`roundtrip.metrics.image_quality`; the released evaluator's
+    SSIM at 256 x 256, ``ssim_vtbench``, and the per-pair-range SSIM there, ``ssim_pair_range``;
+    the originals' value range in [0, 1] at both sizes) and ``set`` (pooled PSNR, the released
+    evaluator's PSNR and SSIM, the earlier range PSNR, the image size). The SSIM at the scored
+    size runs on the job's device when it is a GPU (on the CPU it would take longer than a
+    VAE's forward pass there), else on the CPU.
+
+    Options: ``ssim_scored_size`` (bool, default true): compute ``ssim``; false leaves the
+    column empty (NaN), which the tables then leave out.
 
     Records: a dict of the row's values, the evaluated pair's :meth:`ReleasedPSNR.pair_stats`
     (``released``) and its SSIM at every batch range (``ssim_ranges``:
@@ -82,6 +85,7 @@ class ImageQualityScorer(ReconScorer):
     """
 
     def score(self, items: list[ReconItem]) -> list:
+        full_ssim = self.options.get("ssim_scored_size", True)
         records = []
         for item in items:
             if item.status != "ok":
@@ -89,13 +93,15 @@ class ImageQualityScorer(ReconScorer):
                 continue
             try:
                 records.append(_score_item(item.read_reference(), item.read_reconstruction(),
-                                           self._device()))
+                                           self._device(), full_ssim))
             except (ImageReadError, ValueError) as exc:
                 records.append(f"scoring: {exc}")
         return records
 
     def record_options(self, options: dict) -> dict:
-        return {}
+        # a record made without the full-size SSIM is stale once it is asked for (and the other
+        # way round); the default spelled out, so that {} and {"ssim_scored_size": true} agree
+        return {"ssim_scored_size": bool(options.get("ssim_scored_size", True))}
 
     def complete(self, record) -> bool:
         return not isinstance(record, str)  # a pair that failed to score is tried again
@@ -137,18 +143,19 @@ def image_quality_rows(items: list[ReconItem], records: list
 
 
 def score_image_quality(manifest_path: str | Path, status_path: str | Path,
-                        recon_dir: str | Path) -> pd.DataFrame:
+                        recon_dir: str | Path, ssim_scored_size: bool = True) -> pd.DataFrame:
     """:class:`ImageQualityScorer`'s per-item frame of a finished reconstruction, read from
     its files one pair at a time (:func:`score_image_quality_files` gives the set rows too).
 
     Returns:
         DataFrame with :data:`IMAGE_QUALITY_COLUMNS`; ``n_values`` = H * W * 3.
     """
-    return score_image_quality_files(manifest_path, status_path, recon_dir)[0]
+    return score_image_quality_files(manifest_path, status_path, recon_dir, ssim_scored_size)[0]
 
 
 def score_image_quality_files(manifest_path: str | Path, status_path: str | Path,
-                              recon_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+                              recon_dir: str | Path, ssim_scored_size: bool = True
+                              ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:class:`ImageQualityScorer`'s two frames of a finished reconstruction, from its files.
 
     With ``n`` > 1 torch threads (``torch.get_num_threads()``), ``n`` threads each decode and
@@ -157,10 +164,14 @@ def score_image_quality_files(manifest_path: str | Path, status_path: str | Path
     runs beside scoring. With one thread it decodes and scores in turn. The values are the same
     either way, to the bit (every sum runs in one thread's order).
 
+    Args:
+        ssim_scored_size: compute ``ssim`` at the scored size (the scorer's option of that
+            name); false leaves it NaN.
+
     Returns:
         ``(per-item frame with IMAGE_QUALITY_COLUMNS, set rows of set_image_quality)``.
     """
-    scorer = ImageQualityScorer(None, {})
+    scorer = ImageQualityScorer(None, {"ssim_scored_size": ssim_scored_size})
     items = [i.without_images() for i in iter_recon_items(manifest_path, status_path, recon_dir)]
     threads = torch.get_num_threads()
     if threads > 1:
@@ -190,34 +201,37 @@ def _with_images(item: ReconItem) -> ReconItem:
         return item
 
 
-def _score_item(original: np.ndarray, reconstruction: np.ndarray, device=None) -> dict:
-    x, y = to_unit(original), to_unit(reconstruction)
+def _score_item(original: np.ndarray, reconstruction: np.ndarray, device=None,
+                full_ssim: bool = True) -> dict:
     # exact on the integer levels where both images have one bit depth (always, for images
     # this workflow wrote), else the float64 MSE of the [0, 1] values
-    m = (mse_levels(original, reconstruction) if original.dtype == reconstruction.dtype
-         else mse(x, y))
-    tx = torch.from_numpy(x).permute(2, 0, 1)[None]
-    ty = torch.from_numpy(y).permute(2, 0, 1)[None]
-    if device is not None:
-        tx, ty = tx.to(device), ty.to(device)
-    # at the scored size, from one filtering of the pair (OpenCV's on the CPU): roundtrip's
-    # SSIM (float32, centered moments: within 1e-5 of scikit-image) and torchmetrics' default
-    # SSIM with the pair's own range (the earlier reading of the evaluator at this size)
-    ssim, pair_range = (float(v[0]) for v in ssim_conventions(
-        ty, tx, [VALID, REFLECT_OWN_RANGE], dtype=torch.float32))
+    if original.dtype == reconstruction.dtype:
+        m = mse_levels(original, reconstruction)
+    else:
+        m = mse(to_unit(original), to_unit(reconstruction))
+    ssim = math.nan
+    if full_ssim:
+        # at the scored size (OpenCV's filtering on the CPU): roundtrip's SSIM (float32,
+        # centered moments: within 1e-5 of scikit-image)
+        tx = torch.from_numpy(to_unit(original)).permute(2, 0, 1)[None]
+        ty = torch.from_numpy(to_unit(reconstruction)).permute(2, 0, 1)[None]
+        if device is not None:
+            tx, ty = tx.to(device), ty.to(device)
+        ssim = float(ssim_conventions(ty, tx, [VALID], dtype=torch.float32)[0][0])
     # what the released evaluator scores: both images at 256 x 256 (the model's input size
-    # does not matter there), torchmetrics' operations to the bit
+    # does not matter there), torchmetrics' operations to the bit; the pair's own range is the
+    # first of its batch ranges (k0, the same filtering)
     vx, vy = evaluated_view(original), evaluated_view(reconstruction)
-    stats = ReleasedPSNR.pair_stats(as_tensor(vy), as_tensor(vx))
+    stats = ReleasedPSNR.level_stats(vy, vx)
     k0, at_ranges = ssim_at_ranges(vy, vx)
     scale = float(np.iinfo(original.dtype).max)
     ref_min = float(np.float32(original.min()) / np.float32(scale))
     ref_max = float(np.float32(original.max()) / np.float32(scale))
-    return {"psnr": psnr_from_mse(m), "ssim": ssim, "mse": m, "n_values": x.size,
-            "ssim_pair_range": pair_range, "ref_min": ref_min, "ref_max": ref_max,
+    return {"psnr": psnr_from_mse(m), "ssim": ssim, "mse": m, "n_values": original.size,
+            "ssim_pair_range": float(at_ranges[0]), "ref_min": ref_min, "ref_max": ref_max,
             "mse_vtbench": stats[0] / stats[1], "n_values_vtbench": stats[1],
             "ref_min_vtbench": stats[2], "ref_max_vtbench": stats[3],
-            "height": x.shape[0], "width": x.shape[1], "released": stats,
+            "height": original.shape[0], "width": original.shape[1], "released": stats,
             "ssim_ranges": (k0, at_ranges, view_extremes(vy, vx))}
 
 

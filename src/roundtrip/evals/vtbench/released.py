@@ -161,6 +161,31 @@ class ReleasedPSNR:
         return (float(_one_thread_sum(diff * diff)), diff.numel(), float(original.min()),
                 float(original.max()))
 
+    @staticmethod
+    def level_stats(reconstruction: np.ndarray, original: np.ndarray) -> tuple:
+        """:meth:`pair_stats` of two 8-bit images from their integer levels: the sum of squared
+        errors exact (``sum((a - b)^2) / 255^2``, one rounding; :meth:`pair_stats` of the
+        float32 ``k / 255`` values agrees to about 1e-8 relative), the value count, and the
+        original's min and max as ``ToTensor`` makes them (float32 ``k / 255``).
+
+        Args:
+            reconstruction, original: ``uint8`` arrays of one shape (:func:`evaluated_view`).
+
+        Raises:
+            ValueError: shapes differ, or an array is not ``uint8``.
+        """
+        if reconstruction.shape != original.shape:
+            raise ValueError("the released evaluator compares images of one size: got "
+                             f"{reconstruction.shape} and {original.shape}")
+        if reconstruction.dtype != np.uint8 or original.dtype != np.uint8:
+            raise ValueError(f"level_stats needs uint8 images, got {reconstruction.dtype}, "
+                             f"{original.dtype}")
+        d = np.subtract(reconstruction, original, dtype=np.int32)
+        np.multiply(d, d, out=d)
+        sse = int(np.add.reduce(d, axis=None, dtype=np.int64)) / (255 * 255)
+        lo, hi = (float(np.float32(v) / np.float32(255)) for v in (original.min(), original.max()))
+        return sse, d.size, lo, hi
+
     def add(self, stats: tuple) -> None:
         """Add one pair's :meth:`pair_stats`."""
         sse, count, lo, hi = stats
@@ -190,13 +215,20 @@ def _ssim_moments(preds: torch.Tensor, target: torch.Tensor) -> tuple:
         raise ValueError("SSIM's 11 x 11 window reflect-pads by 5: images need more than 5 "
                          f"pixels a side, got {tuple(preds.shape[-2:])}")
     pad, size, sigma = 5, 11, 1.5  # torchmetrics: int(3.5 * sigma + 0.5) * 2 + 1 = 11
-    preds = F.pad(preds, (pad, pad, pad, pad), mode="reflect")
-    target = F.pad(target, (pad, pad, pad, pad), mode="reflect")
     dist = torch.arange(start=(1 - size) / 2, end=(1 + size) / 2, step=1, dtype=preds.dtype)
     gauss = torch.exp(-torch.pow(dist / sigma, 2) / 2)
     gauss = (gauss / gauss.sum()).unsqueeze(dim=0)
-    channel = preds.size(1)
-    stacked = torch.cat((preds, target, preds * preds, target * target, preds * target))
+    b, channel = preds.shape[:2]
+    # torchmetrics' torch.cat((p, t, p * p, t * t, p * t)) of the padded pair, each product
+    # written into its place (the same values, without the copies of a concatenation)
+    stacked = torch.empty((5 * b, channel, preds.shape[2] + 2 * pad, preds.shape[3] + 2 * pad),
+                          dtype=preds.dtype)
+    p, t = stacked[:b], stacked[b:2 * b]
+    p.copy_(F.pad(preds, (pad, pad, pad, pad), mode="reflect"))
+    t.copy_(F.pad(target, (pad, pad, pad, pad), mode="reflect"))
+    torch.mul(p, p, out=stacked[2 * b:3 * b])
+    torch.mul(t, t, out=stacked[3 * b:4 * b])
+    torch.mul(p, t, out=stacked[4 * b:])
     # torchmetrics filters [5B, C, H, W] with C groups; every (map, channel) plane is filtered
     # on its own either way, so the planes are folded into the channels of one depthwise
     # convolution: oneDNN's CPU kernel then fills its 8-channel blocks (2.3x faster on a
@@ -231,10 +263,8 @@ def _ssim_per_image(moments: tuple, data_range: torch.Tensor) -> torch.Tensor:
 def released_ssim(reconstruction: torch.Tensor, original: torch.Tensor) -> float:
     """SSIM of one update with torchmetrics' defaults: ``data_range`` = the larger of the two
     tensors' max minus min, the mean of the per-image values (bit for bit torchmetrics' on CPU at
-    one thread; tested): the operations :func:`ssim_at_ranges` runs, at one range. (The
-    *per-pair range* column, each pair its own update at the model's size, is computed from
-    the moments roundtrip's own SSIM filters:
-    :data:`roundtrip.metrics.image_quality.REFLECT_OWN_RANGE`.)
+    one thread; tested): the operations :func:`ssim_at_ranges` runs, at one range (whose
+    first value, at the pair's own range, is the *per-pair range* column).
 
     Args:
         reconstruction: ``[B, C, H, W]`` (``preds``), computed in float32.
@@ -292,11 +322,24 @@ def ssim_at_ranges(reconstruction: np.ndarray, original: np.ndarray) -> tuple[in
 
 def _per_range(moments: tuple, ranges: torch.Tensor) -> torch.Tensor:
     """:func:`_ssim_per_image` of one pair's moments at each of ``ranges`` (``[n]``), one map
-    row per range. A lone range is evaluated twice over: PyTorch sums a single row in a
-    thread-dependent order (:func:`_one_thread_sum`), several rows each in one thread's order, so
-    every value is the one-thread value at any thread count."""
+    row per range, its operations in place in three buffers (each IEEE operation rounds the
+    same wherever it writes, and ``a * b`` is ``b * a``: the same bits). A lone range is
+    evaluated twice over: PyTorch sums a single row in a thread-dependent order
+    (:func:`_one_thread_sum`), several rows each in one thread's order, so every value is the
+    one-thread value at any thread count."""
     lone = len(ranges) == 1
-    values = _ssim_per_image(moments, (ranges.repeat(2) if lone else ranges).reshape(-1, 1, 1, 1))
+    r = (ranges.repeat(2) if lone else ranges).reshape(-1, 1, 1, 1)
+    two_mu_pt, two_cov, mu_sq, var_sum = moments
+    c1, c2 = pow(0.01 * r, 2), pow(0.03 * r, 2)
+    shape = (len(r), *two_mu_pt.shape[1:])
+    upper, lower, part = (torch.empty(shape) for _ in range(3))
+    torch.add(two_cov, c2, out=upper)
+    torch.add(var_sum, c2, out=lower)
+    torch.add(two_mu_pt, c1, out=part)
+    upper.mul_(part)                      # (2 mu_pt + c1) * (2 cov + c2)
+    torch.add(mu_sq, c1, out=part)
+    lower.mul_(part)                      # (mu^2 + c1) * (var + c2)
+    values = upper.div_(lower).reshape(len(r), -1).mean(-1)
     return values[:1] if lone else values
 
 

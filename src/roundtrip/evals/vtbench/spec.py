@@ -120,7 +120,10 @@ class VTBench(Evaluation):
          "VTBench Sec. 4.1, released evaluator"),
         ("PSNR (per-item mean)", "10 log10(1 / MSE) per image on [0, 1] values, averaged over "
          "images; pooled PSNR uses the MSE over all values of the set", "roundtrip"),
-        ("SSIM", "structural similarity of the luma (Wang et al. 2004)", "VTBench Sec. 4.1"),
+        ("SSIM", "structural similarity (Wang et al. 2004) of each RGB channel, averaged over "
+         "the channels; (VTBench eval.) at each batch of 16's data range, (256 px, per-pair "
+         "range) at the pair's own, (per-item mean) at the Image Size with data range 1",
+         "VTBench Sec. 4.1"),
         ("LPIPS, FID, KID", "perceptual distance (AlexNet; VTBench eval.: [0, 1] inputs as the "
          "released evaluator, else [-1, 1]), Frechet and kernel Inception distances between "
          "originals and reconstructions", "VTBench Sec. 4.1"),
@@ -257,7 +260,7 @@ class VTBench(Evaluation):
     def scorers_for(self, plan, dataset: str) -> dict[str, dict]:
         out: dict[str, dict] = {}
         if plan.roles[dataset] in (IMAGES, TEXT):
-            out["image_quality"] = {}
+            out["image_quality"] = {"ssim_scored_size": plan.metrics["ssim"]["scored_size"]}
             if plan.weighted.perceptual_run:
                 m = plan.metrics
                 out["perceptual"] = {"lpips": m["lpips"], "fid": m["fid"],

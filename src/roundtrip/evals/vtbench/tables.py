@@ -10,7 +10,7 @@ from roundtrip.tables import Column, metric_column
 #: metric -> (label, decimals).
 OWN_METRICS = {
     "psnr_range": ("PSNR (range max - min)", 2),
-    "ssim_pair_range": ("SSIM (per-pair range)", 4),
+    "ssim_pair_range": ("SSIM (256 px, per-pair range)", 4),
     "fid_model_size": ("FID (Image Size)", 2),
     "cer_vtbench": ("CER (VTBench eval.)", 4),
     "wer_vtbench": ("WER (VTBench eval.)", 4),
@@ -115,24 +115,27 @@ def headline_quality(d: str, group: str, lpips: bool, fid: bool, files: dict[str
 
 
 def quality_columns(d: str, group: str, lpips: bool, fid: bool, files: dict[str, str],
-                    size: bool = False) -> list[Column]:
+                    size: bool = False, ssim: bool = True) -> list[Column]:
     """One dataset group: the released evaluator's PSNR/SSIM/LPIPS and FID first (the headline,
-    VTBench's published convention: both images at 256 x 256), then roundtrip's at the scored
-    size (Image Size), each named: per-item means, pooled PSNR, the earlier reading of the
-    evaluator at that size (range max - min, per-pair SSIM range), LPIPS on [-1, 1], FID, KID.
+    VTBench's published convention: both images at 256 x 256) and the SSIM of the same copies
+    with each pair's own range, then roundtrip's at the scored size (Image Size), each named:
+    per-item means, pooled PSNR, the earlier reading of the evaluator's PSNR at that size
+    (range max - min), LPIPS on [-1, 1], FID, KID.
 
     Args:
         files: file kinds of ``item`` (per-item image quality), ``set`` (its set rows),
             ``lpips``, ``distribution``.
         size: lead with the Image Size column (the ``image_size`` set row).
+        ssim: include roundtrip's SSIM at the scored size (``metrics.ssim.scored_size``).
     """
     cols = [_col(d, "image_size", source="set", group=group, file=files["set"])] if size else []
     cols += headline_quality(d, group, lpips, fid, files)
-    cols += [_col(d, "psnr", "PSNR (per-item mean)", group=group, file=files["item"]),
-             _col(d, "psnr_pooled", source="set", group=group, file=files["set"]),
-             _col(d, "ssim", "SSIM (per-item mean)", group=group, file=files["item"]),
-             _col(d, "psnr_range", source="set", group=group, file=files["set"]),
-             _col(d, "ssim_pair_range", group=group, file=files["item"])]
+    cols += [_col(d, "ssim_pair_range", group=group, file=files["item"]),
+             _col(d, "psnr", "PSNR (per-item mean)", group=group, file=files["item"]),
+             _col(d, "psnr_pooled", source="set", group=group, file=files["set"])]
+    if ssim:
+        cols.append(_col(d, "ssim", "SSIM (per-item mean)", group=group, file=files["item"]))
+    cols.append(_col(d, "psnr_range", source="set", group=group, file=files["set"]))
     if lpips:
         cols.append(_col(d, "lpips", "LPIPS ([-1, 1] input)", group=group, file="lpips"))
     if fid:
@@ -144,16 +147,18 @@ def quality_columns(d: str, group: str, lpips: bool, fid: bool, files: dict[str,
 
 
 def reconstruction_columns(datasets: list[str], protocols: dict[str, str] | None = None,
-                           lpips: bool = False, fid: bool = False) -> list[Column]:
+                           lpips: bool = False, fid: bool = False,
+                           ssim: bool = True) -> list[Column]:
     """VTBench Table 1/2 columns per dataset, headed ``dataset (protocol)``: Image Size (where
     the protocol fixes one: ``model_size``, ``fixed_1024``), the released evaluator's PSNR, SSIM,
-    LPIPS and FID, then roundtrip's per-item PSNR, pooled PSNR, SSIM, LPIPS and KID."""
+    LPIPS and FID, the per-pair-range SSIM of the same copies, then roundtrip's per-item PSNR,
+    pooled PSNR, SSIM (``ssim``: ``metrics.ssim.scored_size``), LPIPS and KID."""
     cols = []
     for d in datasets:
         protocol = (protocols or {}).get(d, "native")
         g = f"{d} ({protocol})" if protocols else d
         cols += quality_columns(d, g, lpips, fid, {"item": "item", "set": "set"},
-                                size=protocol in ("model_size", "fixed_1024"))
+                                size=protocol in ("model_size", "fixed_1024"), ssim=ssim)
     return cols
 
 
@@ -222,7 +227,8 @@ def _text_rates(d: str, group: str, has_gt: bool, cer_only: bool, label: str = "
 def text_columns(layout: dict[str, list[str]], has_gt: dict[str, bool],
                  cer_only: set[str] | frozenset = frozenset(), langs: dict[str, str] | None = None,
                  lpips: bool = False, fid: bool = False,
-                 released: set[str] | frozenset | None = None) -> list[Column]:
+                 released: set[str] | frozenset | None = None,
+                 ssim: bool = True) -> list[Column]:
     """VTBench Table 3 columns: Image Size (of the first set, once, as the paper), then per group
     (:func:`text_layout`) the image quality of the reconstructions (:func:`quality_columns`,
     file kinds ``quality``, ``quality_set``, ``lpips``, ``distribution``) and CER/WER of their
@@ -241,6 +247,7 @@ def text_columns(layout: dict[str, list[str]], has_gt: dict[str, bool],
             WER is meaningless and VTBench reports CER only.
         langs: dataset -> Tesseract language code (names the per-language columns).
         released: the datasets with the released evaluator's CER/WER (default: all).
+        ssim: include roundtrip's SSIM at the scored size (``metrics.ssim.scored_size``).
     """
     files = {"item": "quality", "set": "quality_set"}
     cols: list[Column] = []
@@ -252,7 +259,7 @@ def text_columns(layout: dict[str, list[str]], has_gt: dict[str, bool],
     for group, datasets in layout.items():
         if group == "Multilingual":
             g = f"Multilingual ({', '.join(datasets)})"
-            cols += quality_columns(MULTILINGUAL, g, lpips, fid, files, size=first)
+            cols += quality_columns(MULTILINGUAL, g, lpips, fid, files, size=first, ssim=ssim)
             for d in datasets:
                 lang = MULTILINGUAL_ORDER.get((langs or {}).get(d, ""), d)
                 cols += headline_quality(d, g, lpips, fid, files, f" ({lang})")
@@ -261,7 +268,7 @@ def text_columns(layout: dict[str, list[str]], has_gt: dict[str, bool],
             continue
         for d in datasets:
             g = f"{group}: {d}" if group != "Other" else d
-            cols += quality_columns(d, g, lpips, fid, files, size=first)
+            cols += quality_columns(d, g, lpips, fid, files, size=first, ssim=ssim)
             cols += _text_rates(d, g, has_gt.get(d, False), d in cer_only, released=read(d))
             first = False
     return cols
