@@ -176,3 +176,49 @@ def test_plain_rgb_pngs_are_decoded_by_imagecodecs_to_pillows_pixels(tmp_path):
     assert _plain_rgb8_png(bytes(damaged)) and _decode_plain_png(bytes(damaged)) is None
     with pytest.raises(ImageReadError, match="cannot decode d.png"):
         decode_image(bytes(damaged), "d.png")
+
+
+def test_fast_png_writer_keeps_pixels_with_up_filtered_rows(tmp_path, monkeypatch):
+    """``write_png`` at :data:`FAST_PNG` writes 8-bit images through imagecodecs:
+    a plain PNG (IHDR, IDAT, IEND) whose every row after the first is "Up"-filtered (filter
+    byte 2; the first row's Up is its None, which libpng may write as 0), decoded by Pillow to the same pixels, odd and
+    one-pixel sizes included; level 6 stays Pillow's encoder (its adaptive filters), and Pillow
+    writes the file where imagecodecs cannot."""
+    import zlib
+
+    from roundtrip.core.imaging import FAST_PNG, _plain_rgb8_png
+
+    rng = np.random.default_rng(3)
+    images = [skimage.data.astronaut(), skimage.data.coffee()[:301, :257],
+              rng.integers(0, 256, (1, 1, 3), dtype=np.uint8),
+              rng.integers(0, 256, (333, 1, 3), dtype=np.uint8)]
+
+    def row_filters(data: bytes, image: np.ndarray) -> set[int]:
+        pos, idat = 8, b""
+        while pos < len(data):
+            n = int.from_bytes(data[pos:pos + 4], "big")
+            if data[pos + 4:pos + 8] == b"IDAT":
+                idat += data[pos + 8:pos + 8 + n]
+            pos += 12 + n
+        raw = zlib.decompress(idat)
+        stride = image.shape[1] * 3 + 1
+        return {raw[r * stride] for r in range(1, image.shape[0])}, raw[0]
+
+    for image in images:
+        write_png(tmp_path / "f.png", image, FAST_PNG)
+        data = (tmp_path / "f.png").read_bytes()
+        assert _plain_rgb8_png(data)
+        assert np.array_equal(_pillow_rgb(data), image)
+        later, first = row_filters(data, image)
+        assert later <= {2} and first in (0, 2)
+    write_png(tmp_path / "d.png", images[0])
+    assert row_filters((tmp_path / "d.png").read_bytes(), images[0])[0] != {2}
+    # where imagecodecs refuses (its output estimate), Pillow writes the same pixels
+    import imagecodecs
+
+    def refuse(*args, **kwargs):
+        raise imagecodecs.PngError("png_write_data_fn output stream too small")
+
+    monkeypatch.setattr(imagecodecs, "png_encode", refuse)
+    write_png(tmp_path / "p.png", images[1], FAST_PNG)
+    assert np.array_equal(read_image(tmp_path / "p.png"), images[1])
