@@ -18,15 +18,21 @@ the median over the pairs in ms, and the sum:
 - ``mse``: :func:`~roundtrip.metrics.image_quality.mse_levels` (exact on the 8-bit levels);
   ``before``: :func:`~roundtrip.metrics.image_quality.mse` of the float32 images in float64;
 - ``ssim_full_size``: :func:`~roundtrip.metrics.image_quality.ssim_conventions` of the pair
-  under ``VALID`` and ``REFLECT_OWN_RANGE`` in float32 (``ssim`` and ``ssim_pair_range``: the
-  moments filtered by OpenCV); ``before``: the PyTorch path (``_ssim_conventions_torch``);
+  under ``VALID`` in float32 (``ssim``: the moments filtered by OpenCV; with ``to_unit``, what
+  ``metrics.ssim.scored_size: false`` saves); ``before``: the PyTorch path
+  (``_ssim_conventions_torch``);
 - ``views_256``: both images resized to 256 x 256 as the released evaluator does
   (:func:`~roundtrip.evals.vtbench.released.evaluated_view`, Pillow's bilinear);
 - ``released_psnr``, ``released_ssim``: the released evaluator's PSNR terms and its SSIM at
-  every batch range on the 256 px views (``ReleasedPSNR.pair_stats``, ``ssim_at_ranges``);
+  every batch range on the 256 px views (``ReleasedPSNR.level_stats``, ``ssim_at_ranges``, whose
+  first range is ``ssim_pair_range``);
 - ``extremes``: the originals' value range at both sizes;
 - ``scorer_total``: ``_score_item`` on the decoded pair, all of the above but decoding, whose
-  difference from the steps' sum is the scorer's own overhead.
+  difference from the steps' sum is the scorer's own overhead;
+- ``part_*``, parts of the above, not in the sum: ``part_released_ssim_moments``, the filtering
+  inside ``released_ssim`` (torchmetrics' convolution; the rest is the maps at each batch range),
+  and ``part_scorer_total_scored_size_ssim_off``, ``scorer_total`` without the SSIM at the
+  scored size.
 
 Usage: ``python benchmarks/image_quality_steps.py [--side 1024] [--pairs 32] [--repeats 3]
 [--work DIR] [--out JSON]``; writes ``benchmarks/results/image_quality_steps.json``.
@@ -65,13 +71,13 @@ def steps(original: bytes, reconstruction: bytes, repeats: int) -> dict[str, flo
     from roundtrip.evals.vtbench import image_quality as scorer
     from roundtrip.evals.vtbench.released import (
         ReleasedPSNR,
+        _ssim_moments,
         as_tensor,
         evaluated_view,
         ssim_at_ranges,
         view_extremes,
     )
     from roundtrip.metrics.image_quality import (
-        REFLECT_OWN_RANGE,
         VALID,
         _ssim_conventions_torch,
         mse,
@@ -84,7 +90,7 @@ def steps(original: bytes, reconstruction: bytes, repeats: int) -> dict[str, flo
     x, y = imaging.to_unit(a), imaging.to_unit(b)
     tx, ty = (torch.from_numpy(v).permute(2, 0, 1)[None] for v in (x, y))
     va, vb = evaluated_view(a), evaluated_view(b)
-    conventions = [VALID, REFLECT_OWN_RANGE]
+    conventions = [VALID]
 
     def pillow(data: bytes):
         plain = imaging._plain_rgb8_png
@@ -102,11 +108,15 @@ def steps(original: bytes, reconstruction: bytes, repeats: int) -> dict[str, flo
         "ssim_full_size": fastest(lambda: ssim_conventions(ty, tx, conventions,
                                                            dtype=torch.float32), repeats),
         "views_256": fastest(lambda: (evaluated_view(a), evaluated_view(b)), repeats),
-        "released_psnr": fastest(lambda: ReleasedPSNR.pair_stats(as_tensor(vb), as_tensor(va)),
-                                 repeats),
+        "released_psnr": fastest(lambda: ReleasedPSNR.level_stats(vb, va), repeats),
         "released_ssim": fastest(lambda: ssim_at_ranges(vb, va), repeats),
         "extremes": fastest(lambda: (a.min(), a.max(), view_extremes(vb, va)), repeats),
         "scorer_total": fastest(lambda: scorer._score_item(a, b), repeats),
+        # parts of steps above, not added to the sum
+        "part_released_ssim_moments": fastest(lambda: _ssim_moments(as_tensor(vb), as_tensor(va)),
+                                              repeats),
+        "part_scorer_total_scored_size_ssim_off": fastest(
+            lambda: scorer._score_item(a, b, full_ssim=False), repeats),
     }
     before = {
         "decode_original": fastest(lambda: pillow(original), repeats),
@@ -148,7 +158,7 @@ def main() -> None:
             per_pair.append(result)
     medians = {name: round(statistics.median(r[name] for r in per_pair), 2)
                for name in per_pair[0]}
-    now = [n for n in medians if not n.startswith("before_") and n != "scorer_total"]
+    now = [n for n in medians if not n.startswith(("before_", "part_")) and n != "scorer_total"]
     record = {
         "benchmark": "image_quality_steps", "commit": commit(),
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "

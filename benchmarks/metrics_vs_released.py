@@ -162,8 +162,10 @@ def child(spec: dict) -> dict:
 
     tune_allocator()
     start, cpu = time.perf_counter(), cpu_seconds()
+    # the keyword only where it is off: a --baseline-src from before the option has no keyword
+    lean = {"ssim_scored_size": False} if spec["contestant"] == LEAN else {}
     per_item, set_rows = score_image_quality_files(data["manifest"], data["status"], data["recon"],
-                                                   ssim_scored_size=spec["contestant"] != LEAN)
+                                                   **lean)
     seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu
     Path(spec["out"]).parent.mkdir(parents=True, exist_ok=True)
     per_item.to_csv(spec["out"], index=False)
