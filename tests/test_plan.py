@@ -563,18 +563,24 @@ def test_a_readers_own_device_decides_its_jobs_gpu(shipped, device, run_device, 
 
 
 def test_scored_size_ssim_option_reaches_the_scorer_and_tables(plan, shipped):
-    """``metrics.ssim.scored_size`` (default true) is the VTBench scorer's option and drops
-    the ``SSIM (per-item mean)`` column where false; MediBench's 2D sets keep their SSIM (its
+    """``metrics.ssim.scored_size`` (default true; false as docs/configuration.md's example
+    writes it) is the VTBench scorer's option and drops the ``SSIM (per-item mean)`` column
+    where false; MediBench's 2D sets keep their SSIM (its
     fidelity tables read it), and the scorer's records key on the option."""
     from roundtrip.core.scoring import scorer_key
     from roundtrip.evals.vtbench.image_quality import ImageQualityScorer
     from roundtrip.evals.vtbench.tables import reconstruction_columns, text_columns
 
+    from doc_examples import yaml_after
+
     assert plan.metrics["ssim"] == {"scored_size": True}
     assert plan.recon_jobs.scorers("natural")["image_quality"] == {"ssim_scored_size": True}
-    config = copy.deepcopy(shipped)
-    config["metrics"]["ssim"] = {"scored_size": False}
-    off = Plan(config)
+    # docs/configuration.md's example, through the schema
+    block = yaml_after(REPO / "docs/configuration.md", "`metrics.ssim.scored_size` (default true)")
+    config = copy.deepcopy(yaml.safe_load((REPO / "config.yaml").read_text()))
+    config["metrics"].update(block["metrics"])
+    off = Plan(validated(config))
+    assert off.metrics["ssim"] == {"scored_size": False}
     assert off.recon_jobs.scorers("natural")["image_quality"] == {"ssim_scored_size": False}
     assert off.recon_jobs.scorers("medical_2d")["image_quality"] == {}
     scorer = ImageQualityScorer(None, {})
