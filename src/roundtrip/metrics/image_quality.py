@@ -54,6 +54,31 @@ def mse(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(d))
 
 
+def sse_levels(a: np.ndarray, b: np.ndarray) -> int:
+    """Sum of squared differences of two integer images in their own levels, exactly (summed
+    in int64): :func:`mse_levels`'s numerator, and the released evaluator's squared error of
+    two 8-bit copies (:meth:`roundtrip.evals.vtbench.released.ReleasedPSNR.level_stats`).
+
+    Args:
+        a, b: arrays of one shape, both ``uint8`` or both ``uint16``.
+
+    Returns:
+        The sum, in squared levels (at most ``N vmax^2``).
+
+    Raises:
+        ValueError: shapes or dtypes differ, or a dtype is not ``uint8``/``uint16``.
+    """
+    if a.shape != b.shape:
+        raise ValueError(f"shape mismatch: {a.shape} vs {b.shape}")
+    if a.dtype != b.dtype or a.dtype not in (np.uint8, np.uint16):
+        raise ValueError("integer levels need two uint8 or two uint16 arrays, "
+                         f"got {a.dtype}, {b.dtype}")
+    # a squared 8-bit difference fits int32 (at most 65025), a 16-bit one needs int64
+    d = np.subtract(a, b, dtype=np.int32 if a.dtype == np.uint8 else np.int64)
+    np.multiply(d, d, out=d)
+    return int(np.add.reduce(d, axis=None, dtype=np.int64))
+
+
 def mse_levels(a: np.ndarray, b: np.ndarray) -> float:
     """Mean squared error of two integer images in units of their full range, exactly:
     ``sum((a - b)^2) / (N vmax^2)`` with the sum in int64 and one correctly rounded division
@@ -70,18 +95,11 @@ def mse_levels(a: np.ndarray, b: np.ndarray) -> float:
     Raises:
         ValueError: shapes or dtypes differ, or a dtype is not ``uint8``/``uint16``.
     """
-    if a.shape != b.shape:
-        raise ValueError(f"shape mismatch: {a.shape} vs {b.shape}")
-    if a.dtype != b.dtype or a.dtype not in (np.uint8, np.uint16):
-        raise ValueError("mse_levels needs two uint8 or two uint16 arrays, "
-                         f"got {a.dtype}, {b.dtype}")
+    sse = sse_levels(a, b)
     if a.size == 0:
         raise ValueError("mse_levels of empty arrays")
     vmax = int(np.iinfo(a.dtype).max)
-    # a squared 8-bit difference fits int32 (at most 65025), a 16-bit one needs int64
-    d = np.subtract(a, b, dtype=np.int32 if a.dtype == np.uint8 else np.int64)
-    np.multiply(d, d, out=d)
-    return int(np.add.reduce(d, axis=None, dtype=np.int64)) / (d.size * vmax * vmax)
+    return sse / (a.size * vmax * vmax)
 
 
 def psnr_from_mse(m: float, data_range: float = 1.0) -> float:

@@ -78,14 +78,14 @@ class ImageQualityScorer(ReconScorer):
     Options: ``ssim_scored_size`` (bool, default true): compute ``ssim``; false leaves the
     column empty (NaN), which the tables then leave out.
 
-    Records: a dict of the row's values, the evaluated pair's :meth:`ReleasedPSNR.pair_stats`
+    Records: a dict of the row's values, the evaluated pair's :meth:`ReleasedPSNR.level_stats`
     (``released``) and its SSIM at every batch range (``ssim_ranges``:
     :func:`~roundtrip.evals.vtbench.released.ssim_at_ranges` and the pair's extremes), or
     ``None`` for an item not reconstructed, or the reason it could not be scored.
     """
 
     def score(self, items: list[ReconItem]) -> list:
-        full_ssim = self.options.get("ssim_scored_size", True)
+        full_ssim = self.record_options(self.options)["ssim_scored_size"]
         records = []
         for item in items:
             if item.status != "ok":

@@ -44,6 +44,7 @@ from PIL import Image
 from rapidfuzz.distance import Levenshtein
 
 from roundtrip.core.imaging import to_uint8
+from roundtrip.metrics.image_quality import sse_levels
 
 #: Side of the square the released evaluator scores at (``--image_size`` default).
 EVAL_SIZE = 256
@@ -180,11 +181,9 @@ class ReleasedPSNR:
         if reconstruction.dtype != np.uint8 or original.dtype != np.uint8:
             raise ValueError(f"level_stats needs uint8 images, got {reconstruction.dtype}, "
                              f"{original.dtype}")
-        d = np.subtract(reconstruction, original, dtype=np.int32)
-        np.multiply(d, d, out=d)
-        sse = int(np.add.reduce(d, axis=None, dtype=np.int64)) / (255 * 255)
+        sse = sse_levels(reconstruction, original) / (255 * 255)
         lo, hi = (float(np.float32(v) / np.float32(255)) for v in (original.min(), original.max()))
-        return sse, d.size, lo, hi
+        return sse, original.size, lo, hi
 
     def add(self, stats: tuple) -> None:
         """Add one pair's :meth:`pair_stats`."""
@@ -250,13 +249,21 @@ def _ssim_per_image(moments: tuple, data_range: torch.Tensor) -> torch.Tensor:
     """``[B]`` per-image SSIM of :func:`_ssim_moments` at one data range (torchmetrics'
     ``c1 = (0.01 R)^2``, ``c2 = (0.03 R)^2`` and map
     ``((2 mu_pt + c1)(2 cov + c2)) / ((mu_p^2 + mu_t^2 + c1)(var_p + var_t + c2))``, in its
-    order)."""
+    order), its operations in place in three buffers (each IEEE operation rounds the same
+    wherever it writes, and ``a * b`` is ``b * a``: the same bits). ``data_range``: a 0-d
+    tensor, or ``[n, 1, 1, 1]`` ranges of one pair (``B`` = 1), one map row per range."""
     two_mu_pt, two_cov, mu_sq, var_sum = moments
     c1 = pow(0.01 * data_range, 2)
     c2 = pow(0.03 * data_range, 2)
-    upper = two_cov + c2
-    lower = var_sum + c2
-    ssim_map = ((two_mu_pt + c1) * upper) / ((mu_sq + c1) * lower)
+    shape = torch.broadcast_shapes(two_mu_pt.shape, c1.shape)
+    upper, lower, part = (torch.empty(shape, dtype=two_mu_pt.dtype) for _ in range(3))
+    torch.add(two_cov, c2, out=upper)
+    torch.add(var_sum, c2, out=lower)
+    torch.add(two_mu_pt, c1, out=part)
+    upper.mul_(part)                      # (2 mu_pt + c1) * (2 cov + c2)
+    torch.add(mu_sq, c1, out=part)
+    lower.mul_(part)                      # (mu^2 + c1) * (var + c2)
+    ssim_map = upper.div_(lower)
     return ssim_map.reshape(ssim_map.shape[0], -1).mean(-1)
 
 
@@ -322,24 +329,11 @@ def ssim_at_ranges(reconstruction: np.ndarray, original: np.ndarray) -> tuple[in
 
 def _per_range(moments: tuple, ranges: torch.Tensor) -> torch.Tensor:
     """:func:`_ssim_per_image` of one pair's moments at each of ``ranges`` (``[n]``), one map
-    row per range, its operations in place in three buffers (each IEEE operation rounds the
-    same wherever it writes, and ``a * b`` is ``b * a``: the same bits). A lone range is
-    evaluated twice over: PyTorch sums a single row in a thread-dependent order
-    (:func:`_one_thread_sum`), several rows each in one thread's order, so every value is the
-    one-thread value at any thread count."""
+    row per range. A lone range is evaluated twice over: PyTorch sums a single row in a
+    thread-dependent order (:func:`_one_thread_sum`), several rows each in one thread's order, so
+    every value is the one-thread value at any thread count."""
     lone = len(ranges) == 1
-    r = (ranges.repeat(2) if lone else ranges).reshape(-1, 1, 1, 1)
-    two_mu_pt, two_cov, mu_sq, var_sum = moments
-    c1, c2 = pow(0.01 * r, 2), pow(0.03 * r, 2)
-    shape = (len(r), *two_mu_pt.shape[1:])
-    upper, lower, part = (torch.empty(shape) for _ in range(3))
-    torch.add(two_cov, c2, out=upper)
-    torch.add(var_sum, c2, out=lower)
-    torch.add(two_mu_pt, c1, out=part)
-    upper.mul_(part)                      # (2 mu_pt + c1) * (2 cov + c2)
-    torch.add(mu_sq, c1, out=part)
-    lower.mul_(part)                      # (mu^2 + c1) * (var + c2)
-    values = upper.div_(lower).reshape(len(r), -1).mean(-1)
+    values = _ssim_per_image(moments, (ranges.repeat(2) if lone else ranges).reshape(-1, 1, 1, 1))
     return values[:1] if lone else values
 
 
