@@ -260,6 +260,14 @@ def test_mse_levels_is_exact(degraded_pairs):
     d = a.astype(np.int64) - b.astype(np.int64)
     assert mse_levels(a, b) == float(Fraction(int((d * d).sum()), d.size * 65535 ** 2))
     assert mse_levels(a, a) == 0.0
+    # more values than one of sse_levels' blocks, not a multiple of it, one input a strided view
+    from roundtrip.metrics.image_quality import _SSE_BLOCK, sse_levels
+
+    big = rng.integers(0, 256, (2 * _SSE_BLOCK // 3 + 7, 3, 2), dtype=np.uint8)
+    other = rng.integers(0, 256, (3, 2 * _SSE_BLOCK // 3 + 7, 2), dtype=np.uint8).transpose(1, 0, 2)
+    d = big.astype(np.int64) - other.astype(np.int64)
+    assert big.size > _SSE_BLOCK and big.size % _SSE_BLOCK
+    assert sse_levels(big, other) == int((d * d).sum())
     with pytest.raises(ValueError, match="uint8 or two uint16"):
         mse_levels(a, b.astype(np.uint8))
     with pytest.raises(ValueError, match="shape"):
