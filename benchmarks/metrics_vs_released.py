@@ -125,6 +125,18 @@ def make_pairs(root: Path, n: int, side: int, seed: int) -> dict[str, str]:
     return {k: str(v) for k, v in paths.items()}
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else the architecture: ratios against the
+    released evaluator differ between CPUs (its CPU time per pair more than roundtrip's)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return f"{line.split(':', 1)[1].strip()} ({platform.machine()})"
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def cpu_seconds() -> float:
     """User and system CPU seconds of this process and of its children that ended (the
     released evaluator's DataLoader workers)."""
@@ -296,8 +308,7 @@ def main() -> None:
             settings[f"{side}px_{threads}t"] = {"side": side, "pairs": n, "threads": threads,
                                                 "results": {name: [] for name in names}}
     record = {"benchmark": "metrics_vs_released", "commit": commit(),
-              "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-                         f"torch {torch.__version__}",
+              "machine": f"{cpu_model()}, {os.cpu_count()} cores, torch {torch.__version__}",
               "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
               "released": None if problem else {
                   "folder_commit": released_commit(args.released),
