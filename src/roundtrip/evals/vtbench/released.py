@@ -329,25 +329,27 @@ def ssim_at_ranges(reconstruction: np.ndarray, original: np.ndarray) -> tuple[in
     # are evaluated in chunks, one map row per range: the same element-wise operations per
     # range, so the same bits as one range at a time.
     ranges = torch.arange(k0, 256, dtype=torch.float32).div(255)
-    values = torch.cat([_per_range(moments, chunk) for chunk in ranges.split(_RANGE_CHUNK)])
+    plane = tuple(m[0] for m in moments)
+    maps = torch.empty((_RANGE_CHUNK,) + plane[0].shape, dtype=plane[0].dtype)
+    buffers = (maps, torch.empty_like(maps[0]), torch.empty_like(maps[0]))
+    values = torch.cat([_per_range(plane, chunk, *buffers) for chunk in ranges.split(_RANGE_CHUNK)])
     return k0, values.numpy().astype(np.float32)
 
 
-def _per_range(moments: tuple, ranges: torch.Tensor) -> torch.Tensor:
-    """The SSIM of one pair's moments (``B`` = 1) at each of ``ranges`` (``[n]``): each
-    range's :func:`_ssim_map_into` written into a row of its own, then every row's mean at
-    once. A lone range is evaluated into two rows: PyTorch sums a single row in a
-    thread-dependent order (:func:`_one_thread_sum`), several rows each in one thread's order,
-    so every value is the one-thread value at any thread count. Each map is made of
-    contiguous operations with a scalar (no broadcasting over a range dimension: 0.6x the
-    time), in rows that stay in the CPU cache."""
-    rows = max(len(ranges), 2)
-    maps = torch.empty((rows,) + moments[0].shape[1:], dtype=moments[0].dtype)
-    lower, part = torch.empty_like(maps[0]), torch.empty_like(maps[0])
-    plane = tuple(m[0] for m in moments)
-    for row in range(rows):
+def _per_range(plane: tuple, ranges: torch.Tensor, maps: torch.Tensor, lower: torch.Tensor,
+               part: torch.Tensor) -> torch.Tensor:
+    """The SSIM of one pair's moments (``plane``: each ``[C, H, W]``) at each of ``ranges``
+    (``[n]``, ``n`` at most ``len(maps)``): each range's :func:`_ssim_map_into` written into a
+    row of ``maps`` (``[_RANGE_CHUNK, C, H, W]``, reused from chunk to chunk with ``lower``
+    and ``part``), then every row's mean at once. Rows past ``n`` repeat the last range, so a
+    lone range is evaluated into two rows: PyTorch sums a single row in a thread-dependent
+    order (:func:`_one_thread_sum`), several rows each in one thread's order, so every value is
+    the one-thread value at any thread count. Each map is made of contiguous operations with a
+    scalar (no broadcasting over a range dimension: 0.6x the time), in rows that stay in the
+    CPU cache."""
+    for row in range(len(maps)):
         _ssim_map_into(plane, ranges[min(row, len(ranges) - 1)], maps[row], lower, part)
-    return maps.reshape(rows, -1).mean(-1)[:len(ranges)]
+    return maps.reshape(len(maps), -1).mean(-1)[:len(ranges)]
 
 
 #: Data ranges evaluated at once by :func:`ssim_at_ranges` (2 ranges of a 256 x 256 RGB pair:
